@@ -1,0 +1,99 @@
+"""Message: one conversation message, as the model is sent it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+__all__ = ["Message"]
+
+
+@dataclass(frozen=True)
+class Message:
+    """One conversation message.
+
+    Attributes:
+        role: ``"system"``, ``"user"``, ``"assistant"``, ``"tool"``, or any other role string.
+        content: a string, a list of content parts, or None.
+        name: the optional participant name.
+        tool_calls: OpenAI-shaped tool calls
+            (``{"id", "type": "function", "function": {"name", "arguments"}}``), or None.
+        tool_call_id: on a tool message, the id of the call it answers.
+        sticky: kept by every compaction.
+        sysprompt: this is the system prompt (kept by every compaction).
+        depth: a pinned depth (kept by every compaction), or None.
+    """
+
+    role: str
+    content: Any = None
+    name: str | None = None
+    tool_calls: list[Any] | None = None
+    tool_call_id: str | None = None
+    sticky: bool = False
+    sysprompt: bool = False
+    depth: int | None = None
+
+    @property
+    def is_sticky(self) -> bool:
+        """True when a compaction must keep this message: sticky, sysprompt or a depth."""
+        return self.sticky or self.sysprompt or self.depth is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The message as a payload: ``role`` and ``content`` always, the rest when set."""
+        d: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.name is not None:
+            d["name"] = self.name
+        if self.tool_calls is not None:
+            d["tool_calls"] = self.tool_calls
+        if self.tool_call_id is not None:
+            d["tool_call_id"] = self.tool_call_id
+        if self.sticky:
+            d["sticky"] = True
+        if self.sysprompt:
+            d["sysprompt"] = True
+        if self.depth is not None:
+            d["depth"] = self.depth
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Message:
+        """The inverse of :meth:`to_dict`; keys that are not Message fields are ignored.
+
+        Raises:
+            TypeError: ``d`` is not a mapping, or has no string ``role``.
+        """
+        if not isinstance(d, Mapping):
+            raise TypeError(f"a message payload must be an object, not {type(d).__name__}")
+        role = d.get("role")
+        if not isinstance(role, str):
+            raise TypeError("a message payload needs a string 'role'")
+        return cls(
+            role=role,
+            content=d.get("content"),
+            name=d.get("name"),
+            tool_calls=d.get("tool_calls"),
+            tool_call_id=d.get("tool_call_id"),
+            sticky=bool(d.get("sticky", False)),
+            sysprompt=bool(d.get("sysprompt", False)),
+            depth=d.get("depth"),
+        )
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        """The system prompt (``sysprompt=True``, so compaction keeps it)."""
+        return cls(role="system", content=text, sysprompt=True)
+
+    @classmethod
+    def user(cls, text: Any) -> Message:
+        """A user turn."""
+        return cls(role="user", content=text)
+
+    @classmethod
+    def assistant(cls, content: Any = None, tool_calls: list[Any] | None = None) -> Message:
+        """An assistant turn, with its tool calls if it made any."""
+        return cls(role="assistant", content=content, tool_calls=tool_calls)
+
+    @classmethod
+    def tool(cls, tool_call_id: str, content: Any) -> Message:
+        """A tool result answering the call ``tool_call_id``."""
+        return cls(role="tool", content=content, tool_call_id=tool_call_id)

@@ -1,0 +1,1 @@
+//! JSON reading (pull parser). Placeholder.

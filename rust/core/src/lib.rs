@@ -1,0 +1,10 @@
+//! The byte-level core of agent-transcript.
+//!
+//! Everything here works on bytes and knows nothing of Python: the binding crate
+//! (`rust/py`) extracts arguments, releases the GIL, calls in here and converts back.
+//! No function here panics on any input; every failure is a `Result`.
+
+pub mod canonical;
+pub mod digest;
+pub mod json;
+pub mod scan;

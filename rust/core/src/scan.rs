@@ -1,0 +1,1 @@
+//! Line scanning and the tail check. Placeholder.

@@ -1,0 +1,4 @@
+//! The exception classes, imported from `agent_transcript.errors` so that Rust
+//! raises the same documented, picklable classes Python code catches.
+
+pyo3::import_exception!(agent_transcript.errors, CorruptTranscript);

@@ -1,0 +1,37 @@
+//! `agent_transcript._core`: the thin PyO3 skin over `transcript_core`.
+//!
+//! Private and positional-only; the public API, its defaults and docstrings live
+//! in the Python package. Heavy calls extract their arguments, release the GIL
+//! (`py.detach`) for the byte work, and convert the result back.
+
+use pyo3::prelude::*;
+
+mod canonical;
+mod errors;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(canonical::canonical_json, m)?)?;
+    m.add_function(wrap_pyfunction!(canonical::envelope_line, m)?)?;
+    m.add_function(wrap_pyfunction!(digest, m)?)?;
+    Ok(())
+}
+
+/// `"sha256:" + hexdigest` of `data` (a `str` is UTF-8 encoded first).
+#[pyfunction]
+#[pyo3(signature = (data, /))]
+fn digest(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<String> {
+    use pyo3::types::{PyBytes, PyString};
+    if let Ok(bytes) = data.cast::<PyBytes>() {
+        let bytes = bytes.as_bytes();
+        return Ok(py.detach(|| transcript_core::digest::sha256_digest(bytes)));
+    }
+    if let Ok(text) = data.cast::<PyString>() {
+        let text = text.to_str()?;
+        return Ok(py.detach(|| transcript_core::digest::sha256_digest(text.as_bytes())));
+    }
+    Err(pyo3::exceptions::PyTypeError::new_err(format!(
+        "digest() takes str or bytes, not {}",
+        data.get_type().name()?
+    )))
+}
