@@ -1,1 +1,706 @@
-//! JSON reading (pull parser). Placeholder.
+//! A strict, pull-style JSON reader over one line's bytes.
+//!
+//! It accepts exactly RFC 8259 JSON, the way Python's `json.loads` reads it:
+//! any whitespace, key order and escapes; lone surrogate escapes (`"\ud800"`)
+//! are kept, so decoded strings are WTF-8 (UTF-8 that may hold surrogates); no
+//! `NaN`/`Infinity`; control characters inside strings are refused. Nesting is
+//! limited to [`MAX_DEPTH`] containers, so hostile input fails instead of
+//! overflowing the stack.
+//!
+//! The caller drives it: [`Reader::peek`] says what comes next, and one method
+//! per kind reads it. [`Reader::skip_value`] validates a value without building
+//! anything, which is what load does for the parts of a payload replay never
+//! looks at.
+
+use std::fmt;
+
+/// The deepest nesting of arrays and objects read or written (512 containers).
+pub const MAX_DEPTH: usize = 512;
+
+/// Why a line is not one JSON value, and the byte offset where reading stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonError {
+    /// Byte offset into the input.
+    pub offset: usize,
+    /// What was wrong there.
+    pub reason: &'static str,
+}
+
+impl fmt::Display for JsonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at byte {}", self.reason, self.offset)
+    }
+}
+
+impl std::error::Error for JsonError {}
+
+/// What the next value is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `null`
+    Null,
+    /// `true` or `false`
+    Bool,
+    /// a number
+    Number,
+    /// a string
+    String,
+    /// `[ … ]`
+    Array,
+    /// `{ … }`
+    Object,
+}
+
+/// A number's text, already checked against the JSON grammar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Number<'a> {
+    /// No fraction and no exponent: an integer of any size.
+    Int(&'a str),
+    /// A fraction or an exponent: a float.
+    Float(&'a str),
+}
+
+/// A decoded string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JStr<'s> {
+    /// Valid UTF-8 (the common case).
+    Text(&'s str),
+    /// WTF-8: holds at least one lone surrogate, encoded as three bytes.
+    Wtf8(&'s [u8]),
+}
+
+impl<'s> JStr<'s> {
+    /// The bytes (UTF-8, or WTF-8 for [`JStr::Wtf8`]).
+    pub fn as_bytes(&self) -> &'s [u8] {
+        match self {
+            JStr::Text(s) => s.as_bytes(),
+            JStr::Wtf8(b) => b,
+        }
+    }
+}
+
+/// Parses a float's text as Python's `float()` does, correctly rounded; a value
+/// too large for a double (`1e400`) is refused rather than read as infinity,
+/// because an infinity cannot be written back.
+pub fn parse_float(text: &str) -> Result<f64, &'static str> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        Ok(_) => Err("number out of range for a double"),
+        Err(_) => Err("invalid number"),
+    }
+}
+
+/// The pull reader. Create one per value with [`Reader::new`].
+pub struct Reader<'a> {
+    input: &'a [u8],
+    pos: usize,
+    depth: usize,
+    // True right after `[` or `{`: the next item may be the closing bracket and
+    // must not be preceded by a comma.
+    first: bool,
+}
+
+// Bytes that end a run of plain string characters: the quote, the backslash and
+// the control characters (refused inside strings, as json.loads does).
+static STRING_STOP: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
+impl<'a> Reader<'a> {
+    /// A reader at the start of `input`.
+    pub fn new(input: &'a [u8]) -> Self {
+        Reader {
+            input,
+            pos: 0,
+            depth: 0,
+            first: false,
+        }
+    }
+
+    /// The byte offset reached so far.
+    pub fn offset(&self) -> usize {
+        self.pos
+    }
+
+    fn err<T>(&self, reason: &'static str) -> Result<T, JsonError> {
+        Err(JsonError {
+            offset: self.pos,
+            reason,
+        })
+    }
+
+    fn skip_ws(&mut self) {
+        while let Some(&b) = self.input.get(self.pos) {
+            if b == b' ' || b == b'\n' || b == b'\r' || b == b'\t' {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// What the next value is; whitespace before it is skipped.
+    pub fn peek(&mut self) -> Result<Kind, JsonError> {
+        self.skip_ws();
+        match self.input.get(self.pos) {
+            Some(b'{') => Ok(Kind::Object),
+            Some(b'[') => Ok(Kind::Array),
+            Some(b'"') => Ok(Kind::String),
+            Some(b't') | Some(b'f') => Ok(Kind::Bool),
+            Some(b'n') => Ok(Kind::Null),
+            Some(b'-') | Some(b'0'..=b'9') => Ok(Kind::Number),
+            Some(_) => self.err("expected a value"),
+            None => self.err("unexpected end of input"),
+        }
+    }
+
+    fn literal(&mut self, word: &'static [u8]) -> Result<(), JsonError> {
+        match self.input.get(self.pos..self.pos + word.len()) {
+            Some(s) if s == word => {
+                self.pos += word.len();
+                Ok(())
+            }
+            _ => self.err("invalid literal"),
+        }
+    }
+
+    /// Reads `null`.
+    pub fn null(&mut self) -> Result<(), JsonError> {
+        self.skip_ws();
+        self.literal(b"null")
+    }
+
+    /// Reads `true` or `false`.
+    pub fn boolean(&mut self) -> Result<bool, JsonError> {
+        self.skip_ws();
+        match self.input.get(self.pos) {
+            Some(b't') => self.literal(b"true").map(|()| true),
+            Some(b'f') => self.literal(b"false").map(|()| false),
+            _ => self.err("expected true or false"),
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.pos;
+        while matches!(self.input.get(self.pos), Some(b'0'..=b'9')) {
+            self.pos += 1;
+        }
+        self.pos - start
+    }
+
+    /// Reads a number, checking its grammar; the text is returned as it stands.
+    pub fn number(&mut self) -> Result<Number<'a>, JsonError> {
+        self.skip_ws();
+        let start = self.pos;
+        if self.input.get(self.pos) == Some(&b'-') {
+            self.pos += 1;
+        }
+        match self.input.get(self.pos) {
+            Some(b'0') => self.pos += 1,
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => return self.err("invalid number"),
+        }
+        let mut float = false;
+        if self.input.get(self.pos) == Some(&b'.') {
+            self.pos += 1;
+            if self.digits() == 0 {
+                return self.err("invalid number");
+            }
+            float = true;
+        }
+        if matches!(self.input.get(self.pos), Some(b'e') | Some(b'E')) {
+            self.pos += 1;
+            if matches!(self.input.get(self.pos), Some(b'+') | Some(b'-')) {
+                self.pos += 1;
+            }
+            if self.digits() == 0 {
+                return self.err("invalid number");
+            }
+            float = true;
+        }
+        // The grammar above admits only ASCII, so this cannot fail.
+        let text =
+            std::str::from_utf8(&self.input[start..self.pos]).or(self.err("invalid number"))?;
+        Ok(if float {
+            Number::Float(text)
+        } else {
+            Number::Int(text)
+        })
+    }
+
+    /// Reads a string. Without escapes the result borrows the input; with them
+    /// it is decoded into `scratch` (cleared first).
+    pub fn string<'s>(&mut self, scratch: &'s mut Vec<u8>) -> Result<JStr<'s>, JsonError>
+    where
+        'a: 's,
+    {
+        self.skip_ws();
+        if self.input.get(self.pos) != Some(&b'"') {
+            return self.err("expected a string");
+        }
+        self.pos += 1;
+        let start = self.pos;
+        let run_end = self.plain_run();
+        if self.input.get(run_end) == Some(&b'"') {
+            let text = self.utf8(start, run_end)?;
+            self.pos = run_end + 1;
+            return Ok(JStr::Text(text));
+        }
+        scratch.clear();
+        let mut surrogate = false;
+        let mut run_start = start;
+        let mut at = run_end;
+        loop {
+            self.utf8(run_start, at)?;
+            scratch.extend_from_slice(&self.input[run_start..at]);
+            self.pos = at;
+            match self.input.get(at) {
+                Some(b'"') => {
+                    self.pos = at + 1;
+                    break;
+                }
+                Some(b'\\') => {
+                    self.pos = at + 1;
+                    surrogate |= self.escape(scratch)?;
+                }
+                Some(_) => return self.err("control character in string"),
+                None => return self.err("unterminated string"),
+            }
+            run_start = self.pos;
+            at = self.plain_run();
+        }
+        if surrogate {
+            Ok(JStr::Wtf8(scratch.as_slice()))
+        } else {
+            match std::str::from_utf8(scratch) {
+                Ok(text) => Ok(JStr::Text(text)),
+                Err(_) => self.err("invalid UTF-8 in string"),
+            }
+        }
+    }
+
+    /// Skips a string without decoding it, checking it all the same.
+    fn skip_string(&mut self) -> Result<(), JsonError> {
+        // The opening quote was seen by the caller.
+        self.pos += 1;
+        loop {
+            let start = self.pos;
+            let at = self.plain_run();
+            self.utf8(start, at)?;
+            self.pos = at;
+            match self.input.get(at) {
+                Some(b'"') => {
+                    self.pos = at + 1;
+                    return Ok(());
+                }
+                Some(b'\\') => {
+                    self.pos = at + 1;
+                    self.check_escape()?;
+                }
+                Some(_) => return self.err("control character in string"),
+                None => return self.err("unterminated string"),
+            }
+        }
+    }
+
+    // The end of the run of plain string bytes starting at `pos`.
+    fn plain_run(&self) -> usize {
+        let mut at = self.pos;
+        let input = self.input;
+        while let Some(&b) = input.get(at) {
+            if STRING_STOP[usize::from(b)] {
+                break;
+            }
+            at += 1;
+        }
+        at
+    }
+
+    fn utf8(&self, start: usize, end: usize) -> Result<&'a str, JsonError> {
+        std::str::from_utf8(&self.input[start..end]).map_err(|e| JsonError {
+            offset: start + e.valid_up_to(),
+            reason: "invalid UTF-8 in string",
+        })
+    }
+
+    fn hex4(&mut self) -> Result<u32, JsonError> {
+        let mut v = 0u32;
+        for _ in 0..4 {
+            let d = match self.input.get(self.pos) {
+                Some(&c @ b'0'..=b'9') => c - b'0',
+                Some(&c @ b'a'..=b'f') => c - b'a' + 10,
+                Some(&c @ b'A'..=b'F') => c - b'A' + 10,
+                _ => return self.err("invalid \\u escape"),
+            };
+            v = v * 16 + u32::from(d);
+            self.pos += 1;
+        }
+        Ok(v)
+    }
+
+    // Decodes one escape (the backslash is consumed) into `out`; true when it
+    // wrote a lone surrogate.
+    fn escape(&mut self, out: &mut Vec<u8>) -> Result<bool, JsonError> {
+        let c = match self.input.get(self.pos) {
+            Some(&c) => c,
+            None => return self.err("unterminated string"),
+        };
+        self.pos += 1;
+        let simple = match c {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'/' => b'/',
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'u' => {
+                let unit = self.hex4()?;
+                let mut code = unit;
+                if (0xD800..0xDC00).contains(&unit)
+                    && self.input.get(self.pos..self.pos + 2) == Some(b"\\u")
+                {
+                    // A high surrogate followed by an escaped low one is one code point.
+                    let save = self.pos;
+                    self.pos += 2;
+                    let low = self.hex4()?;
+                    if (0xDC00..0xE000).contains(&low) {
+                        code = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+                    } else {
+                        self.pos = save;
+                    }
+                }
+                push_code_point(out, code);
+                return Ok((0xD800..0xE000).contains(&code));
+            }
+            _ => return self.err("invalid escape"),
+        };
+        out.push(simple);
+        Ok(false)
+    }
+
+    fn check_escape(&mut self) -> Result<(), JsonError> {
+        match self.input.get(self.pos) {
+            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                self.pos += 1;
+                Ok(())
+            }
+            Some(b'u') => {
+                self.pos += 1;
+                self.hex4().map(|_| ())
+            }
+            Some(_) => self.err("invalid escape"),
+            None => self.err("unterminated string"),
+        }
+    }
+
+    fn enter(&mut self) -> Result<(), JsonError> {
+        if self.depth >= MAX_DEPTH {
+            return self.err("nesting deeper than 512");
+        }
+        self.depth += 1;
+        self.pos += 1;
+        self.first = true;
+        Ok(())
+    }
+
+    /// Reads `{`. Then call [`Reader::next_key`] until it answers `None`.
+    pub fn begin_object(&mut self) -> Result<(), JsonError> {
+        self.skip_ws();
+        if self.input.get(self.pos) != Some(&b'{') {
+            return self.err("expected an object");
+        }
+        self.enter()
+    }
+
+    /// The next key of the object and its `:`, or `None` at its `}`.
+    pub fn next_key<'s>(&mut self, scratch: &'s mut Vec<u8>) -> Result<Option<JStr<'s>>, JsonError>
+    where
+        'a: 's,
+    {
+        if !self.more(b'}')? {
+            return Ok(None);
+        }
+        let key = self.string(scratch)?;
+        self.skip_ws();
+        if self.input.get(self.pos) != Some(&b':') {
+            return self.err("expected ':'");
+        }
+        self.pos += 1;
+        Ok(Some(key))
+    }
+
+    /// Reads `[`. Then call [`Reader::next_item`] before each item.
+    pub fn begin_array(&mut self) -> Result<(), JsonError> {
+        self.skip_ws();
+        if self.input.get(self.pos) != Some(&b'[') {
+            return self.err("expected an array");
+        }
+        self.enter()
+    }
+
+    /// True when another item follows (its comma consumed), false at `]`.
+    pub fn next_item(&mut self) -> Result<bool, JsonError> {
+        self.more(b']')
+    }
+
+    // Shared by objects and arrays: a closing bracket, or a separator and more.
+    fn more(&mut self, close: u8) -> Result<bool, JsonError> {
+        self.skip_ws();
+        let first = std::mem::replace(&mut self.first, false);
+        match self.input.get(self.pos) {
+            Some(&c) if c == close => {
+                self.pos += 1;
+                self.depth -= 1;
+                Ok(false)
+            }
+            Some(b',') if !first => {
+                self.pos += 1;
+                Ok(true)
+            }
+            Some(_) if first => Ok(true),
+            Some(_) => self.err(if close == b'}' {
+                "expected ',' or '}'"
+            } else {
+                "expected ',' or ']'"
+            }),
+            None => self.err("unexpected end of input"),
+        }
+    }
+
+    /// Reads and checks one whole value of any kind, building nothing.
+    pub fn skip_value(&mut self) -> Result<(), JsonError> {
+        match self.peek()? {
+            Kind::Null => self.null(),
+            Kind::Bool => self.boolean().map(|_| ()),
+            Kind::Number => self.number().map(|_| ()),
+            Kind::String => self.skip_string(),
+            Kind::Array => {
+                self.begin_array()?;
+                while self.next_item()? {
+                    self.skip_value()?;
+                }
+                Ok(())
+            }
+            Kind::Object => {
+                self.begin_object()?;
+                loop {
+                    if !self.more(b'}')? {
+                        return Ok(());
+                    }
+                    self.skip_ws();
+                    if self.input.get(self.pos) != Some(&b'"') {
+                        return self.err("expected a string");
+                    }
+                    self.skip_string()?;
+                    self.skip_ws();
+                    if self.input.get(self.pos) != Some(&b':') {
+                        return self.err("expected ':'");
+                    }
+                    self.pos += 1;
+                    self.skip_value()?;
+                }
+            }
+        }
+    }
+
+    /// Checks that nothing but whitespace follows the value.
+    pub fn finish(&mut self) -> Result<(), JsonError> {
+        self.skip_ws();
+        if self.pos == self.input.len() {
+            Ok(())
+        } else {
+            self.err("extra data after the value")
+        }
+    }
+}
+
+/// Appends `code` (a scalar value or a surrogate) in UTF-8's encoding scheme.
+fn push_code_point(out: &mut Vec<u8>, code: u32) {
+    // Truncating casts are intended: each byte takes its bits of `code`.
+    if code < 0x80 {
+        out.push(code as u8);
+    } else if code < 0x800 {
+        out.extend_from_slice(&[0xC0 | (code >> 6) as u8, 0x80 | (code & 0x3F) as u8]);
+    } else if code < 0x10000 {
+        out.extend_from_slice(&[
+            0xE0 | (code >> 12) as u8,
+            0x80 | ((code >> 6) & 0x3F) as u8,
+            0x80 | (code & 0x3F) as u8,
+        ]);
+    } else {
+        out.extend_from_slice(&[
+            0xF0 | (code >> 18) as u8,
+            0x80 | ((code >> 12) & 0x3F) as u8,
+            0x80 | ((code >> 6) & 0x3F) as u8,
+            0x80 | (code & 0x3F) as u8,
+        ]);
+    }
+}
+
+/// True when `line` is exactly one JSON value (whitespace around it allowed).
+pub fn is_one_value(line: &[u8]) -> bool {
+    let mut reader = Reader::new(line);
+    reader.skip_value().and_then(|()| reader.finish()).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn valid(s: &str) -> bool {
+        is_one_value(s.as_bytes())
+    }
+
+    #[test]
+    fn accepts_every_kind_of_value() {
+        for s in [
+            "null",
+            "true",
+            "false",
+            "0",
+            "-0",
+            "12",
+            "-1.5e+10",
+            "1E-7",
+            "\"\"",
+            "\"a\\u00e9\\n\"",
+            "[]",
+            "{}",
+            " [1, {\"a\": [null]} ] ",
+            "{\"a\":1,\"a\":2}",
+            "\"\\ud800\"",
+            "\"日本\"",
+        ] {
+            assert!(valid(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn refuses_what_json_loads_refuses() {
+        for s in [
+            "",
+            " ",
+            "nul",
+            "NaN",
+            "Infinity",
+            "-Infinity",
+            "01",
+            "1.",
+            ".5",
+            "1e",
+            "+1",
+            "[1,]",
+            "{\"a\":1,}",
+            "[1 2]",
+            "{\"a\" 1}",
+            "{1:2}",
+            "\"a",
+            "\"\\x\"",
+            "\"\\u12\"",
+            "\"\t\"",
+            "[",
+            "]",
+            "{}}",
+            "1 2",
+            "'a'",
+            "[01]",
+        ] {
+            assert!(!valid(s), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn refuses_invalid_utf8_and_a_character_cut_short() {
+        assert!(!is_one_value(b"\"\xff\""));
+        assert!(!is_one_value(b"\"\xf0\x9f\x9a\""));
+        assert!(is_one_value("\"🚀\"".as_bytes()));
+    }
+
+    #[test]
+    fn nesting_is_limited_to_512_without_overflowing_the_stack() {
+        let ok = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
+        assert!(valid(&ok));
+        let deep = "[".repeat(MAX_DEPTH + 1) + &"]".repeat(MAX_DEPTH + 1);
+        assert!(!valid(&deep));
+        let hostile = "[".repeat(100_000);
+        assert!(!valid(&hostile));
+        let objects = "{\"a\":".repeat(100_000);
+        assert!(!valid(&objects));
+    }
+
+    #[test]
+    fn strings_decode_escapes_and_surrogates() {
+        let mut scratch = Vec::new();
+        let mut r = Reader::new(br#""plain""#);
+        assert_eq!(r.string(&mut scratch), Ok(JStr::Text("plain")));
+        let mut r = Reader::new(br#""a\"\\\/\b\f\n\r\t\u00e9""#);
+        assert_eq!(
+            r.string(&mut scratch),
+            Ok(JStr::Text("a\"\\/\u{8}\u{c}\n\r\té"))
+        );
+        let mut r = Reader::new(br#""\ud83d\ude80""#);
+        assert_eq!(r.string(&mut scratch), Ok(JStr::Text("🚀")));
+        let mut r = Reader::new(br#""\ud800x""#);
+        assert_eq!(
+            r.string(&mut scratch),
+            Ok(JStr::Wtf8(&[0xED, 0xA0, 0x80, b'x']))
+        );
+        let mut r = Reader::new(br#""\ud800\u0041""#);
+        assert_eq!(
+            r.string(&mut scratch),
+            Ok(JStr::Wtf8(&[0xED, 0xA0, 0x80, b'A']))
+        );
+    }
+
+    #[test]
+    fn numbers_keep_their_text_and_kind() {
+        let mut r = Reader::new(b"-123456789012345678901234567890");
+        assert_eq!(
+            r.number(),
+            Ok(Number::Int("-123456789012345678901234567890"))
+        );
+        let mut r = Reader::new(b"2.5e-3");
+        assert_eq!(r.number(), Ok(Number::Float("2.5e-3")));
+        assert_eq!(
+            parse_float("1e400"),
+            Err("number out of range for a double")
+        );
+        assert_eq!(parse_float("2.5e-3"), Ok(0.0025));
+    }
+
+    #[test]
+    fn objects_and_arrays_are_walked_item_by_item() {
+        let mut r = Reader::new(br#"{"a": [1, 2], "b": {}}"#);
+        let mut scratch = Vec::new();
+        r.begin_object().ok();
+        assert_eq!(
+            r.next_key(&mut scratch).ok().flatten(),
+            Some(JStr::Text("a"))
+        );
+        r.begin_array().ok();
+        assert_eq!(r.next_item(), Ok(true));
+        assert_eq!(r.number(), Ok(Number::Int("1")));
+        assert_eq!(r.next_item(), Ok(true));
+        assert_eq!(r.number(), Ok(Number::Int("2")));
+        assert_eq!(r.next_item(), Ok(false));
+        assert_eq!(
+            r.next_key(&mut scratch).ok().flatten(),
+            Some(JStr::Text("b"))
+        );
+        assert_eq!(r.skip_value(), Ok(()));
+        assert_eq!(r.next_key(&mut scratch), Ok(None));
+        assert_eq!(r.finish(), Ok(()));
+    }
+}
