@@ -6,5 +6,7 @@
 
 pub mod canonical;
 pub mod digest;
+pub mod envelope;
 pub mod json;
 pub mod scan;
+pub mod transcript;

@@ -1,0 +1,585 @@
+//! One line of a transcript read as an envelope: checked whole, with only the
+//! few fields replay needs pulled out. Payloads are validated and skipped, never
+//! built; whoever wants one decodes it later from the line's bytes.
+
+use std::fmt;
+
+use crate::json::{JStr, JsonError, Kind, Number, Reader};
+
+/// The envelope types this library understands; anything else is [`EnvelopeType::Other`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnvelopeType {
+    /// `session-meta`: always the first line.
+    SessionMeta,
+    /// `message`: one conversation message.
+    Message,
+    /// `grants`: the whole permission snapshot.
+    Grants,
+    /// `compaction`: earlier messages folded into a summary.
+    Compaction,
+    /// `elision`: messages' contents replaced by stubs.
+    Elision,
+    /// `tool-dispatched`: a tool operation about to cross to its provider.
+    ToolDispatched,
+    /// `tool-settled`: what became of a tool operation.
+    ToolSettled,
+    /// `run-context`: what the run was told about the world.
+    RunContext,
+    /// A type this version does not know: kept, not replayed.
+    Other,
+}
+
+impl EnvelopeType {
+    /// The type named by a wire `type` string.
+    pub fn from_wire(name: &[u8]) -> Self {
+        match name {
+            b"session-meta" => Self::SessionMeta,
+            b"message" => Self::Message,
+            b"grants" => Self::Grants,
+            b"compaction" => Self::Compaction,
+            b"elision" => Self::Elision,
+            b"tool-dispatched" => Self::ToolDispatched,
+            b"tool-settled" => Self::ToolSettled,
+            b"run-context" => Self::RunContext,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// A byte range inside one line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Span {
+    /// Offset of the first byte, from the line's start.
+    pub start: u32,
+    /// Offset just past the last byte.
+    pub end: u32,
+}
+
+/// What replay needs from a payload, by type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Detail {
+    /// Nothing (meta, grants, unknown types).
+    None,
+    /// A message: whether compaction keeps it, and the call it answers.
+    Message {
+        /// `sticky`, `sysprompt` or a `depth`.
+        sticky: bool,
+        /// `tool_call_id`, when it is a string.
+        tool_call_id: Option<String>,
+    },
+    /// A compaction: the id of the last message it replaces.
+    Compaction {
+        /// `replaces-through-id`.
+        through: String,
+    },
+    /// An elision: each item's message id and where its stub is in the line.
+    Elision {
+        /// `(id, stub)` per item, in order.
+        items: Vec<(String, Span)>,
+    },
+    /// A dispatched tool operation: the model's call id.
+    ToolDispatched {
+        /// `call-id`, when it is a string.
+        call_id: Option<String>,
+    },
+    /// A settled tool operation: the operation it names.
+    ToolSettled {
+        /// `op-id`.
+        op_id: String,
+    },
+    /// A run context: the digests of the sections this line carries the text of.
+    RunContext {
+        /// Digests of sections with `text`.
+        carried: Vec<String>,
+    },
+}
+
+/// One line, checked and read as an envelope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Envelope {
+    /// The envelope id.
+    pub id: String,
+    /// The envelope type.
+    pub kind: EnvelopeType,
+    /// What replay needs from the payload.
+    pub detail: Detail,
+}
+
+/// Why a line is not a usable envelope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LineError {
+    /// Not one JSON value.
+    Malformed(JsonError),
+    /// JSON, but not an envelope (a missing or mistyped field, a bad payload).
+    Invalid(String),
+    /// An envelope of a format version this library does not read.
+    Version(String),
+}
+
+impl fmt::Display for LineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LineError::Malformed(e) => write!(f, "not JSON: {e}"),
+            LineError::Invalid(why) => write!(f, "not an envelope: {why}"),
+            LineError::Version(v) => write!(
+                f,
+                "unsupported envelope version v={v} (this library reads v=1)"
+            ),
+        }
+    }
+}
+
+impl From<JsonError> for LineError {
+    fn from(e: JsonError) -> Self {
+        LineError::Malformed(e)
+    }
+}
+
+fn invalid<T>(why: impl Into<String>) -> Result<T, LineError> {
+    Err(LineError::Invalid(why.into()))
+}
+
+fn owned(s: JStr<'_>) -> String {
+    String::from_utf8_lossy(s.as_bytes()).into_owned()
+}
+
+/// The fields of a payload that replay may want, whatever the type: read in one
+/// pass because the payload comes before `type` in canonical key order.
+#[derive(Default)]
+struct PayloadFields {
+    is_object: bool,
+    sticky: bool,
+    sysprompt: bool,
+    depth: bool,
+    role: Option<bool>,
+    tool_call_id: Option<String>,
+    through: Option<String>,
+    items: Option<Result<Vec<(String, Span)>, String>>,
+    call_id: Option<String>,
+    op_id: Option<String>,
+    carried: Option<Result<Vec<String>, String>>,
+}
+
+/// Reads one line (without its `\n`) as an envelope.
+pub fn parse_line(line: &[u8]) -> Result<Envelope, LineError> {
+    let mut r = Reader::new(line);
+    let mut scratch = Vec::new();
+    if r.peek()? != Kind::Object {
+        r.skip_value()?;
+        r.finish()?;
+        return invalid("the line is not a JSON object");
+    }
+    r.begin_object()?;
+    let mut id = None;
+    let mut kind = None;
+    let mut ts = false;
+    let mut v: Option<Result<(), String>> = None;
+    let mut payload = None;
+    // Duplicate keys: the last one wins, as in Python's json.
+    loop {
+        let key = match r.next_key(&mut scratch)? {
+            None => break,
+            Some(k) => k.as_bytes().to_vec(),
+        };
+        match key.as_slice() {
+            b"id" => {
+                id = match r.peek()? {
+                    Kind::String => Some(owned(r.string(&mut scratch)?)),
+                    _ => {
+                        r.skip_value()?;
+                        None
+                    }
+                }
+            }
+            b"type" => {
+                kind = match r.peek()? {
+                    Kind::String => {
+                        Some(EnvelopeType::from_wire(r.string(&mut scratch)?.as_bytes()))
+                    }
+                    _ => {
+                        r.skip_value()?;
+                        None
+                    }
+                }
+            }
+            b"ts" => {
+                ts = r.peek()? == Kind::String;
+                r.skip_value()?;
+            }
+            b"v" => {
+                v = Some(match r.peek()? {
+                    Kind::Number => match r.number()? {
+                        Number::Int("1") => Ok(()),
+                        Number::Int(other) => Err(other.to_string()),
+                        Number::Float(_) => Err("a float".into()),
+                    },
+                    Kind::Bool => {
+                        let b = r.boolean()?;
+                        Err(if b { "true".into() } else { "false".into() })
+                    }
+                    _ => {
+                        r.skip_value()?;
+                        Err("not a number".into())
+                    }
+                })
+            }
+            b"payload" => payload = Some(read_payload(&mut r)?),
+            _ => r.skip_value()?,
+        }
+    }
+    r.finish()?;
+    let Some(id) = id.filter(|s| !s.is_empty()) else {
+        return invalid("no non-empty string 'id'");
+    };
+    let Some(kind) = kind else {
+        return invalid("no string 'type'");
+    };
+    if !ts {
+        return invalid("no string 'ts'");
+    }
+    match v {
+        None => return invalid("no 'v'"),
+        Some(Err(v)) if v == "not a number" || v == "a float" || v == "true" || v == "false" => {
+            return invalid(format!("'v' is {v}, not an int"));
+        }
+        Some(Err(v)) => return Err(LineError::Version(v)),
+        Some(Ok(())) => {}
+    }
+    let Some(p) = payload else {
+        return invalid("no 'payload'");
+    };
+    let detail = detail_of(kind, p)?;
+    Ok(Envelope { id, kind, detail })
+}
+
+fn detail_of(kind: EnvelopeType, p: PayloadFields) -> Result<Detail, LineError> {
+    let need_object = !matches!(
+        kind,
+        EnvelopeType::Other | EnvelopeType::Grants | EnvelopeType::SessionMeta
+    );
+    if need_object && !p.is_object {
+        return invalid("the payload is not an object");
+    }
+    Ok(match kind {
+        EnvelopeType::SessionMeta | EnvelopeType::Grants | EnvelopeType::Other => Detail::None,
+        EnvelopeType::Message => {
+            if p.role != Some(true) {
+                return invalid("a message payload needs a string 'role'");
+            }
+            Detail::Message {
+                sticky: p.sticky || p.sysprompt || p.depth,
+                tool_call_id: p.tool_call_id,
+            }
+        }
+        EnvelopeType::Compaction => match p.through {
+            Some(through) => Detail::Compaction { through },
+            None => return invalid("a compaction needs a string 'replaces-through-id'"),
+        },
+        EnvelopeType::Elision => match p.items {
+            Some(Ok(items)) => Detail::Elision { items },
+            Some(Err(why)) => return invalid(why),
+            None => return invalid("an elision needs 'items'"),
+        },
+        EnvelopeType::ToolDispatched => Detail::ToolDispatched { call_id: p.call_id },
+        EnvelopeType::ToolSettled => match p.op_id {
+            Some(op_id) => Detail::ToolSettled { op_id },
+            None => return invalid("a tool-settled needs a string 'op-id'"),
+        },
+        EnvelopeType::RunContext => match p.carried {
+            Some(Ok(carried)) => Detail::RunContext { carried },
+            Some(Err(why)) => return invalid(why),
+            None => Detail::RunContext {
+                carried: Vec::new(),
+            },
+        },
+    })
+}
+
+// Python's truthiness of a JSON value, which is what `bool(d.get(...))` gives:
+// false for null, false, 0, "", [] and {}.
+fn truthy(r: &mut Reader<'_>, scratch: &mut Vec<u8>) -> Result<bool, JsonError> {
+    Ok(match r.peek()? {
+        Kind::Null => {
+            r.null()?;
+            false
+        }
+        Kind::Bool => r.boolean()?,
+        Kind::Number => match r.number()? {
+            Number::Int(t) | Number::Float(t) => !is_zero(t),
+        },
+        Kind::String => !r.string(scratch)?.as_bytes().is_empty(),
+        Kind::Array => {
+            r.begin_array()?;
+            let mut any = false;
+            while r.next_item()? {
+                any = true;
+                r.skip_value()?;
+            }
+            any
+        }
+        Kind::Object => {
+            r.begin_object()?;
+            let mut any = false;
+            while r.next_key(scratch)?.is_some() {
+                any = true;
+                r.skip_value()?;
+            }
+            any
+        }
+    })
+}
+
+// True when a number's text is zero: no non-zero digit in its mantissa.
+fn is_zero(text: &str) -> bool {
+    let mantissa = text.split(['e', 'E']).next().unwrap_or(text);
+    !mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b))
+}
+
+fn string_or_skip(r: &mut Reader<'_>, scratch: &mut Vec<u8>) -> Result<Option<String>, JsonError> {
+    if r.peek()? == Kind::String {
+        Ok(Some(owned(r.string(scratch)?)))
+    } else {
+        r.skip_value()?;
+        Ok(None)
+    }
+}
+
+fn span(start: usize, end: usize) -> Span {
+    Span {
+        start: u32::try_from(start).unwrap_or(u32::MAX),
+        end: u32::try_from(end).unwrap_or(u32::MAX),
+    }
+}
+
+fn read_payload(r: &mut Reader<'_>) -> Result<PayloadFields, LineError> {
+    let mut p = PayloadFields::default();
+    if r.peek()? != Kind::Object {
+        r.skip_value()?;
+        return Ok(p);
+    }
+    p.is_object = true;
+    let mut scratch = Vec::new();
+    let mut inner = Vec::new();
+    r.begin_object()?;
+    loop {
+        let key = match r.next_key(&mut scratch)? {
+            None => break,
+            Some(k) => k.as_bytes().to_vec(),
+        };
+        match key.as_slice() {
+            b"role" => p.role = Some(string_or_skip(r, &mut inner)?.is_some()),
+            b"sticky" => p.sticky = truthy(r, &mut inner)?,
+            b"sysprompt" => p.sysprompt = truthy(r, &mut inner)?,
+            b"depth" => {
+                p.depth = r.peek()? != Kind::Null;
+                r.skip_value()?;
+            }
+            b"tool_call_id" => p.tool_call_id = string_or_skip(r, &mut inner)?,
+            b"replaces-through-id" => p.through = string_or_skip(r, &mut inner)?,
+            b"call-id" => p.call_id = string_or_skip(r, &mut inner)?,
+            b"op-id" => p.op_id = string_or_skip(r, &mut inner)?,
+            b"items" => p.items = Some(read_items(r, &mut inner)?),
+            b"sections" => p.carried = Some(read_sections(r, &mut inner)?),
+            _ => r.skip_value()?,
+        }
+    }
+    Ok(p)
+}
+
+fn read_items(
+    r: &mut Reader<'_>,
+    scratch: &mut Vec<u8>,
+) -> Result<Result<Vec<(String, Span)>, String>, JsonError> {
+    if r.peek()? != Kind::Array {
+        r.skip_value()?;
+        return Ok(Err("an elision's 'items' is not a list".into()));
+    }
+    let mut items = Vec::new();
+    let mut bad = None;
+    r.begin_array()?;
+    while r.next_item()? {
+        if r.peek()? != Kind::Object {
+            r.skip_value()?;
+            bad = Some("an elision item is not an object");
+            continue;
+        }
+        let mut id = None;
+        let mut stub = None;
+        r.begin_object()?;
+        let mut key = Vec::new();
+        while let Some(k) = r.next_key(scratch)? {
+            key.clear();
+            key.extend_from_slice(k.as_bytes());
+            match key.as_slice() {
+                b"id" => id = string_or_skip(r, scratch)?,
+                b"stub" => {
+                    r.peek()?;
+                    let start = r.offset();
+                    r.skip_value()?;
+                    stub = Some(span(start, r.offset()));
+                }
+                _ => r.skip_value()?,
+            }
+        }
+        match (id, stub) {
+            (Some(id), Some(stub)) => items.push((id, stub)),
+            _ => bad = Some("an elision item needs a string 'id' and a 'stub'"),
+        }
+    }
+    Ok(match bad {
+        Some(why) => Err(why.into()),
+        None => Ok(items),
+    })
+}
+
+fn read_sections(
+    r: &mut Reader<'_>,
+    scratch: &mut Vec<u8>,
+) -> Result<Result<Vec<String>, String>, JsonError> {
+    if r.peek()? != Kind::Array {
+        r.skip_value()?;
+        return Ok(Err("a run context's 'sections' is not a list".into()));
+    }
+    let mut carried = Vec::new();
+    r.begin_array()?;
+    let mut key = Vec::new();
+    while r.next_item()? {
+        if r.peek()? != Kind::Object {
+            r.skip_value()?;
+            continue;
+        }
+        let mut digest = None;
+        let mut has_text = false;
+        r.begin_object()?;
+        while let Some(k) = r.next_key(scratch)? {
+            key.clear();
+            key.extend_from_slice(k.as_bytes());
+            match key.as_slice() {
+                b"digest" => digest = string_or_skip(r, scratch)?,
+                b"text" => {
+                    has_text = true;
+                    r.skip_value()?;
+                }
+                _ => r.skip_value()?,
+            }
+        }
+        if let (Some(d), true) = (digest, has_text) {
+            carried.push(d);
+        }
+    }
+    Ok(Ok(carried))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Envelope, LineError> {
+        parse_line(s.as_bytes())
+    }
+
+    #[test]
+    fn a_message_line() {
+        let e = parse(r#"{"id":"a1","payload":{"content":"hi","role":"tool","tool_call_id":"c1"},"ts":"t","type":"message","v":1}"#).unwrap();
+        assert_eq!(e.id, "a1");
+        assert_eq!(e.kind, EnvelopeType::Message);
+        assert_eq!(
+            e.detail,
+            Detail::Message {
+                sticky: false,
+                tool_call_id: Some("c1".into())
+            }
+        );
+    }
+
+    #[test]
+    fn stickiness_follows_python_truthiness() {
+        for (flags, sticky) in [
+            (r#""sticky":true"#, true),
+            (r#""sticky":false"#, false),
+            (r#""sticky":0"#, false),
+            (r#""sticky":0.0e5"#, false),
+            (r#""sticky":2"#, true),
+            (r#""sticky":"""#, false),
+            (r#""sticky":"x""#, true),
+            (r#""sticky":[]"#, false),
+            (r#""sysprompt":{"a":1}"#, true),
+            (r#""depth":null"#, false),
+            (r#""depth":0"#, true),
+        ] {
+            let line = format!(
+                r#"{{"id":"a","payload":{{"role":"user",{flags}}},"ts":"t","type":"message","v":1}}"#
+            );
+            match parse(&line).unwrap().detail {
+                Detail::Message { sticky: got, .. } => assert_eq!(got, sticky, "{flags}"),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn any_key_order_and_whitespace_and_the_last_duplicate_wins() {
+        let e = parse(r#" { "v" : 1 , "type":"grants", "id":"x", "payload" : {"grants": []}, "ts":"t", "id":"y" } "#).unwrap();
+        assert_eq!((e.id.as_str(), e.kind), ("y", EnvelopeType::Grants));
+    }
+
+    #[test]
+    fn an_elision_records_where_each_stub_is() {
+        let line = r#"{"id":"e","payload":{"items":[{"id":"m1","stub":"[gone]"}]},"ts":"t","type":"elision","v":1}"#;
+        let e = parse(line).unwrap();
+        let Detail::Elision { items } = e.detail else {
+            panic!()
+        };
+        assert_eq!(items.len(), 1);
+        let Span { start, end } = items[0].1;
+        assert_eq!(&line[start as usize..end as usize], "\"[gone]\"");
+    }
+
+    #[test]
+    fn missing_fields_and_bad_versions_are_refused() {
+        assert!(matches!(
+            parse(r#"{"payload":{},"ts":"t","type":"x","v":1}"#),
+            Err(LineError::Invalid(_))
+        ));
+        assert!(matches!(
+            parse(r#"{"id":"","payload":{},"ts":"t","type":"x","v":1}"#),
+            Err(LineError::Invalid(_))
+        ));
+        assert!(matches!(
+            parse(r#"{"id":"a","ts":"t","type":"x","v":1}"#),
+            Err(LineError::Invalid(_))
+        ));
+        assert!(matches!(
+            parse(r#"{"id":"a","payload":{},"ts":1,"type":"x","v":1}"#),
+            Err(LineError::Invalid(_))
+        ));
+        assert!(matches!(
+            parse(r#"{"id":"a","payload":{},"ts":"t","type":"x","v":2}"#),
+            Err(LineError::Version(_))
+        ));
+        assert!(matches!(
+            parse(r#"{"id":"a","payload":{},"ts":"t","type":"x","v":"1"}"#),
+            Err(LineError::Invalid(_))
+        ));
+        assert!(matches!(parse(r#"[1]"#), Err(LineError::Invalid(_))));
+        assert!(matches!(
+            parse(r#"{"id":"a""#),
+            Err(LineError::Malformed(_))
+        ));
+        assert!(matches!(
+            parse(r#"{"id":"a","payload":{"content":"x"},"ts":"t","type":"message","v":1}"#),
+            Err(LineError::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn run_context_lists_the_sections_it_carries() {
+        let e = parse(r#"{"id":"r","payload":{"facts":[],"sections":[{"digest":"d1","name":"a","text":"x"},{"digest":"d2","name":"b","rendered-in":"q"}]},"ts":"t","type":"run-context","v":1}"#).unwrap();
+        assert_eq!(
+            e.detail,
+            Detail::RunContext {
+                carried: vec!["d1".into()]
+            }
+        );
+    }
+}

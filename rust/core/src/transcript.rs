@@ -1,0 +1,593 @@
+//! The envelope index and replay: what load builds from a file and what every
+//! append extends, through the same code, so that the state after a load is the
+//! state the writer had.
+//!
+//! The index keeps a few words per line (where it is, its number and type) and
+//! an id table; payloads stay in the file. Replay keeps the live message list as
+//! references to lines, plus what an elision put in place of a message's content.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::io;
+
+use crate::envelope::{parse_line, Detail, Envelope, EnvelopeType, LineError, Span};
+use crate::scan::ReadAt;
+
+/// Where one envelope is in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineRec {
+    /// Offset of its first byte.
+    pub offset: u64,
+    /// Its length, without the `\n`.
+    pub len: u32,
+    /// 1-based line number, blank lines counted.
+    pub number: u64,
+    /// Its type.
+    pub kind: EnvelopeType,
+}
+
+/// One message of the live list: the line it comes from (a message line, or a
+/// compaction line for a summary) and, if an elision stubbed it, where the stub is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveMessage {
+    /// Index into [`Transcript::lines`].
+    pub line: u32,
+    /// The elision line and the stub's span in it.
+    pub stub: Option<(u32, Span)>,
+    /// Kept by compaction.
+    pub sticky: bool,
+}
+
+/// A dispatched tool operation with no settle line yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingOp {
+    /// The model's call id.
+    pub call_id: Option<String>,
+    /// The line of the tool message answering it, written after the dispatch.
+    pub result: Option<u32>,
+}
+
+/// Why an envelope cannot join the transcript.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplayError {
+    /// The first envelope is not a session-meta.
+    NoMeta,
+    /// A session-meta that is not the first envelope.
+    MetaNotFirst,
+    /// An id that an earlier envelope already has.
+    DuplicateId(String),
+    /// A compaction or elision naming an id that is not a live message.
+    UnknownId {
+        /// The id named.
+        id: String,
+        /// `"compaction"` or `"elision"`.
+        by: &'static str,
+    },
+    /// A settle naming an operation this transcript does not have.
+    UnknownOperation(String),
+    /// A settle naming an operation already settled.
+    AlreadySettled(String),
+}
+
+impl fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReplayError::NoMeta => write!(f, "the first line is not a session-meta"),
+            ReplayError::MetaNotFirst => write!(f, "a session-meta that is not the first line"),
+            ReplayError::DuplicateId(id) => write!(f, "duplicate envelope id {id:?}"),
+            ReplayError::UnknownId { id, by } => {
+                write!(f, "{by} names {id:?}, which is not a live message")
+            }
+            ReplayError::UnknownOperation(id) => {
+                write!(f, "no tool operation {id:?} in this transcript")
+            }
+            ReplayError::AlreadySettled(id) => {
+                write!(f, "tool operation {id:?} is already settled")
+            }
+        }
+    }
+}
+
+/// Why a file could not be loaded.
+#[derive(Debug)]
+pub enum LoadError {
+    /// Reading failed.
+    Io(io::Error),
+    /// Line `line` is not a usable envelope.
+    Line {
+        /// 1-based line number.
+        line: u64,
+        /// What is wrong with it.
+        error: LineError,
+    },
+    /// Line `line` cannot be replayed.
+    Replay {
+        /// 1-based line number.
+        line: u64,
+        /// Why.
+        error: ReplayError,
+    },
+    /// No envelope at all.
+    Empty,
+}
+
+impl From<io::Error> for LoadError {
+    fn from(e: io::Error) -> Self {
+        LoadError::Io(e)
+    }
+}
+
+/// A transcript's index and replayed state.
+#[derive(Debug, Default)]
+pub struct Transcript {
+    /// Every envelope, in file order.
+    pub lines: Vec<LineRec>,
+    ids: HashMap<Box<str>, u32>,
+    /// The live messages, compaction and elision applied.
+    pub live: Vec<LiveMessage>,
+    // line index -> position in `live`, for the lines that are live.
+    live_pos: HashMap<u32, u32>,
+    /// Dispatched, unsettled operations by dispatch line, in dispatch order.
+    pub pending: BTreeMap<u32, PendingOp>,
+    /// The last grants line.
+    pub grants: Option<u32>,
+    /// Section digest -> the run-context line carrying its text.
+    pub sections: HashMap<Box<str>, u32>,
+}
+
+impl Transcript {
+    /// The line index of envelope `id`.
+    pub fn line_of(&self, id: &str) -> Option<u32> {
+        self.ids.get(id).copied()
+    }
+
+    /// Whether `id` names a live message.
+    pub fn is_live(&self, id: &str) -> bool {
+        self.line_of(id)
+            .is_some_and(|l| self.live_pos.contains_key(&l))
+    }
+
+    /// Checks that `env` can follow what is there; `strict` also refuses settles
+    /// of unknown or settled operations (an append does; a load tolerates them).
+    pub fn check(&self, env: &Envelope, strict: bool) -> Result<(), ReplayError> {
+        if self.lines.is_empty() {
+            if env.kind != EnvelopeType::SessionMeta {
+                return Err(ReplayError::NoMeta);
+            }
+        } else if env.kind == EnvelopeType::SessionMeta {
+            return Err(ReplayError::MetaNotFirst);
+        }
+        if self.ids.contains_key(env.id.as_str()) {
+            return Err(ReplayError::DuplicateId(env.id.clone()));
+        }
+        match &env.detail {
+            Detail::Compaction { through } if !self.is_live(through) => {
+                Err(ReplayError::UnknownId {
+                    id: through.clone(),
+                    by: "compaction",
+                })
+            }
+            Detail::Elision { items } => match items.iter().find(|(id, _)| !self.is_live(id)) {
+                Some((id, _)) => Err(ReplayError::UnknownId {
+                    id: id.clone(),
+                    by: "elision",
+                }),
+                None => Ok(()),
+            },
+            Detail::ToolSettled { op_id } if strict => match self.line_of(op_id) {
+                Some(l) if self.pending.contains_key(&l) => Ok(()),
+                Some(l) if self.lines[l as usize].kind == EnvelopeType::ToolDispatched => {
+                    Err(ReplayError::AlreadySettled(op_id.clone()))
+                }
+                _ => Err(ReplayError::UnknownOperation(op_id.clone())),
+            },
+            _ => Ok(()),
+        }
+    }
+
+    /// Checks `env` (see [`Transcript::check`]) and, if it may, adds it at `rec`.
+    pub fn push(&mut self, env: Envelope, rec: LineRec, strict: bool) -> Result<(), ReplayError> {
+        self.check(&env, strict)?;
+        let index = u32::try_from(self.lines.len()).unwrap_or(u32::MAX);
+        self.lines.push(rec);
+        self.ids.insert(env.id.into_boxed_str(), index);
+        match env.detail {
+            Detail::None => {
+                if env.kind == EnvelopeType::Grants {
+                    self.grants = Some(index);
+                }
+            }
+            Detail::Message {
+                sticky,
+                tool_call_id,
+            } => {
+                self.live_pos.insert(index, self.live.len() as u32);
+                self.live.push(LiveMessage {
+                    line: index,
+                    stub: None,
+                    sticky,
+                });
+                if let Some(call) = tool_call_id {
+                    for op in self.pending.values_mut() {
+                        if op.result.is_none() && op.call_id.as_deref() == Some(call.as_str()) {
+                            op.result = Some(index);
+                        }
+                    }
+                }
+            }
+            Detail::Compaction { through } => {
+                let cut = self
+                    .line_of(&through)
+                    .and_then(|l| self.live_pos.get(&l))
+                    .copied()
+                    .unwrap_or(0);
+                let cut = cut as usize;
+                let mut live = Vec::with_capacity(self.live.len() - cut + 1);
+                live.extend(self.live[..=cut].iter().filter(|m| m.sticky).copied());
+                live.push(LiveMessage {
+                    line: index,
+                    stub: None,
+                    sticky: false,
+                });
+                live.extend_from_slice(&self.live[cut + 1..]);
+                self.live = live;
+                self.live_pos = self
+                    .live
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| (m.line, i as u32))
+                    .collect();
+            }
+            Detail::Elision { items } => {
+                for (id, span) in items {
+                    if let Some(&pos) = self.line_of(&id).and_then(|l| self.live_pos.get(&l)) {
+                        self.live[pos as usize].stub = Some((index, span));
+                    }
+                }
+            }
+            Detail::ToolDispatched { call_id } => {
+                self.pending.insert(
+                    index,
+                    PendingOp {
+                        call_id,
+                        result: None,
+                    },
+                );
+            }
+            Detail::ToolSettled { op_id } => {
+                if let Some(l) = self.line_of(&op_id) {
+                    self.pending.remove(&l);
+                }
+            }
+            Detail::RunContext { carried } => {
+                for digest in carried {
+                    self.sections
+                        .entry(digest.into_boxed_str())
+                        .or_insert(index);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads the non-blank lines of the first `size` bytes of `src`, in order, in
+/// chunks (so memory holds one chunk and the longest line, not the file), and
+/// hands each to `each` with its offset and 1-based number.
+pub fn for_each_line<R, E, F>(src: &R, size: u64, mut each: F) -> Result<(), E>
+where
+    R: ReadAt + ?Sized,
+    E: From<io::Error>,
+    F: FnMut(&[u8], u64, u64) -> Result<(), E>,
+{
+    const CHUNK: usize = 4 << 20;
+    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK);
+    let mut buf_offset = 0u64; // file offset of buf[0]
+    let mut read_to = 0u64;
+    let mut number = 0u64;
+    loop {
+        // Top the buffer up by a chunk.
+        let want = usize::try_from((size - read_to).min(CHUNK as u64)).unwrap_or(CHUNK);
+        let eof = want == 0;
+        if !eof {
+            let old = buf.len();
+            buf.resize(old + want, 0);
+            let mut filled = 0;
+            while filled < want {
+                let n = src.read_at(&mut buf[old + filled..], read_to + filled as u64)?;
+                if n == 0 {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the file shrank while it was read",
+                    )
+                    .into());
+                }
+                filled += n;
+            }
+            read_to += want as u64;
+        }
+        let mut start = 0;
+        while let Some(i) = memchr::memchr(b'\n', &buf[start..]) {
+            number += 1;
+            let line = &buf[start..start + i];
+            if !crate::scan::is_blank(line) {
+                each(line, buf_offset + start as u64, number)?;
+            }
+            start += i + 1;
+        }
+        if eof {
+            if start < buf.len() {
+                number += 1;
+                let line = &buf[start..];
+                if !crate::scan::is_blank(line) {
+                    each(line, buf_offset + start as u64, number)?;
+                }
+            }
+            return Ok(());
+        }
+        buf.drain(..start);
+        buf_offset += start as u64;
+    }
+}
+
+/// Loads the first `size` bytes of `src`: every line must be an envelope and
+/// replay must accept it. The tail must already have been repaired.
+pub fn load<R: ReadAt + ?Sized>(src: &R, size: u64) -> Result<Transcript, LoadError> {
+    let mut t = Transcript::default();
+    for_each_line(src, size, |line, offset, number| {
+        let env = parse_line(line).map_err(|error| LoadError::Line {
+            line: number,
+            error,
+        })?;
+        let rec = LineRec {
+            offset,
+            len: u32::try_from(line.len()).unwrap_or(u32::MAX),
+            number,
+            kind: env.kind,
+        };
+        t.push(env, rec, false).map_err(|error| LoadError::Replay {
+            line: number,
+            error,
+        })
+    })?;
+    if t.lines.is_empty() {
+        return Err(LoadError::Empty);
+    }
+    Ok(t)
+}
+
+/// What peek makes of a file: the lines that parsed, and one warning per line
+/// that did not.
+#[derive(Debug, Default)]
+pub struct Peeked {
+    /// The envelopes that parsed, in file order.
+    pub lines: Vec<LineRec>,
+    /// `(line number, why)` for each line skipped.
+    pub skipped: Vec<(u64, String)>,
+}
+
+/// Reads the first `size` bytes of `src` as peek does: no replay, and a line
+/// that is not an envelope is skipped and reported.
+pub fn peek<R: ReadAt + ?Sized>(src: &R, size: u64) -> Result<Peeked, io::Error> {
+    let mut p = Peeked::default();
+    for_each_line(src, size, |line, offset, number| {
+        match parse_line(line) {
+            Ok(env) => p.lines.push(LineRec {
+                offset,
+                len: u32::try_from(line.len()).unwrap_or(u32::MAX),
+                number,
+                kind: env.kind,
+            }),
+            Err(e) => p.skipped.push((number, e.to_string())),
+        }
+        Ok::<(), io::Error>(())
+    })?;
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(id: &str, kind: &str, payload: &str) -> String {
+        format!(
+            r#"{{"id":"{id}","payload":{payload},"ts":"2026-01-01T00:00:00.000000Z","type":"{kind}","v":1}}"#
+        )
+    }
+
+    fn msg(id: &str, role: &str, extra: &str) -> String {
+        line(
+            id,
+            "message",
+            &format!(r#"{{"content":"{id}","role":"{role}"{extra}}}"#),
+        )
+    }
+
+    fn load_str(lines: &[String]) -> Result<Transcript, LoadError> {
+        let text = lines.join("\n") + "\n";
+        load(text.as_bytes(), text.len() as u64)
+    }
+
+    fn live_ids(t: &Transcript, lines: &[String]) -> Vec<String> {
+        t.live
+            .iter()
+            .map(|m| {
+                let id = lines[m.line as usize]
+                    .split('"')
+                    .nth(3)
+                    .unwrap_or("")
+                    .to_string();
+                if m.stub.is_some() {
+                    format!("{id}*")
+                } else {
+                    id
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn compaction_keeps_sticky_messages_and_splices_the_summary() {
+        let lines = vec![
+            line("meta", "session-meta", "{}"),
+            msg("s", "system", r#","sysprompt":true"#),
+            msg("u1", "user", ""),
+            msg("a1", "assistant", ""),
+            msg("p", "user", r#","depth":2"#),
+            msg("u2", "user", ""),
+            line(
+                "c1",
+                "compaction",
+                r#"{"replaces-through-id":"p","summary":"S"}"#,
+            ),
+            msg("u3", "user", ""),
+            line(
+                "c2",
+                "compaction",
+                r#"{"replaces-through-id":"c1","summary":"S2"}"#,
+            ),
+        ];
+        let t = load_str(&lines).unwrap();
+        assert_eq!(live_ids(&t, &lines), ["s", "p", "c2", "u2", "u3"]);
+    }
+
+    #[test]
+    fn elision_then_compaction_and_compaction_then_elision() {
+        let lines = vec![
+            line("meta", "session-meta", "{}"),
+            msg("u1", "user", ""),
+            msg("t1", "tool", r#","tool_call_id":"x""#),
+            line(
+                "e1",
+                "elision",
+                r#"{"items":[{"id":"t1","stub":"[gone]"}]}"#,
+            ),
+            msg("u2", "user", ""),
+            line(
+                "c1",
+                "compaction",
+                r#"{"replaces-through-id":"u1","summary":"S"}"#,
+            ),
+            line("e2", "elision", r#"{"items":[{"id":"c1","stub":"[s]"}]}"#),
+        ];
+        let t = load_str(&lines).unwrap();
+        assert_eq!(live_ids(&t, &lines), ["c1*", "t1*", "u2"]);
+    }
+
+    #[test]
+    fn naming_a_message_that_is_not_live_is_fatal() {
+        let lines = vec![
+            line("meta", "session-meta", "{}"),
+            msg("u1", "user", ""),
+            msg("u2", "user", ""),
+            line(
+                "c1",
+                "compaction",
+                r#"{"replaces-through-id":"u1","summary":"S"}"#,
+            ),
+            line("e1", "elision", r#"{"items":[{"id":"u1","stub":"x"}]}"#),
+        ];
+        match load_str(&lines) {
+            Err(LoadError::Replay {
+                line: 5,
+                error: ReplayError::UnknownId { .. },
+            }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn duplicate_ids_and_a_missing_meta_are_fatal() {
+        let dup = vec![
+            line("meta", "session-meta", "{}"),
+            msg("u1", "user", ""),
+            msg("u1", "user", ""),
+        ];
+        assert!(matches!(
+            load_str(&dup),
+            Err(LoadError::Replay {
+                line: 3,
+                error: ReplayError::DuplicateId(_)
+            })
+        ));
+        let nometa = vec![msg("u1", "user", "")];
+        assert!(matches!(
+            load_str(&nometa),
+            Err(LoadError::Replay {
+                line: 1,
+                error: ReplayError::NoMeta
+            })
+        ));
+    }
+
+    #[test]
+    fn pending_operations_know_whether_their_result_was_persisted() {
+        let lines = vec![
+            line("meta", "session-meta", "{}"),
+            line("op1", "tool-dispatched", r#"{"call-id":"c1","tool":"t"}"#),
+            line("op2", "tool-dispatched", r#"{"call-id":"c2","tool":"t"}"#),
+            line("op3", "tool-dispatched", r#"{"call-id":"c3","tool":"t"}"#),
+            msg("r1", "tool", r#","tool_call_id":"c1""#),
+            msg("r3", "tool", r#","tool_call_id":"c3""#),
+            line(
+                "s3",
+                "tool-settled",
+                r#"{"op-id":"op3","outcome":"completed"}"#,
+            ),
+        ];
+        let t = load_str(&lines).unwrap();
+        let pending: Vec<_> = t.pending.iter().map(|(l, op)| (*l, op.result)).collect();
+        assert_eq!(pending, vec![(1, Some(4)), (2, None)]);
+        let settle_again = parse_line(
+            line(
+                "s4",
+                "tool-settled",
+                r#"{"op-id":"op3","outcome":"completed"}"#,
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(
+            t.check(&settle_again, true),
+            Err(ReplayError::AlreadySettled("op3".into()))
+        );
+        let settle_unknown = parse_line(
+            line(
+                "s5",
+                "tool-settled",
+                r#"{"op-id":"zz","outcome":"completed"}"#,
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(
+            t.check(&settle_unknown, true),
+            Err(ReplayError::UnknownOperation("zz".into()))
+        );
+    }
+
+    #[test]
+    fn lines_are_found_across_chunk_boundaries_and_blank_lines_are_counted() {
+        let mut text = Vec::new();
+        let mut expected = Vec::new();
+        let mut number = 0;
+        for i in 0..30_000u32 {
+            number += 1;
+            if i % 7 == 3 {
+                text.extend_from_slice(b"  \r\n");
+                continue;
+            }
+            let l = format!("{{\"k\":\"{}\"}}", "x".repeat((i % 500) as usize));
+            expected.push((text.len() as u64, number));
+            text.extend_from_slice(l.as_bytes());
+            text.push(b'\n');
+        }
+        let mut got = Vec::new();
+        for_each_line(text.as_slice(), text.len() as u64, |_, off, n| {
+            got.push((off, n));
+            Ok::<(), io::Error>(())
+        })
+        .unwrap();
+        assert_eq!(got, expected);
+    }
+}
