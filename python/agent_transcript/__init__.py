@@ -20,10 +20,16 @@ from .errors import (
     UnsupportedVersion,
 )
 from .codec import canonical_json
+from .envelope import Envelope, Peek, PendingToolOperation
 from .message import Message
+from .session import Session
 
 __all__ = [
+    "Session",
     "Message",
+    "Envelope",
+    "Peek",
+    "PendingToolOperation",
     "canonical_json",
     "digest",
     "TranscriptError",

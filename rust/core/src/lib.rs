@@ -9,4 +9,5 @@ pub mod digest;
 pub mod envelope;
 pub mod json;
 pub mod scan;
+pub mod stamp;
 pub mod transcript;

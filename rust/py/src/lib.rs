@@ -7,13 +7,20 @@
 use pyo3::prelude::*;
 
 mod canonical;
+mod decode;
 mod errors;
+mod transcript;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(canonical::canonical_json, m)?)?;
     m.add_function(wrap_pyfunction!(canonical::envelope_line, m)?)?;
     m.add_function(wrap_pyfunction!(digest, m)?)?;
+    m.add_function(wrap_pyfunction!(decode::py_loads, m)?)?;
+    m.add_function(wrap_pyfunction!(transcript::tail_check, m)?)?;
+    m.add_function(wrap_pyfunction!(transcript::parse_envelope, m)?)?;
+    m.add_class::<transcript::Transcript>()?;
+    m.add_class::<transcript::Peeked>()?;
     Ok(())
 }
 

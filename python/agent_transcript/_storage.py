@@ -1,0 +1,190 @@
+"""The file underneath a session: creating it, taking its lock, repairing its tail.
+
+The lock is ``flock(2)`` on the transcript itself, taken without waiting: it dies
+with the process, so a ``kill -9`` leaves nothing stale. A repair writes the good
+prefix into ``<path>.repair``, locks that file *before* renaming it over the
+transcript, and only then lets go of the old inode, so the path is locked at
+every instant. Whoever takes the lock checks afterwards that the path still names
+the inode it locked, and starts again if a repair swapped it meanwhile.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import _core
+from .errors import CorruptTranscript, SessionLocked
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+
+
+def make_parents(path: Path) -> None:
+    """Create the missing parent directories of ``path``, each ``0700`` whatever the umask."""
+    missing = []
+    parent = path.parent
+    while not parent.exists():
+        missing.append(parent)
+        if parent.parent == parent:
+            break
+        parent = parent.parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, DIR_MODE)
+        except FileExistsError:
+            continue
+        os.chmod(d, DIR_MODE)
+
+
+def _lock(fd: int, path: Path) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise SessionLocked(f"{path}: another session has this transcript open") from None
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+def open_locked(path: Path, *, create: bool) -> tuple[int, bool]:
+    """Open ``path`` for appending and lock it; returns ``(fd, created)``.
+
+    With ``create``, a missing file is created ``0600``. Raises ``SessionLocked``
+    at once when another session holds it, ``FileNotFoundError`` when it is
+    missing and ``create`` is false.
+    """
+    flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
+    while True:
+        created = False
+        if create:
+            try:
+                fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, FILE_MODE)
+                created = True
+            except FileExistsError:
+                fd = os.open(path, flags)
+        else:
+            fd = os.open(path, flags)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise IsADirectoryError(errno.EISDIR, "not a regular file", str(path))
+            if created:
+                os.fchmod(fd, FILE_MODE)
+            _lock(fd, path)
+            if _same_file(fd, path):
+                return fd, created
+        except BaseException:
+            os.close(fd)
+            raise
+        # A repair swapped the file between our open and our lock: go again.
+        os.close(fd)
+
+
+@dataclass(frozen=True)
+class TailRepair:
+    """What the tail check found and did."""
+
+    fd: int
+    warning: str | None
+
+
+def remove_leftover_repair(path: Path) -> None:
+    """Delete a ``<path>.repair`` left by a repair that died before its rename."""
+    try:
+        os.unlink(repair_path(path))
+    except FileNotFoundError:
+        pass
+
+
+def repair_path(path: Path) -> Path:
+    return path.with_name(path.name + ".repair")
+
+
+def check_tail(fd: int) -> tuple[str, int, int, int, bool, int]:
+    """The tail check of an open transcript (see ``_core.tail_check``)."""
+    return _core.tail_check(fd)
+
+
+def repair_tail(fd: int, path: Path) -> TailRepair:
+    """Run load's repair on the locked ``fd`` of ``path``.
+
+    Returns the descriptor to use from now on (a new one if the tail was cut) and
+    the warning to report. Raises ``CorruptTranscript`` when the two last
+    non-blank lines are both malformed; the file is then untouched.
+    """
+    kind, keep, line, removed, _, _ = check_tail(fd)
+    if kind == "corrupt":
+        raise CorruptTranscript(
+            "the last two non-blank lines are both malformed: damage, not a crash",
+            line,
+            str(path),
+        )
+    if kind != "torn":
+        return TailRepair(fd, None)
+    new_fd = _write_repair(fd, path, keep)
+    os.close(fd)
+    return TailRepair(
+        new_fd,
+        f"removed a torn last line: line {line}, {removed} bytes",
+    )
+
+
+def _write_repair(fd: int, path: Path, keep: int) -> int:
+    repair = repair_path(path)
+    mode = stat.S_IMODE(os.fstat(fd).st_mode)
+    out = os.open(repair, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    try:
+        os.fchmod(out, mode)
+        _lock(out, repair)
+        _copy_prefix(fd, out, keep)
+        os.fsync(out)
+        os.rename(repair, path)
+    except BaseException:
+        os.close(out)
+        try:
+            os.unlink(repair)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+    fcntl.fcntl(out, fcntl.F_SETFL, fcntl.fcntl(out, fcntl.F_GETFL) | os.O_APPEND)
+    return out
+
+
+def _copy_prefix(src: int, dst: int, length: int) -> None:
+    # copy_file_range lets the filesystem share or copy blocks without a trip
+    # through user space; fall back to plain reads where it is not supported.
+    done = 0
+    try:
+        while done < length:
+            n = os.copy_file_range(src, dst, length - done, done, done)
+            if n == 0:
+                break
+            done += n
+    except OSError as e:
+        if e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL):
+            raise
+    while done < length:
+        chunk = os.pread(src, min(1 << 20, length - done), done)
+        if not chunk:
+            raise OSError(errno.EIO, "the transcript shrank during its repair")
+        os.pwrite(dst, chunk, done)
+        done += len(chunk)
+
+
+def _fsync_dir(directory: Path) -> None:
+    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)

@@ -1,0 +1,499 @@
+"""Session: one transcript, open for reading and appending."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+from . import _core, _storage
+from .artifacts import ArtifactStore
+from .codec import canonical_json
+from .envelope import Envelope, LazySequence, Peek, PendingToolOperation
+from .errors import CorruptTranscript, SessionClosed, ToolOperationError
+from .message import Message
+
+__all__ = ["Session"]
+
+Durability = Literal["flush", "fsync"]
+
+OUTCOMES = ("completed", "failed", "outcome-unknown")
+
+
+def _digest(data: str | bytes) -> str:
+    return _core.digest(data)
+
+
+def _durability(value: str) -> bool:
+    if value not in ("flush", "fsync"):
+        raise ValueError(f"durability must be 'flush' or 'fsync', not {value!r}")
+    return value == "fsync"
+
+
+def _envelope(fields: tuple[Any, Any, Any, Any, Any, int]) -> Envelope:
+    return Envelope(*fields)
+
+
+class Session:
+    """A transcript open for reading and appending: the one writer of its file.
+
+    Make one with :meth:`create`, :meth:`load` or :meth:`open`; read a file
+    without opening it with :meth:`peek` and :meth:`follow`. Every append writes
+    one whole line with one ``write(2)`` before it returns. Every method is safe
+    to call from any thread.
+    """
+
+    def __init__(self, path: Path, fd: int, core: _core.Transcript, warnings: list[str]) -> None:
+        # Use create(), load() or open().
+        self._path = path
+        self._fd: int | None = fd
+        self._t = core
+        self._warnings = warnings
+        self._lock = threading.RLock()
+        self._artifacts = ArtifactStore(path)
+        self._meta: Any = None
+
+    # -- opening -----------------------------------------------------------
+
+    @classmethod
+    def create(cls, path: str | os.PathLike[str], meta: dict[str, Any] | None = None, *,
+               durability: Durability = "flush") -> Session:
+        """Create a new transcript at ``path`` and write its session-meta line.
+
+        An existing empty file is taken as new; missing parent directories are
+        created ``0700`` and the file ``0600``.
+
+        Raises:
+            FileExistsError: ``path`` exists and is not empty.
+            SessionLocked: another session holds ``path``.
+            TypeError, ValueError: ``meta`` cannot be written as JSON.
+        """
+        fsync = _durability(durability)
+        path = Path(path)
+        payload: Any = {} if meta is None else meta
+        canonical_json(payload)  # refuse a bad meta before touching the disk
+        _storage.make_parents(path)
+        fd, created = _storage.open_locked(path, create=True)
+        try:
+            if os.fstat(fd).st_size > 0:
+                raise FileExistsError(17, "a transcript that is not empty is there already", str(path))
+            core = _core.Transcript.new(fd, fsync)
+            core.append("session-meta", payload, None)
+        except BaseException:
+            os.close(fd)
+            if created:
+                _unlink_quietly(path)
+            raise
+        return cls(path, fd, core, [])
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, durability: Durability = "flush") -> Session:
+        """Open an existing transcript: repair a torn last line, then replay it.
+
+        Raises:
+            FileNotFoundError: there is no file at ``path``.
+            SessionLocked: another session holds ``path``.
+            CorruptTranscript: the file is empty, does not start with a
+                session-meta, or is damaged in a way no crash produces (the
+                exception's ``line`` says where); the file is left as it was.
+            UnsupportedVersion: an envelope's ``v`` is not 1.
+        """
+        fsync = _durability(durability)
+        path = Path(path)
+        fd, _ = _storage.open_locked(path, create=False)
+        try:
+            _storage.remove_leftover_repair(path)
+            repaired = _storage.repair_tail(fd, path)
+        except BaseException:
+            os.close(fd)
+            raise
+        fd = repaired.fd
+        try:
+            core = _core.Transcript.load(fd, fsync)
+        except CorruptTranscript as e:
+            os.close(fd)
+            raise type(e)(e.message, e.line, str(path)) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(path, fd, core, [repaired.warning] if repaired.warning else [])
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], meta: dict[str, Any] | None = None, *,
+             durability: Durability = "flush") -> Session:
+        """:meth:`load` the transcript at ``path`` if it has content, else :meth:`create` it."""
+        p = Path(path)
+        try:
+            if p.stat().st_size > 0:
+                return cls.load(p, durability=durability)
+        except FileNotFoundError:
+            pass
+        return cls.create(p, meta, durability=durability)
+
+    @staticmethod
+    def peek(path: str | os.PathLike[str]) -> Peek:
+        """Read what the file at ``path`` says, writing, locking and repairing nothing.
+
+        A line that does not parse is skipped with a warning. ``error`` is set,
+        and the rest left empty, when there is nothing to read.
+        """
+        from .peek import peek
+
+        return peek(Path(path))
+
+    @staticmethod
+    def follow(path: str | os.PathLike[str], *, poll: float = 0.1,
+               idle_timeout: float | None = None) -> Iterator[Envelope]:
+        """Yield envelopes as they are appended to ``path``, like ``tail -f``.
+
+        Starts at the first line. Never locks or writes. A last line without its
+        ``\\n`` is waited for; a repair that swaps the file is followed. Returns
+        after ``idle_timeout`` seconds with nothing new (never, if None).
+        """
+        from .follow import follow
+
+        return follow(Path(path), poll=poll, idle_timeout=idle_timeout)
+
+    # -- life --------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the session and let go of its lock. Idempotent; reading still works."""
+        with self._lock:
+            if self._fd is None:
+                return
+            try:
+                ro = os.open(self._path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                ro = None
+            if ro is not None:
+                try:
+                    if os.path.samestat(os.fstat(ro), os.fstat(self._fd)):
+                        self._t.reopen_readonly(ro)
+                    else:
+                        self._t.reopen_readonly(os.dup(self._fd))
+                finally:
+                    os.close(ro)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._fd is None else "open"
+        return f"<Session {str(self._path)!r} {state}, {len(self._t)} envelopes>"
+
+    def _writable(self) -> _core.Transcript:
+        if self._fd is None:
+            raise SessionClosed(f"{self._path}: the session is closed")
+        return self._t
+
+    # -- reading -----------------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        """The transcript's path."""
+        return self._path
+
+    @property
+    def meta(self) -> Any:
+        """The session-meta payload."""
+        with self._lock:
+            if self._meta is None:
+                self._meta = self._t.payload(0)
+            return self._meta
+
+    @property
+    def messages(self) -> list[Message]:
+        """The live messages, compaction and elision applied (a fresh list each call)."""
+        with self._lock:
+            return [Message.from_dict(d) for d in self._t.live_payloads()]
+
+    @property
+    def message_ids(self) -> list[str]:
+        """The envelope ids of :attr:`messages`, in the same order."""
+        with self._lock:
+            return self._t.live_ids()
+
+    @property
+    def events(self) -> Sequence[Envelope]:
+        """Every envelope in file order, unknown types included; read lazily."""
+        with self._lock:
+            t = self._t
+            lock = self._lock
+
+            def get(i: int) -> Envelope:
+                with lock:
+                    return _envelope(t.event(i))
+
+            return LazySequence(len(t), get)
+
+    @property
+    def grants(self) -> Any:
+        """The last grants snapshot, or None."""
+        with self._lock:
+            index = self._t.grants_index()
+            if index is None:
+                return None
+            payload = self._t.payload(index)
+            return payload.get("grants") if isinstance(payload, dict) else None
+
+    @property
+    def warnings(self) -> list[str]:
+        """What load had to do, one line each (a removed torn tail)."""
+        return list(self._warnings)
+
+    # -- writing -----------------------------------------------------------
+
+    def append_message(self, message: Message, extra: dict[str, Any] | None = None) -> str:
+        """Append one conversation message; ``extra`` keys are kept in the line
+        (and in :attr:`events`) but never override a message key. Returns its id."""
+        if not isinstance(message, Message):
+            raise TypeError(f"append_message takes a Message, not {type(message).__name__}")
+        if extra is not None and not isinstance(extra, dict):
+            raise TypeError("extra must be a dict or None")
+        payload = {**(extra or {}), **message.to_dict()}
+        with self._lock:
+            return self._writable().append("message", payload, None)
+
+    def append_grants(self, snapshot: Any) -> str:
+        """Append the whole grants snapshot (any JSON value); the last one wins."""
+        with self._lock:
+            return self._writable().append("grants", {"grants": snapshot}, None)
+
+    def append_compaction(self, summary: str, replaces_through_id: str, tokens_before: int,
+                          tokens_after: int, fallback: bool = False) -> str:
+        """Append a compaction: the live messages up to ``replaces_through_id`` are
+        replaced by their sticky ones and one user message carrying ``summary``.
+
+        Raises:
+            UnknownId: ``replaces_through_id`` is not a live message.
+        """
+        _check_type("summary", summary, str)
+        _check_type("replaces_through_id", replaces_through_id, str)
+        _check_int("tokens_before", tokens_before)
+        _check_int("tokens_after", tokens_after)
+        _check_type("fallback", fallback, bool)
+        payload = {
+            "summary": summary,
+            "replaces-through-id": replaces_through_id,
+            "tokens-before": tokens_before,
+            "tokens-after": tokens_after,
+            "fallback": fallback,
+        }
+        with self._lock:
+            return self._writable().append("compaction", payload, None)
+
+    def append_elision(self, items: Iterable[tuple[str, str]]) -> str:
+        """Append an elision: each ``(id, stub)`` replaces that live message's content.
+
+        Raises:
+            UnknownId: an id is not a live message.
+            ValueError: no items.
+        """
+        listed = []
+        for item in items:
+            if not (isinstance(item, (tuple, list)) and len(item) == 2):
+                raise TypeError("each elision item is an (id, stub) pair")
+            mid, stub = item
+            _check_type("an elision id", mid, str)
+            _check_type("an elision stub", stub, str)
+            listed.append({"id": mid, "stub": stub})
+        if not listed:
+            raise ValueError("an elision needs at least one (id, stub) item")
+        with self._lock:
+            return self._writable().append("elision", {"items": listed}, None)
+
+    def append_tool_dispatched(self, call_id: str, tool: str, arguments: Any, *,
+                               idempotency: str = "unknown", run_id: str | None = None,
+                               round: int | None = None) -> str:
+        """Record that a tool call is about to cross to its provider; returns the operation id.
+
+        ``arguments`` may be a JSON value or a string; a string that parses as
+        JSON is stored parsed. ``arguments-digest`` is the digest of its
+        canonical JSON.
+        """
+        _check_type("call_id", call_id, str)
+        _check_type("tool", tool, str)
+        _check_type("idempotency", idempotency, str)
+        if run_id is not None:
+            _check_type("run_id", run_id, str)
+        if round is not None:
+            _check_int("round", round)
+        stored = arguments
+        if isinstance(arguments, str):
+            try:
+                stored = _core.loads(arguments)
+            except ValueError:
+                stored = arguments
+        payload = {
+            "call-id": call_id,
+            "tool": tool,
+            "arguments": stored,
+            "arguments-digest": _digest(canonical_json(stored)),
+            "idempotency": idempotency,
+            "run-id": run_id,
+            "round": round,
+        }
+        with self._lock:
+            return self._writable().append("tool-dispatched", payload, None)
+
+    def append_tool_settled(self, op_id: str, outcome: str, *, reason: Any = None,
+                            duration: Any = None, result_digest: Any = None,
+                            artifact: Any = None, error: Any = None) -> str:
+        """Record what became of tool operation ``op_id``.
+
+        Raises:
+            ValueError: ``outcome`` is not completed, failed or outcome-unknown.
+            ToolOperationError: the operation is unknown or already settled.
+        """
+        _check_type("op_id", op_id, str)
+        if outcome not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {', '.join(OUTCOMES)}, not {outcome!r}")
+        if duration is not None and (isinstance(duration, bool) or not isinstance(duration, (int, float))):
+            raise TypeError("duration is a number of seconds")
+        payload: dict[str, Any] = {"op-id": op_id, "outcome": outcome}
+        for key, value in (("reason", reason), ("duration", duration), ("result-digest", result_digest),
+                           ("artifact", artifact), ("error", error)):
+            if value is not None:
+                payload[key] = value
+        with self._lock:
+            return self._writable().append("tool-settled", payload, None)
+
+    def append_run_context(self, sections: Sequence[tuple[str, str]],
+                           facts: Sequence[tuple[str, Any]]) -> str:
+        """Record what the run was told: ``(name, text)`` sections and ``(key, value)`` facts.
+
+        A section's text is stored only by the first run-context line that has
+        it; later ones point at that line with ``rendered-in``.
+        """
+        checked_sections = []
+        for section in sections:
+            if not (isinstance(section, (tuple, list)) and len(section) == 2):
+                raise TypeError("each section is a (name, text) pair")
+            name, text = section
+            _check_type("a section name", name, str)
+            _check_type("a section text", text, str)
+            checked_sections.append((name, text))
+        fact_list = []
+        for fact in facts:
+            if not (isinstance(fact, (tuple, list)) and len(fact) == 2):
+                raise TypeError("each fact is a (key, value) pair")
+            _check_type("a fact key", fact[0], str)
+            fact_list.append([fact[0], fact[1]])
+        with self._lock:
+            t = self._writable()
+            own_id = t.new_id()
+            here: dict[str, str] = {}
+            rendered = []
+            for name, text in checked_sections:
+                d = _digest(text)
+                carrier = t.section_index(d)
+                if carrier is not None:
+                    rendered.append({"name": name, "digest": d, "rendered-in": t.envelope_id(carrier)})
+                elif d in here:
+                    rendered.append({"name": name, "digest": d, "rendered-in": own_id})
+                else:
+                    here[d] = own_id
+                    rendered.append({"name": name, "digest": d, "text": text})
+            return t.append("run-context", {"facts": fact_list, "sections": rendered}, own_id)
+
+    # -- tool operations ---------------------------------------------------
+
+    def pending_tool_operations(self) -> list[PendingToolOperation]:
+        """Every dispatched, unsettled tool operation, in dispatch order."""
+        with self._lock:
+            out = []
+            for index, result in self._t.pending():
+                op_id, _, ts, _, payload, _ = self._t.event(index)
+                p = payload if isinstance(payload, dict) else {}
+                out.append(PendingToolOperation(
+                    op_id=op_id,
+                    call_id=p.get("call-id"),
+                    tool=p.get("tool"),
+                    arguments=p.get("arguments"),
+                    arguments_digest=p.get("arguments-digest"),
+                    idempotency=p.get("idempotency"),
+                    run_id=p.get("run-id"),
+                    round=p.get("round"),
+                    dispatched_ts=ts,
+                    state="dispatched" if result is None else "result-persisted",
+                    result_message_id=None if result is None else self._t.envelope_id(result),
+                ))
+            return out
+
+    def resolve_tool_operation(self, op_id: str, outcome: str | None = None, *,
+                               reason: str = "resolved after an interrupted run") -> str:
+        """Write the missing settle line of a pending operation.
+
+        ``outcome`` defaults to ``completed`` when its result was persisted and
+        to ``outcome-unknown`` otherwise.
+
+        Raises:
+            ToolOperationError: ``op_id`` is not a pending operation.
+        """
+        with self._lock:
+            pending = {i: r for i, r in self._t.pending()}
+            index = self._t.index_of(op_id)
+            if index is None or index not in pending:
+                raise ToolOperationError(f"no pending tool operation {op_id!r}")
+            if outcome is None:
+                outcome = "outcome-unknown" if pending[index] is None else "completed"
+            return self.append_tool_settled(op_id, outcome, reason=reason)
+
+    def run_context_section(self, digest: str) -> str | None:
+        """The text of the run-context section with ``digest``, or None when the
+        line carrying it is not in this transcript."""
+        with self._lock:
+            index = self._t.section_index(digest)
+            if index is None:
+                return None
+            payload = self._t.payload(index)
+            for section in payload.get("sections", []) if isinstance(payload, dict) else []:
+                if isinstance(section, dict) and section.get("digest") == digest and "text" in section:
+                    text = section["text"]
+                    return text if isinstance(text, str) else None
+            return None
+
+    # -- artifacts ---------------------------------------------------------
+
+    def write_artifact(self, content: str | bytes, *, excerpt: str) -> dict[str, Any]:
+        """Store a full tool result beside the transcript; returns the ``artifact``
+        dict for :meth:`append_tool_settled` (``file, digest, bytes, chars, elided-chars``)."""
+        return self._artifacts.write(content, excerpt=excerpt)
+
+    def artifact_path(self, file: str) -> Path:
+        """Where artifact ``file`` lives. Raises ``ValueError`` unless it is a plain basename."""
+        return self._artifacts.path(file)
+
+    def read_artifact(self, artifact: dict[str, Any]) -> bytes | None:
+        """The bytes of an artifact, None when its file is gone.
+
+        Raises:
+            ValueError: a bad ``file`` name, or the bytes do not match ``digest``.
+        """
+        return self._artifacts.read(artifact)
+
+
+def _check_type(what: str, value: Any, kind: type) -> None:
+    if not isinstance(value, kind):
+        raise TypeError(f"{what} must be {kind.__name__}, not {type(value).__name__}")
+
+
+def _check_int(what: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be int, not {type(value).__name__}")
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

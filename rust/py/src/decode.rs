@@ -1,0 +1,141 @@
+//! JSON bytes to Python objects, built directly from the core's pull reader,
+//! decoded the way `json.loads` decodes them.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyFloat, PyList, PyString};
+use transcript_core::json::{parse_float, JStr, JsonError, Kind, Number, Reader};
+
+/// Why decoding failed: bad JSON, or Python refused a value (an int over the
+/// digit limit).
+pub enum DecodeError {
+    Json(JsonError),
+    Python(PyErr),
+}
+
+impl From<JsonError> for DecodeError {
+    fn from(e: JsonError) -> Self {
+        DecodeError::Json(e)
+    }
+}
+
+impl From<PyErr> for DecodeError {
+    fn from(e: PyErr) -> Self {
+        DecodeError::Python(e)
+    }
+}
+
+impl DecodeError {
+    /// As a Python exception: `ValueError` for bad JSON.
+    pub fn into_pyerr(self) -> PyErr {
+        match self {
+            DecodeError::Json(e) => PyValueError::new_err(format!("invalid JSON: {e}")),
+            DecodeError::Python(e) => e,
+        }
+    }
+}
+
+/// A Python str from WTF-8 bytes: lone surrogates come back as themselves.
+pub fn str_from_wtf8<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    let len = isize::try_from(bytes.len()).map_err(|_| PyValueError::new_err("string too long"))?;
+    // SAFETY: the pointer and length describe `bytes`, alive for the call; the
+    // error name is a NUL-terminated literal; the result is a new reference or
+    // NULL with an exception set, which `from_owned_ptr_or_err` handles.
+    unsafe {
+        let ptr =
+            pyo3::ffi::PyUnicode_DecodeUTF8(bytes.as_ptr().cast(), len, c"surrogatepass".as_ptr());
+        Bound::from_owned_ptr_or_err(py, ptr)
+    }
+}
+
+fn jstr<'py>(py: Python<'py>, s: JStr<'_>) -> PyResult<Bound<'py, PyAny>> {
+    match s {
+        JStr::Text(t) => Ok(PyString::new(py, t).into_any()),
+        JStr::Wtf8(b) => str_from_wtf8(py, b),
+    }
+}
+
+fn int<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    if text.len() <= 18 {
+        if let Ok(v) = text.parse::<i64>() {
+            return Ok(v.into_pyobject(py).map(|i| i.into_any())?);
+        }
+    }
+    // Python's own int() keeps big ints exact and enforces its digit limit.
+    py.get_type::<pyo3::types::PyInt>().call1((text,))
+}
+
+/// Decodes the value at the reader's position.
+pub fn value<'py>(
+    py: Python<'py>,
+    r: &mut Reader<'_>,
+    scratch: &mut Vec<u8>,
+) -> Result<Bound<'py, PyAny>, DecodeError> {
+    Ok(match r.peek()? {
+        Kind::Null => {
+            r.null()?;
+            py.None().into_bound(py)
+        }
+        Kind::Bool => pyo3::types::PyBool::new(py, r.boolean()?)
+            .to_owned()
+            .into_any(),
+        Kind::Number => match r.number()? {
+            Number::Int(t) => int(py, t)?,
+            Number::Float(t) => match parse_float(t) {
+                Ok(f) => PyFloat::new(py, f).into_any(),
+                Err(why) => {
+                    return Err(DecodeError::Json(JsonError {
+                        offset: r.offset(),
+                        reason: why,
+                    }))
+                }
+            },
+        },
+        Kind::String => jstr(py, r.string(scratch)?)?,
+        Kind::Array => {
+            let list = PyList::empty(py);
+            r.begin_array()?;
+            while r.next_item()? {
+                list.append(value(py, r, scratch)?)?;
+            }
+            list.into_any()
+        }
+        Kind::Object => {
+            let dict = PyDict::new(py);
+            r.begin_object()?;
+            loop {
+                let key = match r.next_key(scratch)? {
+                    None => break,
+                    Some(k) => jstr(py, k)?,
+                };
+                dict.set_item(key, value(py, r, scratch)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}
+
+/// Decodes `bytes`, which must be exactly one JSON value.
+pub fn loads<'py>(py: Python<'py>, bytes: &[u8]) -> Result<Bound<'py, PyAny>, DecodeError> {
+    let mut r = Reader::new(bytes);
+    let mut scratch = Vec::new();
+    let v = value(py, &mut r, &mut scratch)?;
+    r.finish()?;
+    Ok(v)
+}
+
+/// `loads(data, /)`: one JSON value from bytes or str, as `json.loads` reads it.
+#[pyfunction]
+#[pyo3(name = "loads", signature = (data, /))]
+pub fn py_loads<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    if let Ok(b) = data.cast::<pyo3::types::PyBytes>() {
+        return loads(py, b.as_bytes()).map_err(DecodeError::into_pyerr);
+    }
+    if let Ok(s) = data.cast::<PyString>() {
+        let encoded = s.encode_utf8()?;
+        return loads(py, encoded.as_bytes()).map_err(DecodeError::into_pyerr);
+    }
+    Err(pyo3::exceptions::PyTypeError::new_err(
+        "loads() takes bytes or str",
+    ))
+}
