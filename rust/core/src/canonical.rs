@@ -1,4 +1,586 @@
 //! Canonical JSON text: the bytes of Python's
 //! `json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`.
 //!
-//! (Owned by the canonical-writer work; this is a placeholder until it lands.)
+//! These are the byte-level primitives the binding's walker calls: a string
+//! (with `json`'s escapes, plus lone surrogates written as `\udxxx`), a float
+//! (Python's `repr`), an integer, and the rules the walker enforces (the
+//! nesting limit, key order). The walk over Python objects itself lives in the
+//! binding crate; nothing here knows Python.
+
+use std::cmp::Ordering;
+
+/// The deepest nesting a canonical value may have: 512 nested containers are
+/// written, a 513th is refused. The reader enforces the same limit.
+pub const MAX_DEPTH: usize = 512;
+
+/// A float that JSON cannot hold: NaN or an infinity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NonFiniteFloat;
+
+impl std::fmt::Display for NonFiniteFloat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Out of range float values are not JSON compliant")
+    }
+}
+
+impl std::error::Error for NonFiniteFloat {}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// What [`write_str`] does with a byte: copy it, or stop the run of plain
+/// bytes and look at it.
+const PLAIN: u8 = 0;
+/// An escape of its own (`"`, `\`, a control character).
+const ESCAPE: u8 = 1;
+/// `0xED`: the first byte of U+D000..U+D7FF, or of a surrogate in WTF-8.
+const MAYBE_SURROGATE: u8 = 2;
+
+static CLASS: [u8; 256] = {
+    let mut table = [PLAIN; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        table[i] = ESCAPE;
+        i += 1;
+    }
+    table[b'"' as usize] = ESCAPE;
+    table[b'\\' as usize] = ESCAPE;
+    table[0xED] = MAYBE_SURROGATE;
+    table
+};
+
+/// Appends `wtf8` as a JSON string, quotes included, escaped exactly as
+/// Python's `json.dumps(..., ensure_ascii=False)` escapes it: `\"`, `\\`,
+/// `\n`, `\r`, `\t`, `\b`, `\f`, any other character below U+0020 as
+/// `\u00xx` (lowercase hex), everything else as its raw UTF-8 bytes.
+///
+/// `wtf8` is UTF-8 that may also hold surrogate code points encoded as
+/// three-byte sequences `ED A0..BF 80..BF` (what Python's
+/// `str.encode("utf-8", "surrogatepass")` produces). Each such surrogate is
+/// written as a lowercase `\udxxx` escape, so the output is valid UTF-8
+/// whenever the input is well-formed WTF-8. Malformed input is copied as it
+/// is; this function never panics.
+pub fn write_str(out: &mut Vec<u8>, wtf8: &[u8]) {
+    out.reserve(wtf8.len() + 2);
+    out.push(b'"');
+    let mut start = 0;
+    let mut i = 0;
+    while let Some(&byte) = wtf8.get(i) {
+        let class = CLASS[usize::from(byte)];
+        if class == PLAIN {
+            i += 1;
+            continue;
+        }
+        if class == MAYBE_SURROGATE {
+            match (wtf8.get(i + 1), wtf8.get(i + 2)) {
+                (Some(&second), Some(&third)) if second >= 0xA0 => {
+                    out.extend_from_slice(wtf8.get(start..i).unwrap_or_default());
+                    let code = 0xD000 | (u32::from(second & 0x3F) << 6) | u32::from(third & 0x3F);
+                    write_unicode_escape(out, code);
+                    i += 3;
+                    start = i;
+                }
+                _ => i += 1,
+            }
+            continue;
+        }
+        out.extend_from_slice(wtf8.get(start..i).unwrap_or_default());
+        match byte {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0C => out.extend_from_slice(b"\\f"),
+            _ => write_unicode_escape(out, u32::from(byte)),
+        }
+        i += 1;
+        start = i;
+    }
+    out.extend_from_slice(wtf8.get(start..).unwrap_or_default());
+    out.push(b'"');
+}
+
+/// `\uXXXX` with four lowercase hex digits of the low 16 bits of `code`.
+fn write_unicode_escape(out: &mut Vec<u8>, code: u32) {
+    let nibble = |shift: u32| HEX[((code >> shift) & 0x0F) as usize];
+    out.extend_from_slice(&[b'\\', b'u', nibble(12), nibble(8), nibble(4), nibble(0)]);
+}
+
+/// Appends `value` in decimal, as Python's `int.__repr__` writes it.
+pub fn write_i64(out: &mut Vec<u8>, value: i64) {
+    out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+}
+
+/// Appends `value` in decimal, as Python's `int.__repr__` writes it.
+pub fn write_u64(out: &mut Vec<u8>, value: u64) {
+    out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+}
+
+/// Appends `value` exactly as Python's `repr(float)` writes it (which is what
+/// `json.dumps` writes for a finite float).
+///
+/// The digits are the shortest that round-trip. Python writes them in fixed
+/// notation when the decimal point position `decpt` (the value is
+/// `0.DIGITS × 10**decpt`) satisfies `-4 < decpt <= 16`, with `.0` added to an
+/// integral value (`0.0001`, `100.0`, `1234567890123456.0`), and otherwise as
+/// `D.DDDe±XX` with at least two exponent digits (`1e-05`, `1.5e-07`,
+/// `1e+16`, `5e-324`). Zero keeps its sign (`-0.0`).
+///
+/// # Errors
+///
+/// [`NonFiniteFloat`] for NaN and the infinities, which JSON cannot hold;
+/// nothing is written then.
+pub fn write_f64(out: &mut Vec<u8>, value: f64) -> Result<(), NonFiniteFloat> {
+    if !value.is_finite() {
+        return Err(NonFiniteFloat);
+    }
+    if value == 0.0 {
+        out.extend_from_slice(if value.is_sign_negative() {
+            b"-0.0"
+        } else {
+            b"0.0"
+        });
+        return Ok(());
+    }
+    let mut ryu_buffer = ryu::Buffer::new();
+    let shortest = Shortest::parse(ryu_buffer.format_finite(value).as_bytes());
+    if value.is_sign_negative() {
+        out.push(b'-');
+    }
+    shortest.write_python_repr(out);
+    Ok(())
+}
+
+/// The shortest round-trip decimal digits of a finite, non-zero float: the
+/// value is `0.DIGITS × 10**decpt`, no leading or trailing zero in DIGITS.
+struct Shortest {
+    digits: [u8; 32],
+    len: usize,
+    decpt: i32,
+}
+
+impl Shortest {
+    /// Reads the digits and decimal point position out of `ryu`'s text (any
+    /// of its forms: `123.45`, `0.0001`, `1e16`, `1.5E-7`, with or without a
+    /// sign). Stray bytes are skipped; nothing here can panic.
+    fn parse(text: &[u8]) -> Self {
+        let mut shortest = Shortest {
+            digits: [0; 32],
+            len: 0,
+            decpt: 0,
+        };
+        let mut int_len: i32 = 0;
+        let mut seen_point = false;
+        let mut leading_zeros = true;
+        let mut rest = text;
+        while let Some((&byte, tail)) = rest.split_first() {
+            match byte {
+                b'0'..=b'9' => {
+                    if leading_zeros && byte == b'0' {
+                        // A leading zero moves the point left if it is after it.
+                        if seen_point {
+                            int_len -= 1;
+                        }
+                    } else {
+                        leading_zeros = false;
+                        if let Some(slot) = shortest.digits.get_mut(shortest.len) {
+                            *slot = byte;
+                            shortest.len += 1;
+                        }
+                        if !seen_point {
+                            int_len += 1;
+                        }
+                    }
+                }
+                b'.' => seen_point = true,
+                b'e' | b'E' => {
+                    rest = tail;
+                    break;
+                }
+                _ => {}
+            }
+            rest = tail;
+        }
+        let mut exponent: i32 = 0;
+        let mut negative = false;
+        for &byte in rest {
+            match byte {
+                b'-' => negative = true,
+                b'0'..=b'9' => {
+                    exponent = exponent
+                        .saturating_mul(10)
+                        .saturating_add(i32::from(byte - b'0'))
+                }
+                _ => {}
+            }
+        }
+        if negative {
+            exponent = -exponent;
+        }
+        while shortest.len > 1 && shortest.digits.get(shortest.len - 1) == Some(&b'0') {
+            shortest.len -= 1;
+        }
+        shortest.decpt = int_len.saturating_add(exponent);
+        shortest
+    }
+
+    fn digits(&self) -> &[u8] {
+        self.digits.get(..self.len).unwrap_or_default()
+    }
+
+    /// Python's `format_float_short` for `repr` (mode `'r'`, `Py_DTSF_ADD_DOT_0`).
+    fn write_python_repr(&self, out: &mut Vec<u8>) {
+        let digits = self.digits();
+        let decpt = self.decpt;
+        if -4 < decpt && decpt <= 0 {
+            out.extend_from_slice(b"0.");
+            out.resize(out.len() + decpt.unsigned_abs() as usize, b'0');
+            out.extend_from_slice(digits);
+        } else if 0 < decpt && decpt <= 16 {
+            let int_len = decpt.unsigned_abs() as usize;
+            if int_len >= digits.len() {
+                out.extend_from_slice(digits);
+                out.resize(out.len() + (int_len - digits.len()), b'0');
+                out.extend_from_slice(b".0");
+            } else {
+                let (int_part, frac_part) = digits.split_at(int_len);
+                out.extend_from_slice(int_part);
+                out.push(b'.');
+                out.extend_from_slice(frac_part);
+            }
+        } else {
+            let (first, rest) = digits.split_at(digits.len().min(1));
+            out.extend_from_slice(first);
+            if !rest.is_empty() {
+                out.push(b'.');
+                out.extend_from_slice(rest);
+            }
+            let exponent = decpt.saturating_sub(1);
+            out.extend_from_slice(if exponent < 0 { b"e-" } else { b"e+" });
+            let magnitude = exponent.unsigned_abs();
+            if magnitude < 10 {
+                out.push(b'0');
+            }
+            write_u64(out, u64::from(magnitude));
+        }
+    }
+}
+
+/// The order of two dict keys in canonical JSON: code-point order, which is
+/// the byte order of their UTF-8 (or WTF-8, for surrogates) encodings.
+pub fn compare_keys(a: &[u8], b: &[u8]) -> Ordering {
+    a.cmp(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn string(text: &str) -> String {
+        let mut out = Vec::new();
+        write_str(&mut out, text.as_bytes());
+        String::from_utf8(out).unwrap_or_else(|e| format!("invalid UTF-8: {e}"))
+    }
+
+    fn wtf8_string(bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_str(&mut out, bytes);
+        out
+    }
+
+    fn float(value: f64) -> String {
+        let mut out = Vec::new();
+        match write_f64(&mut out, value) {
+            Ok(()) => String::from_utf8(out).unwrap_or_else(|e| format!("invalid UTF-8: {e}")),
+            Err(e) => format!("error: {e}"),
+        }
+    }
+
+    #[test]
+    fn plain_strings_are_copied_between_quotes() {
+        assert_eq!(string(""), r#""""#);
+        assert_eq!(string("hello"), r#""hello""#);
+        assert_eq!(string("日本語 données 🚀 Ω"), "\"日本語 données 🚀 Ω\"");
+    }
+
+    #[test]
+    fn json_short_escapes() {
+        assert_eq!(string("\""), r#""\"""#);
+        assert_eq!(string("\\"), r#""\\""#);
+        assert_eq!(string("\n\r\t\u{8}\u{c}"), r#""\n\r\t\b\f""#);
+        assert_eq!(string("a\"b\\c\nd"), r#""a\"b\\c\nd""#);
+    }
+
+    #[test]
+    fn other_control_characters_are_lowercase_u00xx() {
+        assert_eq!(string("\u{0}"), r#""\u0000""#);
+        assert_eq!(string("\u{1}\u{1f}"), r#""\u0001\u001f""#);
+        assert_eq!(string("\u{b}\u{e}\u{1a}"), r#""\u000b\u000e\u001a""#);
+        for byte in 0u8..0x20 {
+            let text = string(&char::from(byte).to_string());
+            assert!(text.starts_with("\"\\"), "{byte:#x} not escaped: {text}");
+        }
+    }
+
+    #[test]
+    fn del_and_unicode_separators_are_not_escaped() {
+        assert_eq!(string("\u{7f}"), "\"\u{7f}\"");
+        assert_eq!(string("\u{2028}\u{2029}"), "\"\u{2028}\u{2029}\"");
+        assert_eq!(string("/"), r#""/""#);
+    }
+
+    #[test]
+    fn hangul_starting_with_ed_is_not_a_surrogate() {
+        // U+D55C is ED 95 9C; U+D7FF is ED 9F BF.
+        assert_eq!(string("한\u{d7ff}"), "\"한\u{d7ff}\"");
+    }
+
+    #[test]
+    fn lone_surrogates_are_lowercase_escapes() {
+        // U+D800 = ED A0 80, U+DFFF = ED BF BF, U+DC00 = ED B0 80.
+        assert_eq!(wtf8_string(b"\xed\xa0\x80"), br#""\ud800""#.to_vec());
+        assert_eq!(wtf8_string(b"\xed\xbf\xbf"), br#""\udfff""#.to_vec());
+        assert_eq!(wtf8_string(b"a\xed\xb0\x80b"), br#""a\udc00b""#.to_vec());
+        // A high and a low surrogate side by side are two code points.
+        assert_eq!(
+            wtf8_string(b"\xed\xa0\xbd\xed\xb8\x80"),
+            br#""\ud83d\ude00""#.to_vec()
+        );
+        // Mixed with escapes and multi-byte characters.
+        assert_eq!(
+            wtf8_string(
+                "\"é\n"
+                    .as_bytes()
+                    .iter()
+                    .chain(b"\xed\xaf\xbf")
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .as_slice()
+            ),
+            "\"\\\"é\\n\\udbff\"".as_bytes().to_vec()
+        );
+    }
+
+    #[test]
+    fn truncated_or_malformed_input_does_not_panic() {
+        assert_eq!(wtf8_string(b"\xed"), b"\"\xed\"".to_vec());
+        assert_eq!(wtf8_string(b"\xed\xa0"), b"\"\xed\xa0\"".to_vec());
+        assert_eq!(wtf8_string(b"\xff\xfe"), b"\"\xff\xfe\"".to_vec());
+    }
+
+    #[test]
+    fn floats_in_fixed_notation() {
+        assert_eq!(float(0.0), "0.0");
+        assert_eq!(float(-0.0), "-0.0");
+        assert_eq!(float(1.0), "1.0");
+        assert_eq!(float(-1.5), "-1.5");
+        assert_eq!(float(0.1), "0.1");
+        assert_eq!(float(100.0), "100.0");
+        assert_eq!(float(123.456), "123.456");
+        assert_eq!(float(0.0001), "0.0001");
+        assert_eq!(float(0.00012345), "0.00012345");
+        assert_eq!(float(1234567890123456.0), "1234567890123456.0");
+        assert_eq!(float(9999999999999998.0), "9999999999999998.0");
+        assert_eq!(float(0.3), "0.3");
+        assert_eq!(float(2.0 / 3.0), "0.6666666666666666");
+    }
+
+    #[test]
+    fn floats_in_exponent_notation() {
+        assert_eq!(float(1e-5), "1e-05");
+        assert_eq!(float(-1e-5), "-1e-05");
+        assert_eq!(float(1.5e-7), "1.5e-07");
+        assert_eq!(float(9.999e-5), "9.999e-05");
+        assert_eq!(float(1e16), "1e+16");
+        assert_eq!(float(1.2345678901234568e16), "1.2345678901234568e+16");
+        assert_eq!(float(1e22), "1e+22");
+        assert_eq!(float(1.23e-18), "1.23e-18");
+        assert_eq!(float(1e100), "1e+100");
+        assert_eq!(float(5e-324), "5e-324");
+        assert_eq!(float(-5e-324), "-5e-324");
+        assert_eq!(float(2.2250738585072014e-308), "2.2250738585072014e-308");
+        assert_eq!(float(f64::MAX), "1.7976931348623157e+308");
+        assert_eq!(float(f64::MIN), "-1.7976931348623157e+308");
+    }
+
+    #[test]
+    fn non_finite_floats_are_refused_and_write_nothing() {
+        for value in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -f64::NAN] {
+            let mut out = b"x".to_vec();
+            assert_eq!(write_f64(&mut out, value), Err(NonFiniteFloat));
+            assert_eq!(out, b"x");
+        }
+    }
+
+    /// A small deterministic generator (SplitMix64) for the round-trip sweep.
+    fn split_mix(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Python's repr, computed independently from std's shortest `{:e}`.
+    fn reference_repr(value: f64) -> String {
+        let sci = format!("{value:e}");
+        let (mantissa, exponent) = sci.split_once('e').unwrap_or((&sci, "0"));
+        let exponent: i32 = exponent.parse().unwrap_or(i32::MIN);
+        let negative = mantissa.starts_with('-');
+        let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+        let decpt = exponent + 1;
+        let sign = if negative { "-" } else { "" };
+        let body = if decpt > -4 && decpt <= 16 {
+            if decpt <= 0 {
+                format!("0.{}{digits}", "0".repeat(decpt.unsigned_abs() as usize))
+            } else if decpt as usize >= digits.len() {
+                format!("{digits}{}.0", "0".repeat(decpt as usize - digits.len()))
+            } else {
+                let (a, b) = digits.split_at(decpt as usize);
+                format!("{a}.{b}")
+            }
+        } else {
+            let (a, b) = digits.split_at(1);
+            let dot = if b.is_empty() {
+                String::new()
+            } else {
+                format!(".{b}")
+            };
+            format!(
+                "{a}{dot}e{}{:02}",
+                if exponent < 0 { '-' } else { '+' },
+                exponent.abs()
+            )
+        };
+        format!("{sign}{body}")
+    }
+
+    /// std's shortest digits round a tie (the exact value halfway between two
+    /// shortest candidates) up, Python's (David Gay's) to even:
+    /// `-840847321408031.25` is `repr`ed `-840847321408031.2`. Otherwise they agree.
+    fn assert_same_or_tie_to_even(ours: &str, reference: &str, bits: u64) {
+        if ours == reference {
+            return;
+        }
+        let (a, b) = (ours.as_bytes(), reference.as_bytes());
+        let differing: Vec<usize> = (0..a.len().max(b.len()))
+            .filter(|&i| a.get(i) != b.get(i))
+            .collect();
+        let last_digit = |text: &[u8], i: usize| text.get(i).map(|d| i32::from(*d) - 48);
+        match differing.as_slice() {
+            [i] => {
+                let (mine, theirs) = (last_digit(a, *i), last_digit(b, *i));
+                assert!(
+                    matches!((mine, theirs), (Some(m), Some(t)) if m % 2 == 0 && (t - m).abs() == 1),
+                    "bits {bits:#x}: ours {ours}, reference {reference}"
+                );
+            }
+            _ => assert_eq!(ours, reference, "bits {bits:#x}"),
+        }
+    }
+
+    #[test]
+    fn the_tie_rounds_to_even_like_python() {
+        // Exactly -840847321408031.25, halfway between the two 16-digit candidates.
+        assert_eq!(
+            float(f64::from_bits(0xc307_e5f8_2f39_10fa)),
+            "-840847321408031.2"
+        );
+        assert_eq!(float(0.3), "0.3");
+    }
+
+    #[test]
+    fn random_floats_match_the_reference_and_round_trip() {
+        let mut state = 0x5EED_u64;
+        let mut checked = 0;
+        while checked < 200_000 {
+            let bits = split_mix(&mut state);
+            let value = f64::from_bits(bits);
+            if !value.is_finite() || value == 0.0 {
+                continue;
+            }
+            let ours = float(value);
+            assert_eq!(ours.parse::<f64>().map(f64::to_bits), Ok(bits), "{ours}");
+            assert_same_or_tie_to_even(&ours, &reference_repr(value), bits);
+            checked += 1;
+        }
+    }
+
+    #[test]
+    fn floats_near_the_notation_boundaries_match_the_reference() {
+        let mut values = Vec::new();
+        for exponent in -330..=310 {
+            let base = 10f64.powi(exponent);
+            for scale in [1.0, 1.5, 9.999_999_999_999_998, 0.999_999_999_999_999_9] {
+                values.push(base * scale);
+            }
+            values.push(f64::from_bits(base.to_bits().wrapping_add(1)));
+            values.push(f64::from_bits(base.to_bits().wrapping_sub(1)));
+        }
+        for integer in [
+            1u64 << 53,
+            (1 << 53) + 2,
+            10_u64.pow(15),
+            10_u64.pow(16),
+            10_u64.pow(17),
+        ] {
+            values.push(integer as f64);
+        }
+        for subnormal in [1u64, 2, 3, 0x000F_FFFF_FFFF_FFFF, 0x0010_0000_0000_0000] {
+            values.push(f64::from_bits(subnormal));
+        }
+        for value in values {
+            if value.is_finite() && value != 0.0 {
+                for value in [value, -value] {
+                    assert_same_or_tie_to_even(
+                        &float(value),
+                        &reference_repr(value),
+                        value.to_bits(),
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn integers_are_decimal() {
+        let mut out = Vec::new();
+        write_i64(&mut out, i64::MIN);
+        out.push(b' ');
+        write_i64(&mut out, 0);
+        out.push(b' ');
+        write_u64(&mut out, u64::MAX);
+        assert_eq!(out, b"-9223372036854775808 0 18446744073709551615".to_vec());
+    }
+
+    #[test]
+    fn keys_sort_by_code_point() {
+        let mut keys: Vec<Vec<u8>> = vec![
+            "\u{10000}".into(),
+            "\u{e000}".into(),
+            b"\xed\xa0\x80".to_vec(), // U+D800, a lone surrogate in WTF-8
+            "\u{d7ff}".into(),
+            "é".into(),
+            "b".into(),
+            "a".into(),
+            "".into(),
+            "ab".into(),
+            "B".into(),
+        ];
+        keys.sort_by(|a, b| compare_keys(a, b));
+        let expected: Vec<Vec<u8>> = vec![
+            "".into(),
+            "B".into(),
+            "a".into(),
+            "ab".into(),
+            "b".into(),
+            "é".into(),
+            "\u{d7ff}".into(),
+            b"\xed\xa0\x80".to_vec(),
+            "\u{e000}".into(),
+            "\u{10000}".into(),
+        ];
+        assert_eq!(keys, expected);
+    }
+}

@@ -1,30 +1,534 @@
-//! Python values to canonical JSON bytes (placeholder until the canonical writer lands).
+//! Python values to canonical JSON: the walk over Python objects that calls
+//! `transcript_core::canonical`'s byte writers.
+//!
+//! It follows the checks of CPython 3.11's C encoder (`_json.c`) in its order
+//! (str, None, True, False, int, float, list/tuple, dict), with the exact
+//! built-in types tested first by pointer because they are nearly every value
+//! a transcript holds. Subclasses are written the way `json.dumps` writes
+//! them: an int or float subclass by `int.__repr__`/`float.__repr__` of its
+//! value, a str subclass by its characters, a list or tuple subclass by
+//! iterating it, a dict subclass through its `items()`.
+//!
+//! Object lifetimes: every container being walked is held by a strong
+//! reference (its parent's [`Bound`]) for as long as it is walked, and a dict's
+//! keys and values are held by strong references from the moment they are
+//! collected until the dict is written, because walking a sibling may run
+//! Python code (a subclass's `items()` or `__iter__`, a finalizer) that could
+//! drop them. Scalars are read through borrowed pointers: reading a str, int
+//! or float runs no Python code.
 
+use std::cell::RefCell;
+use std::ffi::c_int;
+
+use pyo3::exceptions::{PyTypeError, PyUnicodeEncodeError, PyValueError};
+use pyo3::ffi;
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyInt, PyString};
+use transcript_core::canonical::{self as wire, MAX_DEPTH};
 
 /// `canonical_json(value)`: see `agent_transcript.canonical_json`.
 #[pyfunction]
 #[pyo3(signature = (value, /))]
-pub fn canonical_json(value: &Bound<'_, PyAny>) -> PyResult<String> {
-    let _ = value;
-    Err(pyo3::exceptions::PyNotImplementedError::new_err(
-        "canonical writer not built yet",
-    ))
+pub fn canonical_json<'py>(
+    py: Python<'py>,
+    value: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyString>> {
+    with_buffer(|out| {
+        Walker::new(py, out).write_value(value.as_ptr(), 0)?;
+        // SAFETY: `out` is a live buffer of `out.len()` bytes. The decoder
+        // validates it (it is valid UTF-8 by construction: UTF-8 input, and
+        // lone surrogates escaped) and copies it into a new str.
+        unsafe {
+            let text = ffi::PyUnicode_FromStringAndSize(out.as_ptr().cast(), py_len(out.len())?);
+            Ok(Bound::from_owned_ptr_or_err(py, text)?.cast_into_unchecked())
+        }
+    })
 }
 
-/// `envelope_line(id, payload, ts, type)`: one whole envelope line, `\n` included.
+/// `envelope_line(id, payload, ts, type)`: one whole envelope line, `\n`
+/// included, as bytes:
+/// `{"id":…,"payload":<canonical payload>,"ts":…,"type":…,"v":1}\n`.
 #[pyfunction]
 #[pyo3(signature = (id, payload, ts, r#type, /))]
 pub fn envelope_line<'py>(
     py: Python<'py>,
-    id: &str,
+    id: &Bound<'py, PyString>,
     payload: &Bound<'py, PyAny>,
-    ts: &str,
-    r#type: &str,
+    ts: &Bound<'py, PyString>,
+    r#type: &Bound<'py, PyString>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let _ = (py, id, payload, ts, r#type);
-    Err(pyo3::exceptions::PyNotImplementedError::new_err(
-        "canonical writer not built yet",
-    ))
+    with_buffer(|out| {
+        let mut walker = Walker::new(py, out);
+        walker.out.extend_from_slice(b"{\"id\":");
+        walker.write_string(id.as_ptr())?;
+        walker.out.extend_from_slice(b",\"payload\":");
+        walker.write_value(payload.as_ptr(), 0)?;
+        walker.out.extend_from_slice(b",\"ts\":");
+        walker.write_string(ts.as_ptr())?;
+        walker.out.extend_from_slice(b",\"type\":");
+        walker.write_string(r#type.as_ptr())?;
+        walker.out.extend_from_slice(b",\"v\":1}\n");
+        Ok(PyBytes::new(py, out))
+    })
+}
+
+/// A buffer this large or larger is not kept for the next call.
+const KEPT_CAPACITY: usize = 1 << 20;
+
+thread_local! {
+    /// The output buffer, reused from call to call on this thread.
+    static BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `write` with this thread's empty output buffer, or with a new one
+/// when that one is in use (a call re-entered from Python code run by the
+/// walk) or gone (the thread is exiting).
+fn with_buffer<R>(write: impl FnOnce(&mut Vec<u8>) -> PyResult<R>) -> PyResult<R> {
+    let mut write = Some(write);
+    let reused = BUFFER.try_with(|cell| {
+        let mut buffer = cell.try_borrow_mut().ok()?;
+        let write = write.take()?;
+        buffer.clear();
+        let result = write(&mut buffer);
+        if buffer.capacity() >= KEPT_CAPACITY {
+            *buffer = Vec::new();
+        }
+        Some(result)
+    });
+    match (reused, write) {
+        (Ok(Some(result)), _) => result,
+        (_, Some(write)) => write(&mut Vec::with_capacity(256)),
+        (_, None) => Err(PyValueError::new_err("canonical writer: buffer lost")),
+    }
+}
+
+fn py_len(len: usize) -> PyResult<ffi::Py_ssize_t> {
+    ffi::Py_ssize_t::try_from(len)
+        .map_err(|_| PyValueError::new_err("canonical JSON text too large"))
+}
+
+/// A dict key, and its bytes once read (UTF-8, or WTF-8 when it holds lone
+/// surrogates).
+struct Key<'py> {
+    /// The key object; when it is a str, `ptr..ptr+len` is its cached UTF-8.
+    key: Bound<'py, PyAny>,
+    /// The key encoded with `surrogatepass`, when it has no UTF-8 form;
+    /// `ptr..ptr+len` is then this object's buffer.
+    wtf8: Option<Bound<'py, PyBytes>>,
+    ptr: *const u8,
+    len: usize,
+}
+
+impl<'py> Key<'py> {
+    /// A key whose bytes are not read yet (and read as empty until then).
+    fn unread(key: Bound<'py, PyAny>) -> Self {
+        Key {
+            key,
+            wtf8: None,
+            ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(),
+            len: 0,
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        // SAFETY: `ptr..ptr+len` is either empty (a dangling, aligned pointer
+        // with no length) or the UTF-8 cache of the str `key` or the buffer of
+        // the bytes `wtf8`; this `Key` keeps that object alive, and neither
+        // buffer changes while the object lives.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+/// One dict item, collected before the dict's keys are sorted.
+struct Entry<'py> {
+    key: Key<'py>,
+    value: Bound<'py, PyAny>,
+}
+
+struct Walker<'py, 'b> {
+    py: Python<'py>,
+    out: &'b mut Vec<u8>,
+    /// The items of the dicts being written, innermost last: one stack for
+    /// the whole walk, so most calls allocate it once.
+    entries: Vec<Entry<'py>>,
+}
+
+impl<'py, 'b> Walker<'py, 'b> {
+    fn new(py: Python<'py>, out: &'b mut Vec<u8>) -> Self {
+        Walker {
+            py,
+            out,
+            entries: Vec::new(),
+        }
+    }
+
+    /// Writes the object `obj`, a container nested in `depth` others.
+    ///
+    /// `obj` must be a live object that stays alive for the call (the caller
+    /// holds a strong reference to it, directly or through a container that
+    /// cannot change while it is read).
+    fn write_value(&mut self, obj: *mut ffi::PyObject, depth: usize) -> PyResult<()> {
+        // SAFETY: `obj` is a live object (see above); the type objects are
+        // static; every check below only reads the object's type.
+        unsafe {
+            let ty = ffi::Py_TYPE(obj);
+            if ty == &raw mut ffi::PyUnicode_Type {
+                return self.write_string(obj);
+            }
+            if ty == &raw mut ffi::PyDict_Type {
+                return self.write_dict(obj, depth);
+            }
+            if ty == &raw mut ffi::PyList_Type {
+                return self.write_list(obj, depth);
+            }
+            if ty == &raw mut ffi::PyLong_Type {
+                return self.write_int(obj);
+            }
+            if ty == &raw mut ffi::PyFloat_Type {
+                return self.write_float(obj);
+            }
+            if obj == ffi::Py_None() {
+                self.out.extend_from_slice(b"null");
+                return Ok(());
+            }
+            if obj == ffi::Py_True() {
+                self.out.extend_from_slice(b"true");
+                return Ok(());
+            }
+            if obj == ffi::Py_False() {
+                self.out.extend_from_slice(b"false");
+                return Ok(());
+            }
+            if ty == &raw mut ffi::PyTuple_Type {
+                return self.write_tuple(obj, depth);
+            }
+            // Subclasses, in json's order.
+            if ffi::PyUnicode_Check(obj) != 0 {
+                return self.write_string(obj);
+            }
+            if ffi::PyLong_Check(obj) != 0 {
+                return self.write_int(obj);
+            }
+            if ffi::PyFloat_Check(obj) != 0 {
+                return self.write_float(obj);
+            }
+            if ffi::PyList_Check(obj) != 0 || ffi::PyTuple_Check(obj) != 0 {
+                // json iterates a subclass (its `__iter__` may differ from
+                // the list it holds): `list(obj)`, then that list.
+                let items = Bound::from_owned_ptr_or_err(self.py, ffi::PySequence_List(obj))?;
+                return self.write_list(items.as_ptr(), depth);
+            }
+            if ffi::PyDict_Check(obj) != 0 {
+                return self.write_dict_subclass(obj, depth);
+            }
+            Err(PyTypeError::new_err(format!(
+                "Object of type {} is not JSON serializable",
+                type_name(&Bound::from_borrowed_ptr(self.py, obj))
+            )))
+        }
+    }
+
+    /// Writes a str (or str subclass) object.
+    fn write_string(&mut self, obj: *mut ffi::PyObject) -> PyResult<()> {
+        // SAFETY: `obj` is a live str; the bytes `utf8` returns live as long
+        // as it, and are copied out before anything else runs.
+        unsafe {
+            match utf8(self.py, obj)? {
+                Some(bytes) => wire::write_str(self.out, bytes),
+                None => {
+                    let bytes = surrogatepass(self.py, obj)?;
+                    wire::write_str(self.out, bytes.as_bytes());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes an int (or int subclass, IntEnum included) as `int.__repr__`.
+    fn write_int(&mut self, obj: *mut ffi::PyObject) -> PyResult<()> {
+        let mut overflow: c_int = 0;
+        // SAFETY: `obj` is a live int. For an int (subclass or not) this
+        // reads the value without calling `__index__`.
+        let value = unsafe { ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow) };
+        if overflow == 0 {
+            if value == -1 {
+                if let Some(err) = PyErr::take(self.py) {
+                    return Err(err);
+                }
+            }
+            wire::write_i64(self.out, value);
+            return Ok(());
+        }
+        // Beyond 64 bits: `int.__repr__` itself, which also enforces Python's
+        // limit on digits (ValueError past `sys.get_int_max_str_digits()`).
+        // SAFETY: `obj` is live; a borrowed Bound is only used in this call.
+        let obj = unsafe { Bound::from_borrowed_ptr(self.py, obj) };
+        let text = self
+            .py
+            .get_type::<PyInt>()
+            .call_method1(intern!(self.py, "__repr__"), (obj,))?
+            .cast_into::<PyString>()?;
+        self.out.extend_from_slice(text.to_str()?.as_bytes());
+        Ok(())
+    }
+
+    /// Writes a float (or float subclass) as `float.__repr__`.
+    fn write_float(&mut self, obj: *mut ffi::PyObject) -> PyResult<()> {
+        // SAFETY: `obj` is a live float; for a float (subclass or not) this
+        // reads the value without calling `__float__`.
+        let value = unsafe { ffi::PyFloat_AsDouble(obj) };
+        if value == -1.0 {
+            if let Some(err) = PyErr::take(self.py) {
+                return Err(err);
+            }
+        }
+        wire::write_f64(self.out, value).map_err(|e| {
+            let shown = if value.is_nan() {
+                "nan"
+            } else if value > 0.0 {
+                "inf"
+            } else {
+                "-inf"
+            };
+            PyValueError::new_err(format!("{e}: {shown}"))
+        })
+    }
+
+    /// Writes an exact list, or the list made from a list or tuple subclass.
+    fn write_list(&mut self, list: *mut ffi::PyObject, depth: usize) -> PyResult<()> {
+        enter(depth)?;
+        self.out.push(b'[');
+        let mut index: ffi::Py_ssize_t = 0;
+        loop {
+            // SAFETY: `list` is a live list. Its length is read anew each
+            // time: walking an item may run Python code that changes it.
+            // The item is borrowed from the list and at once owned.
+            let item = unsafe {
+                if index >= ffi::PyList_Size(list) {
+                    break;
+                }
+                Bound::from_borrowed_ptr_or_err(self.py, ffi::PyList_GetItem(list, index))?
+            };
+            if index > 0 {
+                self.out.push(b',');
+            }
+            self.write_value(item.as_ptr(), depth + 1)?;
+            index += 1;
+        }
+        self.out.push(b']');
+        Ok(())
+    }
+
+    /// Writes an exact tuple, as a list.
+    fn write_tuple(&mut self, tuple: *mut ffi::PyObject, depth: usize) -> PyResult<()> {
+        enter(depth)?;
+        self.out.push(b'[');
+        // SAFETY: `tuple` is a live tuple, which never changes; its items
+        // live as long as it does, so borrowed pointers to them are enough.
+        unsafe {
+            let len = ffi::PyTuple_Size(tuple);
+            for index in 0..len {
+                let item = ffi::PyTuple_GetItem(tuple, index);
+                if item.is_null() {
+                    return Err(PyErr::fetch(self.py));
+                }
+                if index > 0 {
+                    self.out.push(b',');
+                }
+                self.write_value(item, depth + 1)?;
+            }
+        }
+        self.out.push(b']');
+        Ok(())
+    }
+
+    /// Writes an exact dict, its keys in code-point order.
+    fn write_dict(&mut self, dict: *mut ffi::PyObject, depth: usize) -> PyResult<()> {
+        enter(depth)?;
+        let start = self.entries.len();
+        let mut position: ffi::Py_ssize_t = 0;
+        let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+        // SAFETY: `dict` is a live dict. This loop runs no Python code (it
+        // only takes a strong reference to each key and value), so the dict
+        // does not change while `PyDict_Next` walks it.
+        unsafe {
+            while ffi::PyDict_Next(dict, &mut position, &mut key, &mut value) != 0 {
+                self.entries.push(Entry {
+                    key: Key::unread(Bound::from_borrowed_ptr(self.py, key)),
+                    value: Bound::from_borrowed_ptr(self.py, value),
+                });
+            }
+        }
+        self.read_keys(start)?;
+        self.write_entries(start, depth, false)
+    }
+
+    /// Writes a dict subclass as json does: `{}` when the dict itself is
+    /// empty, else the 2-tuples of its `items()` (which may run Python code).
+    fn write_dict_subclass(&mut self, dict: *mut ffi::PyObject, depth: usize) -> PyResult<()> {
+        enter(depth)?;
+        // SAFETY: `dict` is a live dict subclass.
+        let items = unsafe {
+            if ffi::PyDict_Size(dict) == 0 {
+                self.out.extend_from_slice(b"{}");
+                return Ok(());
+            }
+            Bound::from_owned_ptr_or_err(self.py, ffi::PyMapping_Items(dict))?
+        };
+        let start = self.entries.len();
+        let mut index: ffi::Py_ssize_t = 0;
+        // SAFETY: `items` is a new list we own. Each item is owned as soon as
+        // it is read; a tuple's key and value live as long as the tuple, and
+        // are owned by the entry before the tuple is dropped.
+        unsafe {
+            while index < ffi::PyList_Size(items.as_ptr()) {
+                let item = Bound::from_borrowed_ptr_or_err(
+                    self.py,
+                    ffi::PyList_GetItem(items.as_ptr(), index),
+                )?;
+                if ffi::PyTuple_Check(item.as_ptr()) == 0 || ffi::PyTuple_Size(item.as_ptr()) != 2 {
+                    return Err(PyValueError::new_err("items must return 2-tuples"));
+                }
+                let key = Bound::from_borrowed_ptr_or_err(
+                    self.py,
+                    ffi::PyTuple_GetItem(item.as_ptr(), 0),
+                )?;
+                let value = Bound::from_borrowed_ptr_or_err(
+                    self.py,
+                    ffi::PyTuple_GetItem(item.as_ptr(), 1),
+                )?;
+                self.entries.push(Entry {
+                    key: Key::unread(key),
+                    value,
+                });
+                index += 1;
+            }
+        }
+        self.read_keys(start)?;
+        self.write_entries(start, depth, true)
+    }
+
+    /// Checks that the keys of the entries from `start` on are str and reads
+    /// their bytes.
+    fn read_keys(&mut self, start: usize) -> PyResult<()> {
+        let py = self.py;
+        for entry in self.entries.iter_mut().skip(start) {
+            let key = &mut entry.key;
+            let obj = key.key.as_ptr();
+            // SAFETY: `obj` is live, owned by `key.key`; the bytes `utf8`
+            // returns live as long as it does.
+            unsafe {
+                if ffi::Py_TYPE(obj) != &raw mut ffi::PyUnicode_Type
+                    && ffi::PyUnicode_Check(obj) == 0
+                {
+                    return Err(PyTypeError::new_err(format!(
+                        "keys must be str, not {}",
+                        type_name(&key.key)
+                    )));
+                }
+                let bytes = match utf8(py, obj)? {
+                    Some(bytes) => bytes,
+                    None => {
+                        let encoded = surrogatepass(py, obj)?;
+                        key.wtf8.insert(encoded).as_bytes()
+                    }
+                };
+                key.ptr = bytes.as_ptr();
+                key.len = bytes.len();
+            }
+        }
+        Ok(())
+    }
+
+    /// Sorts the entries from `start` on by key and writes them as one
+    /// object; they are dropped afterwards. `stable` keeps the order of equal
+    /// keys (only a dict subclass's `items()` can repeat a key).
+    fn write_entries(&mut self, start: usize, depth: usize, stable: bool) -> PyResult<()> {
+        let Some(entries) = self.entries.get_mut(start..) else {
+            return Err(PyValueError::new_err(
+                "canonical writer: lost its dict items",
+            ));
+        };
+        let by_key =
+            |a: &Entry<'_>, b: &Entry<'_>| wire::compare_keys(a.key.as_bytes(), b.key.as_bytes());
+        if stable {
+            entries.sort_by(by_key);
+        } else {
+            entries.sort_unstable_by(by_key);
+        }
+        self.out.push(b'{');
+        let end = self.entries.len();
+        for index in start..end {
+            let Some(entry) = self.entries.get(index) else {
+                break;
+            };
+            // The key bytes and value stay owned by `self.entries` (which
+            // only grows past `end` until the truncate below) while the
+            // value is walked.
+            let (ptr, len, value) = (entry.key.ptr, entry.key.len, entry.value.as_ptr());
+            if index > start {
+                self.out.push(b',');
+            }
+            // SAFETY: as in `Key::as_bytes`; the entry holding them is not
+            // dropped before the truncate below.
+            wire::write_str(self.out, unsafe { std::slice::from_raw_parts(ptr, len) });
+            self.out.push(b':');
+            self.write_value(value, depth + 1)?;
+        }
+        self.out.push(b'}');
+        self.entries.truncate(start);
+        Ok(())
+    }
+}
+
+/// Refuses a container nested in `depth` others when that is too deep.
+fn enter(depth: usize) -> PyResult<()> {
+    if depth >= MAX_DEPTH {
+        return Err(PyValueError::new_err(format!(
+            "canonical JSON nests at most {MAX_DEPTH} containers deep (is there a circular reference?)"
+        )));
+    }
+    Ok(())
+}
+
+/// The UTF-8 bytes of the str `obj` (cached in the object), or `None` when it
+/// holds a lone surrogate and has no UTF-8 form.
+///
+/// # Safety
+/// `obj` is a live str (or subclass); the slice lives as long as it does.
+unsafe fn utf8<'a>(py: Python<'_>, obj: *mut ffi::PyObject) -> PyResult<Option<&'a [u8]>> {
+    let mut size: ffi::Py_ssize_t = 0;
+    let data = ffi::PyUnicode_AsUTF8AndSize(obj, &mut size);
+    if data.is_null() {
+        let err = PyErr::fetch(py);
+        if err.is_instance_of::<PyUnicodeEncodeError>(py) {
+            return Ok(None);
+        }
+        return Err(err);
+    }
+    let len = usize::try_from(size).unwrap_or(0);
+    Ok(Some(std::slice::from_raw_parts(data.cast::<u8>(), len)))
+}
+
+/// `obj.encode("utf-8", "surrogatepass")`: the WTF-8 bytes of a str that
+/// holds lone surrogates.
+///
+/// # Safety
+/// `obj` is a live str (or subclass).
+unsafe fn surrogatepass<'py>(
+    py: Python<'py>,
+    obj: *mut ffi::PyObject,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let bytes = ffi::PyUnicode_AsEncodedString(obj, c"utf-8".as_ptr(), c"surrogatepass".as_ptr());
+    Ok(Bound::from_owned_ptr_or_err(py, bytes)?.cast_into::<PyBytes>()?)
+}
+
+/// `type(obj).__name__`, for error messages.
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|name| name.to_string())
+        .unwrap_or_else(|_| "?".to_owned())
 }
