@@ -10,7 +10,7 @@ use std::os::fd::{BorrowedFd, RawFd};
 
 use pyo3::exceptions::{PyIndexError, PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use transcript_core::envelope::{parse_line, EnvelopeType, LineError};
 use transcript_core::scan::{tail_scan, ReadAt, Tail};
 use transcript_core::stamp::{utc_timestamp, IdGen};
@@ -287,7 +287,13 @@ impl Transcript {
             None => self.new_id(),
         };
         let ts = utc_timestamp();
-        let line = crate::canonical::envelope_line(py, &id, payload, &ts, r#type)?;
+        let line = crate::canonical::envelope_line(
+            py,
+            &PyString::new(py, &id),
+            payload,
+            &PyString::new(py, &ts),
+            &PyString::new(py, r#type),
+        )?;
         let line = line.as_bytes();
         let body = line.strip_suffix(b"\n").unwrap_or(line);
         let env = parse_line(body)
