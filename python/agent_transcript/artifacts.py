@@ -82,7 +82,7 @@ class ArtifactStore:
         for a bad name or bytes that do not match its digest."""
         if not isinstance(artifact, dict):
             raise ValueError("an artifact is a dict with 'file' and 'digest'")
-        path = self.path(artifact.get("file"))
+        path = self.folder / check_basename(artifact.get("file"))
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
