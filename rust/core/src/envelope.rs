@@ -162,7 +162,7 @@ struct PayloadFields {
 
 /// Reads one line (without its `\n`) as an envelope.
 pub fn parse_line(line: &[u8]) -> Result<Envelope, LineError> {
-    let mut r = Reader::new(line);
+    let mut r = Reader::from_bytes(line)?;
     let mut scratch = Vec::new();
     if r.peek()? != Kind::Object {
         r.skip_value()?;

@@ -92,6 +92,9 @@ pub fn parse_float(text: &str) -> Result<f64, &'static str> {
 
 /// The pull reader. Create one per value with [`Reader::new`].
 pub struct Reader<'a> {
+    // The same bytes twice: as text, so slices of it are known UTF-8 without
+    // checking them again, and as bytes, to scan.
+    text: &'a str,
     input: &'a [u8],
     pos: usize,
     depth: usize,
@@ -115,13 +118,26 @@ static STRING_STOP: [bool; 256] = {
 };
 
 impl<'a> Reader<'a> {
-    /// A reader at the start of `input`.
-    pub fn new(input: &'a [u8]) -> Self {
+    /// A reader at the start of `text`.
+    pub fn new(text: &'a str) -> Self {
         Reader {
-            input,
+            text,
+            input: text.as_bytes(),
             pos: 0,
             depth: 0,
             first: false,
+        }
+    }
+
+    /// A reader at the start of `bytes`, which must be UTF-8: checked here, once,
+    /// with SIMD, instead of string by string.
+    pub fn from_bytes(bytes: &'a [u8]) -> Result<Self, JsonError> {
+        match simdutf8::compat::from_utf8(bytes) {
+            Ok(text) => Ok(Self::new(text)),
+            Err(e) => Err(JsonError {
+                offset: e.valid_up_to(),
+                reason: "invalid UTF-8",
+            }),
         }
     }
 
@@ -294,9 +310,7 @@ impl<'a> Reader<'a> {
         // The opening quote was seen by the caller.
         self.pos += 1;
         loop {
-            let start = self.pos;
             let at = self.plain_run();
-            self.utf8(start, at)?;
             self.pos = at;
             match self.input.get(at) {
                 Some(b'"') => {
@@ -313,10 +327,30 @@ impl<'a> Reader<'a> {
         }
     }
 
-    // The end of the run of plain string bytes starting at `pos`.
+    // The end of the run of plain string bytes starting at `pos`: eight bytes at
+    // a time, looking for a quote, a backslash or a control character in each
+    // word at once (SWAR). A flagged bit can be wrong only above a true match,
+    // so the lowest one is exact.
     fn plain_run(&self) -> usize {
-        let mut at = self.pos;
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGH: u64 = 0x8080_8080_8080_8080;
         let input = self.input;
+        let mut at = self.pos;
+        while let Some(chunk) = input.get(at..at + 8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            let x = u64::from_le_bytes(word);
+            let quote = x ^ (ONES * u64::from(b'"'));
+            let backslash = x ^ (ONES * u64::from(b'\\'));
+            let found = (quote.wrapping_sub(ONES) & !quote
+                | backslash.wrapping_sub(ONES) & !backslash
+                | x.wrapping_sub(ONES * 0x20) & !x)
+                & HIGH;
+            if found != 0 {
+                return at + (found.trailing_zeros() / 8) as usize;
+            }
+            at += 8;
+        }
         while let Some(&b) = input.get(at) {
             if STRING_STOP[usize::from(b)] {
                 break;
@@ -327,8 +361,10 @@ impl<'a> Reader<'a> {
     }
 
     fn utf8(&self, start: usize, end: usize) -> Result<&'a str, JsonError> {
-        std::str::from_utf8(&self.input[start..end]).map_err(|e| JsonError {
-            offset: start + e.valid_up_to(),
+        // The input is UTF-8 and string runs start and end next to ASCII bytes,
+        // so this slice is always on character boundaries.
+        self.text.get(start..end).ok_or(JsonError {
+            offset: start,
             reason: "invalid UTF-8 in string",
         })
     }
@@ -551,8 +587,9 @@ fn push_code_point(out: &mut Vec<u8>, code: u32) {
 
 /// True when `line` is exactly one JSON value (whitespace around it allowed).
 pub fn is_one_value(line: &[u8]) -> bool {
-    let mut reader = Reader::new(line);
-    reader.skip_value().and_then(|()| reader.finish()).is_ok()
+    Reader::from_bytes(line)
+        .and_then(|mut r| r.skip_value().and_then(|()| r.finish()))
+        .is_ok()
 }
 
 #[cfg(test)]
@@ -643,21 +680,21 @@ mod tests {
     #[test]
     fn strings_decode_escapes_and_surrogates() {
         let mut scratch = Vec::new();
-        let mut r = Reader::new(br#""plain""#);
+        let mut r = Reader::new(r#""plain""#);
         assert_eq!(r.string(&mut scratch), Ok(JStr::Text("plain")));
-        let mut r = Reader::new(br#""a\"\\\/\b\f\n\r\t\u00e9""#);
+        let mut r = Reader::new(r#""a\"\\\/\b\f\n\r\t\u00e9""#);
         assert_eq!(
             r.string(&mut scratch),
             Ok(JStr::Text("a\"\\/\u{8}\u{c}\n\r\té"))
         );
-        let mut r = Reader::new(br#""\ud83d\ude80""#);
+        let mut r = Reader::new(r#""\ud83d\ude80""#);
         assert_eq!(r.string(&mut scratch), Ok(JStr::Text("🚀")));
-        let mut r = Reader::new(br#""\ud800x""#);
+        let mut r = Reader::new(r#""\ud800x""#);
         assert_eq!(
             r.string(&mut scratch),
             Ok(JStr::Wtf8(&[0xED, 0xA0, 0x80, b'x']))
         );
-        let mut r = Reader::new(br#""\ud800\u0041""#);
+        let mut r = Reader::new(r#""\ud800\u0041""#);
         assert_eq!(
             r.string(&mut scratch),
             Ok(JStr::Wtf8(&[0xED, 0xA0, 0x80, b'A']))
@@ -666,12 +703,12 @@ mod tests {
 
     #[test]
     fn numbers_keep_their_text_and_kind() {
-        let mut r = Reader::new(b"-123456789012345678901234567890");
+        let mut r = Reader::new("-123456789012345678901234567890");
         assert_eq!(
             r.number(),
             Ok(Number::Int("-123456789012345678901234567890"))
         );
-        let mut r = Reader::new(b"2.5e-3");
+        let mut r = Reader::new("2.5e-3");
         assert_eq!(r.number(), Ok(Number::Float("2.5e-3")));
         assert_eq!(
             parse_float("1e400"),
@@ -682,7 +719,7 @@ mod tests {
 
     #[test]
     fn objects_and_arrays_are_walked_item_by_item() {
-        let mut r = Reader::new(br#"{"a": [1, 2], "b": {}}"#);
+        let mut r = Reader::new(r#"{"a": [1, 2], "b": {}}"#);
         let mut scratch = Vec::new();
         r.begin_object().ok();
         assert_eq!(

@@ -11,7 +11,7 @@ use std::fmt;
 use std::io;
 
 use crate::envelope::{parse_line, Detail, Envelope, EnvelopeType, LineError, Span};
-use crate::scan::ReadAt;
+use crate::scan::{is_blank, ReadAt};
 
 /// Where one envelope is in the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -271,85 +271,227 @@ impl Transcript {
     }
 }
 
-/// Reads the non-blank lines of the first `size` bytes of `src`, in order, in
-/// chunks (so memory holds one chunk and the longest line, not the file), and
-/// hands each to `each` with its offset and 1-based number.
-pub fn for_each_line<R, E, F>(src: &R, size: u64, mut each: F) -> Result<(), E>
+/// Reads the non-blank lines of bytes `start..end` of `src`, in order, in
+/// chunks (memory holds one chunk and the longest line, never the file), and
+/// hands each to `each` with its offset and its line number counted from
+/// `start` (1-based, blank lines counted). `start` must be where a line starts.
+/// Returns how many lines it counted.
+pub fn for_each_line<R, E, F>(src: &R, start: u64, end: u64, mut each: F) -> Result<u64, E>
 where
     R: ReadAt + ?Sized,
     E: From<io::Error>,
     F: FnMut(&[u8], u64, u64) -> Result<(), E>,
 {
     const CHUNK: usize = 4 << 20;
-    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK);
-    let mut buf_offset = 0u64; // file offset of buf[0]
-    let mut read_to = 0u64;
+    let mut buf = vec![
+        0u8;
+        CHUNK
+            .min(usize::try_from(end - start).unwrap_or(CHUNK))
+            .max(4096)
+    ];
+    let mut have = 0; // buf[..have] holds the file from `buf_offset`
+    let mut buf_offset = start;
+    let mut read_to = start;
     let mut number = 0u64;
     loop {
-        // Top the buffer up by a chunk.
-        let want = usize::try_from((size - read_to).min(CHUNK as u64)).unwrap_or(CHUNK);
-        let eof = want == 0;
-        if !eof {
-            let old = buf.len();
-            buf.resize(old + want, 0);
-            let mut filled = 0;
-            while filled < want {
-                let n = src.read_at(&mut buf[old + filled..], read_to + filled as u64)?;
-                if n == 0 {
-                    return Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "the file shrank while it was read",
-                    )
-                    .into());
-                }
-                filled += n;
-            }
-            read_to += want as u64;
+        if have == buf.len() {
+            // One line fills the buffer: make room for the rest of it.
+            buf.resize(buf.len() * 2, 0);
         }
-        let mut start = 0;
-        while let Some(i) = memchr::memchr(b'\n', &buf[start..]) {
+        let want = usize::try_from(end - read_to)
+            .unwrap_or(usize::MAX)
+            .min(buf.len() - have);
+        let mut filled = 0;
+        while filled < want {
+            let n = src.read_at(
+                &mut buf[have + filled..have + want],
+                read_to + filled as u64,
+            )?;
+            if n == 0 {
+                let shrank = io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the file shrank while it was read",
+                );
+                return Err(shrank.into());
+            }
+            filled += n;
+        }
+        have += want;
+        read_to += want as u64;
+        let mut at = 0;
+        while let Some(i) = memchr::memchr(b'\n', &buf[at..have]) {
             number += 1;
-            let line = &buf[start..start + i];
-            if !crate::scan::is_blank(line) {
-                each(line, buf_offset + start as u64, number)?;
+            let line = &buf[at..at + i];
+            if !is_blank(line) {
+                each(line, buf_offset + at as u64, number)?;
             }
-            start += i + 1;
+            at += i + 1;
         }
-        if eof {
-            if start < buf.len() {
+        if want == 0 {
+            // The end: a last line without its newline.
+            if at < have {
                 number += 1;
-                let line = &buf[start..];
-                if !crate::scan::is_blank(line) {
-                    each(line, buf_offset + start as u64, number)?;
+                let line = &buf[at..have];
+                if !is_blank(line) {
+                    each(line, buf_offset + at as u64, number)?;
                 }
             }
-            return Ok(());
+            return Ok(number);
         }
-        buf.drain(..start);
-        buf_offset += start as u64;
+        buf.copy_within(at..have, 0);
+        have -= at;
+        buf_offset += at as u64;
     }
 }
 
+/// One stretch of a file, parsed line by line.
+struct Segment {
+    /// Each envelope read, with line numbers counted from the segment's start.
+    items: Vec<(Envelope, LineRec)>,
+    /// With `lenient`, `(line, why)` for each line skipped; otherwise the first
+    /// bad line, where reading stopped.
+    bad: Vec<(u64, LineError)>,
+    /// Lines counted, blank ones included.
+    lines: u64,
+}
+
+// Why a strict read of a segment stopped early.
+enum Stop {
+    Io(io::Error),
+    BadLine,
+}
+
+impl From<io::Error> for Stop {
+    fn from(e: io::Error) -> Self {
+        Stop::Io(e)
+    }
+}
+
+fn parse_segment<R: ReadAt + ?Sized>(
+    src: &R,
+    start: u64,
+    end: u64,
+    lenient: bool,
+) -> io::Result<Segment> {
+    let mut seg = Segment {
+        items: Vec::new(),
+        bad: Vec::new(),
+        lines: 0,
+    };
+    let counted = for_each_line(src, start, end, |line, offset, number| {
+        match parse_line(line) {
+            Ok(env) => {
+                let len = u32::try_from(line.len()).unwrap_or(u32::MAX);
+                let kind = env.kind;
+                seg.items.push((
+                    env,
+                    LineRec {
+                        offset,
+                        len,
+                        number,
+                        kind,
+                    },
+                ));
+            }
+            Err(e) => {
+                seg.bad.push((number, e));
+                if !lenient {
+                    // Load stops at the first bad line: parsing on is wasted work.
+                    return Err(Stop::BadLine);
+                }
+            }
+        }
+        Ok(())
+    });
+    match counted {
+        Ok(lines) => seg.lines = lines,
+        Err(Stop::BadLine) => {}
+        Err(Stop::Io(e)) => return Err(e),
+    }
+    Ok(seg)
+}
+
+// Where to cut `0..size` into about `parts` stretches, each starting at a line.
+fn cut_points<R: ReadAt + ?Sized>(src: &R, size: u64, parts: u64) -> io::Result<Vec<u64>> {
+    let mut cuts = vec![0];
+    let mut probe = [0u8; 64 * 1024];
+    for k in 1..parts {
+        let mut at = (size * k / parts).max(*cuts.last().unwrap_or(&0));
+        loop {
+            let n = src.read_at(&mut probe, at)?;
+            if n == 0 {
+                at = size;
+                break;
+            }
+            if let Some(i) = memchr::memchr(b'\n', &probe[..n]) {
+                at += i as u64 + 1;
+                break;
+            }
+            at += n as u64;
+        }
+        if at < size && at > *cuts.last().unwrap_or(&0) {
+            cuts.push(at);
+        }
+    }
+    cuts.push(size);
+    Ok(cuts)
+}
+
+// Parses `0..size` on every core, in stretches; the results come back in file order.
+fn parse_all<R: ReadAt + Sync + ?Sized>(
+    src: &R,
+    size: u64,
+    lenient: bool,
+) -> io::Result<Vec<Segment>> {
+    const MIN_PER_THREAD: u64 = 8 << 20;
+    let cores = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8) as u64;
+    let parts = (size / MIN_PER_THREAD).clamp(1, cores);
+    let cuts = cut_points(src, size, parts)?;
+    if cuts.len() == 2 {
+        return Ok(vec![parse_segment(src, 0, size, lenient)?]);
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = cuts
+            .windows(2)
+            .map(|w| {
+                let (start, end) = (w[0], w[1]);
+                scope.spawn(move || parse_segment(src, start, end, lenient))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(io::Error::other("a parser thread failed")))
+            })
+            .collect()
+    })
+}
+
 /// Loads the first `size` bytes of `src`: every line must be an envelope and
-/// replay must accept it. The tail must already have been repaired.
-pub fn load<R: ReadAt + ?Sized>(src: &R, size: u64) -> Result<Transcript, LoadError> {
+/// replay must accept it. The tail must already have been repaired. Lines are
+/// parsed on every core; replay then runs over them in file order.
+pub fn load<R: ReadAt + Sync + ?Sized>(src: &R, size: u64) -> Result<Transcript, LoadError> {
     let mut t = Transcript::default();
-    for_each_line(src, size, |line, offset, number| {
-        let env = parse_line(line).map_err(|error| LoadError::Line {
-            line: number,
-            error,
-        })?;
-        let rec = LineRec {
-            offset,
-            len: u32::try_from(line.len()).unwrap_or(u32::MAX),
-            number,
-            kind: env.kind,
-        };
-        t.push(env, rec, false).map_err(|error| LoadError::Replay {
-            line: number,
-            error,
-        })
-    })?;
+    let mut before = 0; // lines in the segments already replayed
+    for seg in parse_all(src, size, false)? {
+        t.lines.reserve(seg.items.len());
+        for (env, mut rec) in seg.items {
+            rec.number += before;
+            let line = rec.number;
+            t.push(env, rec, false)
+                .map_err(|error| LoadError::Replay { line, error })?;
+        }
+        if let Some((line, error)) = seg.bad.into_iter().next() {
+            return Err(LoadError::Line {
+                line: before + line,
+                error,
+            });
+        }
+        before += seg.lines;
+    }
     if t.lines.is_empty() {
         return Err(LoadError::Empty);
     }
@@ -368,20 +510,21 @@ pub struct Peeked {
 
 /// Reads the first `size` bytes of `src` as peek does: no replay, and a line
 /// that is not an envelope is skipped and reported.
-pub fn peek<R: ReadAt + ?Sized>(src: &R, size: u64) -> Result<Peeked, io::Error> {
+pub fn peek<R: ReadAt + Sync + ?Sized>(src: &R, size: u64) -> Result<Peeked, io::Error> {
     let mut p = Peeked::default();
-    for_each_line(src, size, |line, offset, number| {
-        match parse_line(line) {
-            Ok(env) => p.lines.push(LineRec {
-                offset,
-                len: u32::try_from(line.len()).unwrap_or(u32::MAX),
-                number,
-                kind: env.kind,
-            }),
-            Err(e) => p.skipped.push((number, e.to_string())),
-        }
-        Ok::<(), io::Error>(())
-    })?;
+    let mut before = 0;
+    for seg in parse_all(src, size, true)? {
+        p.lines.extend(seg.items.into_iter().map(|(_, mut rec)| {
+            rec.number += before;
+            rec
+        }));
+        p.skipped.extend(
+            seg.bad
+                .into_iter()
+                .map(|(n, e)| (before + n, e.to_string())),
+        );
+        before += seg.lines;
+    }
     Ok(p)
 }
 
@@ -583,11 +726,40 @@ mod tests {
             text.push(b'\n');
         }
         let mut got = Vec::new();
-        for_each_line(text.as_slice(), text.len() as u64, |_, off, n| {
+        for_each_line(text.as_slice(), 0, text.len() as u64, |_, off, n| {
             got.push((off, n));
             Ok::<(), io::Error>(())
         })
         .unwrap();
         assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn a_file_parsed_in_parallel_reports_the_first_damage_by_its_true_line_number() {
+        let mut lines = vec![line("meta", "session-meta", "{}")];
+        let filler = "x".repeat(2000);
+        for i in 0..12_000 {
+            lines.push(msg(&format!("m{i}-{filler}"), "user", ""));
+        }
+        let mut text = lines.join("\n\n") + "\n";
+        assert!(
+            text.len() as u64 > 3 * (8 << 20),
+            "big enough to be cut in stretches"
+        );
+        let t = load(text.as_bytes(), text.len() as u64).unwrap();
+        assert_eq!(t.live.len(), 12_000);
+        assert_eq!(t.lines.last().map(|r| r.number), Some(2 * 12_000 + 1));
+        // Damage near the end, in the last stretch, and a second one after it.
+        text.push_str("{oops\n");
+        text.push_str(&msg("after", "user", ""));
+        text.push_str("\n[1\n");
+        match load(text.as_bytes(), text.len() as u64) {
+            Err(LoadError::Line { line, .. }) => assert_eq!(line, 2 * 12_000 + 2),
+            other => panic!("{other:?}"),
+        }
+        let p = peek(text.as_bytes(), text.len() as u64).unwrap();
+        let skipped: Vec<u64> = p.skipped.iter().map(|(n, _)| *n).collect();
+        assert_eq!(skipped, vec![2 * 12_000 + 2, 2 * 12_000 + 4]);
+        assert_eq!(p.lines.len(), 12_000 + 2);
     }
 }

@@ -117,7 +117,7 @@ pub fn value<'py>(
 
 /// Decodes `bytes`, which must be exactly one JSON value.
 pub fn loads<'py>(py: Python<'py>, bytes: &[u8]) -> Result<Bound<'py, PyAny>, DecodeError> {
-    let mut r = Reader::new(bytes);
+    let mut r = Reader::from_bytes(bytes)?;
     let mut scratch = Vec::new();
     let v = value(py, &mut r, &mut scratch)?;
     r.finish()?;
