@@ -178,7 +178,7 @@ def test_tail_scan(benchmark: Any, transcript: Path) -> None:
 
     tail_scan = bench._tail_scan_hook()
     if tail_scan is None:
-        pytest.skip("no agent_transcript._core.tail_scan(path) to time the tail check alone")
+        pytest.skip("no native tail check to time alone (see bench._tail_scan_hook)")
     benchmark(tail_scan, str(transcript))
 
 

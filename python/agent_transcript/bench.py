@@ -28,8 +28,9 @@ Choices made here, and why:
   installed (the user's append loop then uses ``json.dumps``, and says so).
 * **The tail scan.** SPEC has no public call that runs only the tail check
   (``load`` and ``check`` go on to read the whole file). ``_tail_scan_hook``
-  uses ``agent_transcript._core.tail_scan(path)`` when the native module has
-  it, and reports the row as not measured otherwise.
+  times the private ``agent_transcript._core.tail_check(fd)`` (open, check,
+  close) and reports the bytes it read; if that is gone, the row reads "not
+  measured".
 * **The GIL.** A second Python thread counts while a load of the big file
   runs; its rate is compared with its rate over the same wall time while the
   main thread sleeps. ``>= 0.5`` passes; the longest stall is shown too.
@@ -312,21 +313,35 @@ def _read_chars() -> int | None:
     return None
 
 
-def _tail_scan_hook() -> Callable[[str], Any] | None:
-    """HOOK: the tail check alone, if the native module exposes it.
+def _tail_scan_hook() -> Callable[[str], int | None] | None:
+    """HOOK: the tail check alone, through the native module, or None.
 
     SPEC has no public call that runs only load's tail check (``Session.load``
-    and ``agent-transcript check`` go on to read the whole file), so the row is
-    measured through ``agent_transcript._core.tail_scan(path)`` when it exists,
-    and reported as not measured otherwise. Rename here if the core names it
-    differently.
+    and ``agent-transcript check`` go on to read the whole file), so this uses
+    the private ``agent_transcript._core.tail_check(fd)`` (what load runs
+    first). The returned callable opens the file, checks its tail and closes
+    it, and returns how many bytes the check says it read (None if it does not
+    say). Adjust here if the private name or shape changes; the row then reads
+    "not measured" rather than failing.
     """
     try:
         from . import _core
     except ImportError:
         return None
-    fn = getattr(_core, "tail_scan", None)
-    return fn if callable(fn) else None
+    tail_check = getattr(_core, "tail_check", None)
+    if not callable(tail_check):
+        return None
+
+    def scan(path: str) -> int | None:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            result = tail_check(fd)
+        finally:
+            os.close(fd)
+        read = result[-1] if isinstance(result, tuple) and result else None
+        return read if isinstance(read, int) else None
+
+    return scan
 
 
 @dataclass
@@ -480,19 +495,21 @@ class Bench:
         m["rss_load_small"], m["live_messages_small"] = small.peak_rss, small.live
 
     def measure_tail_scan(self) -> None:
-        fn = _tail_scan_hook()
-        if fn is None:
+        scan = _tail_scan_hook()
+        if scan is None:
             return
         path = str(self.files.big)
         r0 = _read_chars()
-        fn(path)
+        said = scan(path)
         r1 = _read_chars()
-        if r0 is not None and r1 is not None:
+        if said is not None:
+            self.m["tail_scan_read_bytes"] = said
+        elif r0 is not None and r1 is not None:
             self.m["tail_scan_read_bytes"] = r1 - r0
         times = []
         for _ in range(50):
             t0 = time.perf_counter()
-            fn(path)
+            scan(path)
             times.append(time.perf_counter() - t0)
         self.m["tail_scan_s"] = min(times)
 
@@ -638,9 +655,9 @@ class Bench:
         what = "tail scan of the big file"
         if "tail_scan_s" not in m:
             return Row("tail_scan", what, "-", "-", None, "< 1 ms", None,
-                       "not measured: no agent_transcript._core.tail_scan(path) (see _tail_scan_hook)")
+                       "not measured: no agent_transcript._core.tail_check (see _tail_scan_hook)")
         read = m.get("tail_scan_read_bytes")
-        note = f"read {read:,} bytes through read(2)" if read is not None else ""
+        note = f"open + tail check + close; read {read:,} bytes" if read is not None else "open + tail check + close"
         return Row("tail_scan", what, _fmt_time(m["tail_scan_s"]), "1 ms", m["tail_scan_s"] / 1e-3,
                    "< 1 ms", m["tail_scan_s"] < 1e-3, note)
 
