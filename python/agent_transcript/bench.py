@@ -404,8 +404,7 @@ def gil_probe(load: Callable[[], Any], after: Callable[[Any], None], idle_cap: f
 # ------------------------------------------------------------------- the run
 
 def _ratio_row(key: str, what: str, ours: float | None, theirs: float | None, *, higher_is: str,
-               limit: float, fmt: Callable[[float | None], str] = _fmt_time, note: str = "",
-               theirs_label: str = "") -> Row:
+               limit: float, fmt: Callable[[float | None], str] = _fmt_time, note: str = "") -> Row:
     """A row whose ratio is ``theirs/ours`` ("faster", at least ``limit``) or ``ours/theirs``
     ("within", at most ``limit``)."""
     if ours is None or theirs is None or ours <= 0 or theirs <= 0:
@@ -413,10 +412,10 @@ def _ratio_row(key: str, what: str, ours: float | None, theirs: float | None, *,
         return Row(key, what, fmt(ours), fmt(theirs), None, target, None, note)
     if higher_is == "faster":
         ratio = theirs / ours
-        return Row(key, what, fmt(ours), theirs_label + fmt(theirs), ratio, f">= {limit:g}x",
+        return Row(key, what, fmt(ours), fmt(theirs), ratio, f">= {limit:g}x",
                    ratio >= limit, note)
     ratio = ours / theirs
-    return Row(key, what, fmt(ours), theirs_label + fmt(theirs), ratio, f"<= {limit:g}x", ratio <= limit, note)
+    return Row(key, what, fmt(ours), fmt(theirs), ratio, f"<= {limit:g}x", ratio <= limit, note)
 
 
 class Bench:
