@@ -1,0 +1,778 @@
+"""``agent-transcript bench``: the performance targets, measured side by side in one run.
+
+Usage: ``agent-transcript bench [--mb 1024] [--seed 2] [--dir D] [--json]``
+(``main(argv)`` here; the command line calls it).
+
+Every row is a ratio between two things measured in this one process run, on
+this machine, with the page cache warm, so the figures compare like with like
+whatever the hardware. Times are the best of a few runs; peak RSS is measured
+in a fresh interpreter per load (``VmHWM``, interpreter included).
+
+Choices made here, and why:
+
+* **The file.** ``agent_transcript._bench_gen`` writes it: the project's
+  benchmark generator carried in the package (byte-for-byte the shared
+  ``gen_transcript.py``), so a pip-installed user can run the bench. It is kept
+  in ``--dir`` (default ``$XDG_CACHE_HOME/agent-transcript/bench``) with a
+  manifest, and reused when the manifest matches. One pass writes the
+  ``--mb`` file and its ``--mb/10.24`` prefix (for ``--mb 1024``, exactly the
+  generator's ``--mb 100`` file). Generating 1 GiB takes a few minutes of pure
+  Python, once; a run on a reused file takes well under two minutes.
+* **The baselines.** ``agent_transcript._baselines``: a plain-Python loader,
+  peek and append loop with Session's exact semantics, parameterised by the
+  per-line parser (``json`` or ``orjson``). The issue keeps the baselines in
+  ``benches/``; but a command that ships in the wheel must reach them, and two
+  copies would drift, so that private, stdlib-only module is the one copy and
+  ``benches/baselines.py`` loads it by path. orjson is never a dependency: the
+  rows that compare against an orjson baseline say "n/a" when it is not
+  installed (the user's append loop then uses ``json.dumps``, and says so).
+* **The tail scan.** SPEC has no public call that runs only the tail check
+  (``load`` and ``check`` go on to read the whole file). ``_tail_scan_hook``
+  times the private ``agent_transcript._core.tail_check(fd)`` (open, check,
+  close) and reports the bytes it read; if that is gone, the row reads "not
+  measured".
+* **The GIL.** A second Python thread counts while a load of the big file
+  runs; its rate is compared with its rate over the same wall time while the
+  main thread sleeps. ``>= 0.5`` passes; the longest stall is shown too.
+* **Memory scaling.** The generator's compactions keep the live conversation
+  at a few hundred messages however long the file grows, so the growth of
+  peak RSS from the small file to the big one, per byte of file added, says
+  whether memory follows the file or the live messages. At most 0.10 (a
+  tenth of the added bytes) passes: room for an index of a few words per
+  line, none for a copy of the file or of every payload.
+
+Exit status: 0 when every measured target is met, 1 when one is missed or a
+measurement failed, 2 when the bench cannot run (no ``Session``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+from . import _baselines, _bench_gen
+
+__all__ = ["main"]
+
+MIB = 1024 * 1024
+GENERATOR_VERSION = 1          # bump when _bench_gen's output changes: cached files are remade
+SMALL_RATIO = 10.24            # 1 GiB : 100 MiB
+MESSAGE_TEXT = ("Please read src/agent/loop.py and tell me why the resume path sends the tool result "
+                "twice; keep the answer short, cite line numbers, and do not touch the tests yet.")
+
+
+# ------------------------------------------------------------------- output
+
+@dataclass
+class Row:
+    """One target: what was measured, the ratio, and whether it is met.
+
+    ``ok`` is None when the row could not be measured here (``note`` says why).
+    """
+
+    key: str
+    what: str
+    ours: str
+    theirs: str
+    ratio: float | None
+    target: str
+    ok: bool | None
+    note: str = ""
+    unit: str = "x"
+
+
+def _fmt_time(s: float | None) -> str:
+    if s is None or math.isnan(s):
+        return "-"
+    if s < 1e-3:
+        return f"{s * 1e6:.3g} µs"
+    if s < 1:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s:.3g} s"
+
+
+def _fmt_bytes(n: float | None) -> str:
+    if n is None:
+        return "-"
+    return f"{n / MIB:,.1f} MiB"
+
+
+def _fmt_ratio(r: float | None, unit: str = "x") -> str:
+    return "-" if r is None else f"{r:.3g}{unit}"
+
+
+def _fmt_size(n: int) -> str:
+    mib = n / MIB
+    return f"{mib:,.0f} MiB" if mib >= 10 else f"{mib:.2g} MiB"
+
+
+class _Log:
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.start = time.perf_counter()
+
+    def __call__(self, msg: str) -> None:
+        if not self.quiet:
+            print(f"[{time.perf_counter() - self.start:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+# -------------------------------------------------------------------- files
+
+@dataclass
+class Files:
+    """The generated transcripts this run measures."""
+
+    big: Path
+    small: Path
+    size: int
+    small_size: int
+    torn_tail: bytes
+    generated_s: float | None      # None: reused
+
+
+def default_dir() -> Path:
+    """Where generated transcripts are kept between runs."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "agent-transcript" / "bench"
+
+
+def _copy_prefix(src: Path, dst: Path, length: int) -> None:
+    tmp = dst.with_name(dst.name + ".tmp")
+    with open(src, "rb") as fin, open(tmp, "wb") as fout:
+        left = length
+        while left:
+            chunk = fin.read(min(left, 8 * MIB))
+            if not chunk:
+                raise OSError(f"{src} is shorter than {length} bytes")
+            fout.write(chunk)
+            left -= len(chunk)
+    os.replace(tmp, dst)
+
+
+def prepare(directory: Path, mb: float, seed: int, log: Callable[[str], None]) -> Files:
+    """The ``mb`` transcript and its ``mb/10.24`` prefix in ``directory``: reused or generated."""
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    small_mb = mb / SMALL_RATIO
+    stem = f"transcript-s{seed}-{mb:g}mb"
+    big = directory / f"{stem}.jsonl"
+    small = directory / f"transcript-s{seed}-{small_mb:g}mb.jsonl"
+    manifest_path = directory / f"{stem}.manifest.json"
+    want = {"generator": GENERATOR_VERSION, "mb": mb, "seed": seed, "small_mb": small_mb}
+    try:
+        manifest = json.loads(manifest_path.read_text())
+        if {k: manifest.get(k) for k in want} == want and big.stat().st_size == manifest["size"]:
+            if not small.exists() or small.stat().st_size != manifest["small_size"]:
+                log(f"deriving {small.name} from {big.name}")
+                _copy_prefix(big, small, manifest["small_size"])
+            log(f"reusing {big}")
+            return Files(big, small, manifest["size"], manifest["small_size"],
+                         bytes.fromhex(manifest["torn_tail"]), None)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    log(f"generating {big} ({mb:g} MiB, seed {seed}; pure Python, about {max(mb / 7, 1):.0f} s)")
+    t0 = time.perf_counter()
+    tmp = big.with_name(big.name + ".tmp")
+    gen = _bench_gen.write_transcript(tmp, mb, seed, marks=[small_mb])
+    os.replace(tmp, big)
+    small_size = gen.marks.get(small_mb, gen.size)
+    _copy_prefix(big, small, small_size)
+    generated_s = time.perf_counter() - t0
+    manifest_path.write_text(json.dumps({**want, "size": gen.size, "small_size": small_size,
+                                         "torn_tail": gen.torn_tail.hex()}))
+    return Files(big, small, gen.size, small_size, gen.torn_tail, generated_s)
+
+
+def _warm(path: Path) -> int:
+    """Read ``path`` once so the page cache holds it; returns its line count."""
+    lines = 0
+    with open(path, "rb", buffering=0) as f:
+        while chunk := f.read(16 * MIB):
+            lines += chunk.count(b"\n")
+    return lines
+
+
+# ------------------------------------------------------------------- timing
+
+def best_of(fn: Callable[[], Any], *, runs: int, budget: float, min_runs: int = 1,
+            after: Callable[[Any], None] | None = None) -> tuple[float, int]:
+    """Best wall time of ``fn()`` over ``min_runs`` to ``runs`` runs, within ``budget`` s if it can.
+
+    ``after(result)`` (closing a session, say) and freeing the result are not timed.
+    """
+    times: list[float] = []
+    deadline = time.perf_counter() + budget
+    while True:
+        gc.collect()
+        t0 = time.perf_counter()
+        result = fn()
+        elapsed = time.perf_counter() - t0
+        if after is not None:
+            after(result)
+        del result
+        times.append(elapsed)
+        if len(times) >= runs or (len(times) >= min_runs and time.perf_counter() + elapsed > deadline):
+            break
+    gc.collect()
+    return min(times), len(times)
+
+
+def per_op(fn: Callable[[Any], Any], arg: Any, n: int) -> float:
+    """Seconds per call of ``fn(arg)``, over ``n`` calls in a row."""
+    rep = range(n)
+    t0 = time.perf_counter()
+    for _ in rep:
+        fn(arg)
+    return (time.perf_counter() - t0) / n
+
+
+_CHILD = r"""
+import gc, json, sys, time
+which, path = sys.argv[1], sys.argv[2]
+import agent_transcript
+from agent_transcript import _baselines as b
+fn = {
+    "idle": None,
+    "session": lambda p: agent_transcript.Session.load(p),
+    "orjson": b.load_orjson,
+    "stdlib": b.load_stdlib,
+    "peek-orjson": b.peek_orjson,
+}[which]
+live, seconds = 0, 0.0
+if fn is not None:
+    gc.collect()
+    t0 = time.perf_counter()
+    result = fn(path)
+    seconds = time.perf_counter() - t0
+    live = len(result.message_ids) if hasattr(result, "message_ids") else len(result.messages)
+peak = None
+try:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                peak = int(line.split()[1]) * 1024
+except OSError:
+    pass
+if peak is None:
+    import resource
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = peak if sys.platform == "darwin" else peak * 1024
+print(json.dumps({"peak_rss": peak, "live": live, "seconds": seconds}), flush=True)
+import os
+os._exit(0)        # freeing a baseline's millions of objects is not part of any row
+"""
+
+
+@dataclass
+class ChildRun:
+    """One load (or peek) in a fresh interpreter."""
+
+    peak_rss: int      # bytes, interpreter included (VmHWM, else ru_maxrss)
+    live: int          # live messages (peek: messages) it returned
+    seconds: float     # the call alone, not the interpreter's start
+
+
+def in_child(which: str, path: Path) -> ChildRun:
+    """Run one ``which`` (idle, session, orjson, stdlib, peek-orjson) on ``path`` in a fresh interpreter."""
+    out = subprocess.run([sys.executable, "-c", _CHILD, which, str(path)], check=True,
+                         stdout=subprocess.PIPE, cwd=path.parent).stdout
+    got = json.loads(out)
+    return ChildRun(int(got["peak_rss"]), int(got["live"]), float(got["seconds"]))
+
+
+def best_in_child(which: str, path: Path, *, runs: int, budget: float) -> tuple[float, ChildRun]:
+    """Best time of up to ``runs`` fresh-interpreter runs within ``budget`` s, and the first run."""
+    first = in_child(which, path)
+    best, spent = first.seconds, first.seconds
+    for _ in range(runs - 1):
+        if spent + best > budget:
+            break
+        again = in_child(which, path)
+        best, spent = min(best, again.seconds), spent + again.seconds
+    return best, first
+
+
+def _read_chars() -> int | None:
+    """Bytes this process has read through read(2) and friends (Linux), else None."""
+    try:
+        with open("/proc/self/io") as f:
+            for line in f:
+                if line.startswith("rchar:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _tail_scan_hook() -> Callable[[str], int | None] | None:
+    """HOOK: the tail check alone, through the native module, or None.
+
+    SPEC has no public call that runs only load's tail check (``Session.load``
+    and ``agent-transcript check`` go on to read the whole file), so this uses
+    the private ``agent_transcript._core.tail_check(fd)`` (what load runs
+    first). The returned callable opens the file, checks its tail and closes
+    it, and returns how many bytes the check says it read (None if it does not
+    say). Adjust here if the private name or shape changes; the row then reads
+    "not measured" rather than failing.
+    """
+    try:
+        from . import _core
+    except ImportError:
+        return None
+    tail_check = getattr(_core, "tail_check", None)
+    if not callable(tail_check):
+        return None
+
+    def scan(path: str) -> int | None:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            result = tail_check(fd)
+        finally:
+            os.close(fd)
+        read = result[-1] if isinstance(result, tuple) and result else None
+        return read if isinstance(read, int) else None
+
+    return scan
+
+
+@dataclass
+class GilProbe:
+    """How much a second Python thread got done during a load, against idle."""
+
+    load_s: float
+    rate_load: float
+    rate_idle: float
+    longest_stall_s: float
+
+    @property
+    def ratio(self) -> float:
+        return self.rate_load / self.rate_idle if self.rate_idle else 0.0
+
+
+def gil_probe(load: Callable[[], Any], after: Callable[[Any], None], idle_cap: float = math.inf) -> GilProbe:
+    """Count in another thread while ``load()`` runs, then while the main thread sleeps as long.
+
+    The idle phase is cut at ``idle_cap`` seconds: only its rate is used.
+    """
+    stop = threading.Event()
+    count = [0]
+    stall = [0.0]
+
+    def spin() -> None:
+        clock = time.perf_counter
+        last = clock()
+        while not stop.is_set():
+            count[0] += 1
+            now = clock()
+            if now - last > stall[0]:
+                stall[0] = now - last
+            last = now
+
+    thread = threading.Thread(target=spin, daemon=True)
+    thread.start()
+    try:
+        time.sleep(0.05)
+        gc.collect()
+        stall[0] = 0.0
+        n0, t0 = count[0], time.perf_counter()
+        result = load()
+        n1, t1 = count[0], time.perf_counter()
+        longest = stall[0]
+        after(result)
+        del result
+        d_load = t1 - t0
+        m0, s0 = count[0], time.perf_counter()
+        time.sleep(min(d_load, idle_cap))
+        m1, s1 = count[0], time.perf_counter()
+    finally:
+        stop.set()
+        thread.join()
+    return GilProbe(d_load, (n1 - n0) / d_load, (m1 - m0) / (s1 - s0), longest)
+
+
+# ------------------------------------------------------------------- the run
+
+def _ratio_row(key: str, what: str, ours: float | None, theirs: float | None, *, higher_is: str,
+               limit: float, fmt: Callable[[float | None], str] = _fmt_time, note: str = "") -> Row:
+    """A row whose ratio is ``theirs/ours`` ("faster", at least ``limit``) or ``ours/theirs``
+    ("within", at most ``limit``)."""
+    if ours is None or theirs is None or ours <= 0 or theirs <= 0:
+        target = f">= {limit:g}x" if higher_is == "faster" else f"<= {limit:g}x"
+        return Row(key, what, fmt(ours), fmt(theirs), None, target, None, note)
+    if higher_is == "faster":
+        ratio = theirs / ours
+        return Row(key, what, fmt(ours), fmt(theirs), ratio, f">= {limit:g}x",
+                   ratio >= limit, note)
+    ratio = ours / theirs
+    return Row(key, what, fmt(ours), fmt(theirs), ratio, f"<= {limit:g}x", ratio <= limit, note)
+
+
+class Bench:
+    """One bench run: the measurements (``m``) and the rows built from them."""
+
+    def __init__(self, files: Files, log: Callable[[str], None], scratch: Path) -> None:
+        from . import Message, Session   # imported here: the module must import without them
+
+        self.Session: Any = Session
+        self.Message: Any = Message
+        self.files = files
+        self.log = log
+        self.scratch = scratch
+        self.orjson = _baselines.have_orjson()
+        self.m: dict[str, Any] = {}
+        self.rows: list[Row] = []
+        self.errors: list[str] = []
+        self.scale = max(files.size / (1024 * MIB), 0.01)   # budgets scale with the file
+        self.appends = 5000 if files.size >= 64 * MIB else 500  # per batch
+
+    # --- helpers
+
+    def load_session(self, path: Path) -> Any:
+        return self.Session.load(path)
+
+    @staticmethod
+    def close(session: Any) -> None:
+        session.close()
+
+    def section(self, name: str, fn: Callable[[], None]) -> None:
+        self.log(name)
+        try:
+            fn()
+        except Exception as e:  # a failed measurement is reported, and the others still run
+            self.errors.append(f"{name}: {type(e).__name__}: {e}")
+            self.log(f"  FAILED: {type(e).__name__}: {e}")
+
+    def budget(self, seconds: float) -> float:
+        return max(seconds * self.scale, 0.5)
+
+    # --- measurements
+
+    def measure_load(self) -> None:
+        f = self.files
+        m = self.m
+        wc = shutil.which("wc")
+        if wc is not None:
+            m["wc_l_s"], _ = best_of(
+                lambda: subprocess.run([wc, "-l", str(f.big)], check=True, stdout=subprocess.DEVNULL),
+                runs=5, budget=self.budget(2))
+
+        def count_and_close(s: Any) -> None:
+            m["live_messages"], m["events"] = len(s.message_ids), len(s.events)
+            s.close()
+
+        m["load_s"], m["load_runs"] = best_of(lambda: self.load_session(f.big), runs=5, min_runs=2,
+                                              budget=self.budget(5), after=count_and_close)
+        m["load_small_s"], m["load_small_runs"] = best_of(lambda: self.load_session(f.small), runs=7,
+                                                          min_runs=3, budget=self.budget(2), after=self.close)
+
+    def measure_baselines(self) -> None:
+        """The plain-Python baselines, each in a fresh interpreter: its time, and its peak RSS."""
+        f, m = self.files, self.m
+        if self.orjson:
+            m["orjson_load_s"], run = best_in_child("orjson", f.big, runs=2, budget=self.budget(15))
+            m["rss_orjson_load"] = run.peak_rss
+            m["live_messages_orjson"] = run.live
+            m["orjson_peek_s"], _ = best_in_child("peek-orjson", f.big, runs=2, budget=self.budget(15))
+        m["stdlib_load_s"], run = best_in_child("stdlib", f.big, runs=1, budget=0)
+        m["rss_stdlib_load"] = run.peak_rss
+
+    def measure_peek(self) -> None:
+        f = self.files
+        self.m["peek_s"], self.m["peek_runs"] = best_of(lambda: self.Session.peek(f.big), runs=3,
+                                                        budget=self.budget(4))
+
+    def measure_rss(self) -> None:
+        f, m = self.files, self.m
+        m["rss_idle"] = in_child("idle", f.big).peak_rss
+        big = in_child("session", f.big)
+        small = in_child("session", f.small)
+        m["rss_load"], m["live_messages_big"] = big.peak_rss, big.live
+        m["rss_load_small"], m["live_messages_small"] = small.peak_rss, small.live
+
+    def measure_tail_scan(self) -> None:
+        scan = _tail_scan_hook()
+        if scan is None:
+            return
+        path = str(self.files.big)
+        r0 = _read_chars()
+        said = scan(path)
+        r1 = _read_chars()
+        if said is not None:
+            self.m["tail_scan_read_bytes"] = said
+        elif r0 is not None and r1 is not None:
+            self.m["tail_scan_read_bytes"] = r1 - r0
+        times = []
+        for _ in range(50):
+            t0 = time.perf_counter()
+            scan(path)
+            times.append(time.perf_counter() - t0)
+        self.m["tail_scan_s"] = min(times)
+
+    def measure_gil(self) -> None:
+        probe = gil_probe(lambda: self.load_session(self.files.big), self.close, idle_cap=self.budget(5))
+        self.m["gil"] = asdict(probe) | {"ratio": probe.ratio}
+
+    def _message(self) -> Any:
+        return self.Message.user(MESSAGE_TEXT)
+
+    def measure_append(self) -> None:
+        m = self.m
+        msg = self._message()
+        msg_dict = msg.to_dict()
+        m["append_message_bytes"] = len(_baselines.stdlib_dumps(msg_dict))
+        n, batches = self.appends, 7
+        fresh = self.Session.create(self.scratch / "fresh.jsonl")
+        user = _baselines.UserAppender(self.scratch / "user.jsonl",
+                                       None if self.orjson else _baselines.stdlib_dumps)
+        raw_fd = os.open(self.scratch / "raw.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fresh.append_message(msg)
+            with open(self.scratch / "fresh.jsonl", "rb") as fh:
+                line = fh.read().splitlines(keepends=True)[-1]
+            m["append_line_bytes"] = len(line)
+
+            def write_line(data: bytes) -> int:
+                return os.write(raw_fd, data)
+
+            best = {"session": math.inf, "user": math.inf, "write": math.inf}
+            for _ in range(batches):          # interleaved, so drift hits all three alike
+                best["session"] = min(best["session"], per_op(fresh.append_message, msg, n))
+                best["user"] = min(best["user"], per_op(user.append_message, msg_dict, n))
+                best["write"] = min(best["write"], per_op(write_line, line, n))
+            m["append_s"], m["user_append_s"], m["write_s"] = best["session"], best["user"], best["write"]
+        finally:
+            fresh.close()
+            user.close()
+            os.close(raw_fd)
+
+    def measure_append_after_load(self) -> None:
+        msg = self._message()
+        copy = self.scratch / "loaded.jsonl"
+        shutil.copyfile(self.files.big, copy)
+        n, batches = self.appends, 7
+        fresh = self.Session.create(self.scratch / "fresh2.jsonl")
+        loaded = self.load_session(copy)
+        try:
+            best_fresh = best_loaded = math.inf
+            for _ in range(batches):
+                best_fresh = min(best_fresh, per_op(fresh.append_message, msg, n))
+                best_loaded = min(best_loaded, per_op(loaded.append_message, msg, n))
+            self.m["append_fresh_s"], self.m["append_after_load_s"] = best_fresh, best_loaded
+        finally:
+            fresh.close()
+            loaded.close()
+            copy.unlink()
+
+    def measure_repair(self) -> None:
+        f = self.files
+        m = self.m
+        dst = self.scratch / "cp.jsonl"
+        cp = shutil.which("cp")
+        if cp is not None:
+            def run_cp() -> None:
+                subprocess.run([cp, str(f.big), str(dst)], check=True)
+
+            m["cp_s"], _ = best_of(run_cp, runs=2, budget=self.budget(3), after=lambda _: dst.unlink())
+        torn = self.scratch / "torn.jsonl"
+        times: list[float] = []
+        warnings: list[str] = []
+        deadline = time.perf_counter() + self.budget(12)
+        while len(times) < 2 and (not times or time.perf_counter() + 2 * times[0] < deadline):
+            shutil.copyfile(f.big, torn)
+            with open(torn, "ab") as fh:
+                fh.write(f.torn_tail)
+                fh.flush()
+                os.fsync(fh.fileno())      # so the repair's own fsync does not pay for this copy
+            gc.collect()
+            t0 = time.perf_counter()
+            s = self.load_session(torn)
+            times.append(time.perf_counter() - t0)
+            warnings = list(s.warnings)
+            s.close()
+            if torn.stat().st_size != f.size:
+                raise AssertionError(f"the torn copy was not repaired to {f.size} bytes")
+        torn.unlink()
+        m["torn_load_s"] = min(times)
+        m["torn_load_warnings"] = warnings
+
+    # --- rows
+
+    def build_rows(self) -> None:
+        m, f = self.m, self.files
+        gib = _fmt_size(f.size)
+        no_orjson = "" if self.orjson else "orjson not installed"
+        R = self.rows.append
+        R(_ratio_row("load_vs_orjson", f"Session.load ({gib}) vs baseline_orjson", m.get("load_s"),
+                     m.get("orjson_load_s"), higher_is="faster", limit=10, note=no_orjson))
+        R(_ratio_row("load_vs_stdlib", f"Session.load ({gib}) vs baseline_stdlib", m.get("load_s"),
+                     m.get("stdlib_load_s"), higher_is="faster", limit=20))
+        R(_ratio_row("load_vs_wc", f"Session.load ({gib}) vs wc -l", m.get("load_s"), m.get("wc_l_s"),
+                     higher_is="within", limit=5, note="" if "wc_l_s" in m else "no wc"))
+        R(_ratio_row("rss_vs_orjson", "peak RSS of that load vs baseline_orjson's", m.get("rss_load"),
+                     m.get("rss_orjson_load"), higher_is="within", limit=0.25, fmt=_fmt_bytes,
+                     note=no_orjson or "fresh interpreter each, interpreter included"))
+        R(_ratio_row("peek_vs_orjson", f"Session.peek ({gib}) vs orjson peek", m.get("peek_s"),
+                     m.get("orjson_peek_s"), higher_is="faster", limit=5, note=no_orjson))
+        size_note = (f"{m['append_line_bytes']}-byte line, message {m['append_message_bytes']} bytes"
+                     if "append_line_bytes" in m else "")
+        R(_ratio_row("append_vs_user", "append_message vs the user's "
+                     + ("orjson" if self.orjson else "json.dumps") + " loop",
+                     m.get("append_s"), m.get("user_append_s"), higher_is="faster", limit=3,
+                     note=size_note if self.orjson else "orjson not installed: json.dumps loop"))
+        R(_ratio_row("append_vs_write", "append_message vs bare os.write of the same bytes",
+                     m.get("append_s"), m.get("write_s"), higher_is="within", limit=3, note=size_note))
+        R(_ratio_row("append_after_load", f"append after loading {gib} vs to a fresh session",
+                     m.get("append_after_load_s"), m.get("append_fresh_s"), higher_is="within", limit=1.10))
+        size_ratio = f.size / f.small_size if f.small_size else None
+        limit = 11 * size_ratio / SMALL_RATIO if size_ratio else 11
+        R(_ratio_row("load_scaling_time", f"load time, {gib} vs {_fmt_size(f.small_size)}",
+                     m.get("load_s"), m.get("load_small_s"), higher_is="within", limit=round(limit, 2),
+                     note=f"file sizes {size_ratio:.2f}x" if size_ratio else ""))
+        self.rows.append(self._memory_scaling_row())
+        R(_ratio_row("repair_vs_cp", f"repair of a torn {gib} file: extra cost vs cp",
+                     (m["torn_load_s"] - m["load_s"]) if "torn_load_s" in m and "load_s" in m else None,
+                     m.get("cp_s"), higher_is="within", limit=1,
+                     note="extra = load(torn) - load(whole); cp has no fsync, the repair does"))
+        self.rows.append(self._tail_row())
+        self.rows.append(self._gil_row())
+
+    def _memory_scaling_row(self) -> Row:
+        m, f = self.m, self.files
+        what = "memory follows live messages, not file size"
+        if "rss_load" not in m or "rss_load_small" not in m:
+            return Row("load_scaling_memory", what, "-", "-", None, "<= 0.1", None)
+        grown = m["rss_load"] - m["rss_load_small"]
+        slope = grown / (f.size - f.small_size) if f.size > f.small_size else 0.0
+        note = (f"peak RSS {_fmt_bytes(m['rss_load_small'])} -> {_fmt_bytes(m['rss_load'])}; "
+                f"live messages {m.get('live_messages_small')} -> {m.get('live_messages_big')}; "
+                f"ratio = RSS growth / file growth")
+        return Row("load_scaling_memory", what, _fmt_bytes(grown),
+                   f"+{_fmt_bytes(f.size - f.small_size)} file", slope, "<= 0.1", slope <= 0.1, note, unit="")
+
+    def _tail_row(self) -> Row:
+        m = self.m
+        what = "tail scan of the big file"
+        if "tail_scan_s" not in m:
+            return Row("tail_scan", what, "-", "-", None, "< 1 ms", None,
+                       "not measured: no agent_transcript._core.tail_check (see _tail_scan_hook)")
+        read = m.get("tail_scan_read_bytes")
+        note = f"open + tail check + close; read {read:,} bytes" if read is not None else "open + tail check + close"
+        return Row("tail_scan", what, _fmt_time(m["tail_scan_s"]), "1 ms", m["tail_scan_s"] / 1e-3,
+                   "< 1 ms", m["tail_scan_s"] < 1e-3, note)
+
+    def _gil_row(self) -> Row:
+        what = "another thread runs during a big load"
+        g = self.m.get("gil")
+        if g is None:
+            return Row("gil", what, "-", "-", None, ">= 0.5", None)
+        alone = self.m.get("load_s")
+        slowed = f" (alone: {_fmt_time(alone)})" if alone else ""
+        return Row("gil", what, f"{g['rate_load']:,.0f}/s", f"{g['rate_idle']:,.0f}/s idle", g["ratio"],
+                   ">= 0.5", g["ratio"] >= 0.5,
+                   f"a counting thread's rate; longest stall {_fmt_time(g['longest_stall_s'])}; "
+                   f"the load took {_fmt_time(g['load_s'])} beside it{slowed}")
+
+    def run(self) -> None:
+        self.section("load: Session, wc -l, the small file", self.measure_load)
+        self.section("tail scan", self.measure_tail_scan)
+        self.section("GIL probe", self.measure_gil)
+        self.section("peek: Session", self.measure_peek)
+        self.section("peak RSS of Session.load, a fresh interpreter per load", self.measure_rss)
+        self.section("baselines, a fresh interpreter each: "
+                     + ("orjson load, orjson peek, " if self.orjson else "") + "stdlib load", self.measure_baselines)
+        self.section("append", self.measure_append)
+        self.section("append after load", self.measure_append_after_load)
+        self.section("repair of a torn copy, and cp", self.measure_repair)
+        self.build_rows()
+
+
+def _table(rows: Sequence[Row]) -> Iterator[str]:
+    head = ("target", "agent-transcript", "baseline", "ratio", "want", "")
+    body = [(r.what, r.ours, r.theirs, _fmt_ratio(r.ratio, r.unit), r.target,
+             {True: "PASS", False: "FAIL", None: "n/a"}[r.ok]) for r in rows]
+    widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
+
+    def fmt(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
+    yield fmt(head)
+    yield "  ".join("-" * w for w in widths)
+    for r, cells in zip(rows, body):
+        yield fmt(cells)
+        if r.note:
+            yield "    " + r.note
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the bench; returns the exit status (see the module docstring)."""
+    ap = argparse.ArgumentParser(
+        prog="agent-transcript bench",
+        description="Measure Session against plain-Python baselines, side by side, in one run.")
+    ap.add_argument("--mb", type=float, default=1024, help="size of the big transcript in MiB (default 1024)")
+    ap.add_argument("--seed", type=int, default=2, help="generator seed (default 2)")
+    ap.add_argument("--dir", type=Path, default=None,
+                    help=f"where to keep and reuse generated transcripts (default {default_dir()})")
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = ap.parse_args(argv)
+    if args.mb <= 0:
+        ap.error("--mb must be positive")
+    log = _Log(quiet=False)
+    try:
+        from . import Session  # noqa: F401
+    except ImportError as e:
+        print(f"agent-transcript bench: Session is not available: {e}", file=sys.stderr)
+        return 2
+    directory = args.dir if args.dir is not None else default_dir()
+    t0 = time.perf_counter()
+    files = prepare(directory, args.mb, args.seed, log)
+    log("warming the page cache")
+    lines = _warm(files.big)
+    _warm(files.small)
+    scratch = directory / f"scratch-{os.getpid()}"
+    scratch.mkdir(mode=0o700)
+    try:
+        bench = Bench(files, log, scratch)
+        bench.run()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    total = time.perf_counter() - t0 - (files.generated_s or 0.0)
+    measured = [r for r in bench.rows if r.ok is not None]
+    ok = all(r.ok for r in measured) and not bench.errors
+    orjson_version = None
+    if bench.orjson:
+        import importlib.metadata
+        orjson_version = importlib.metadata.version("orjson")
+    if args.json:
+        print(json.dumps({
+            "file": str(files.big), "mb": args.mb, "seed": args.seed, "size": files.size,
+            "small_file": str(files.small), "small_size": files.small_size, "lines": lines,
+            "generated_s": files.generated_s, "run_s": total,
+            "python": platform.python_version(), "orjson": orjson_version, "cpus": os.cpu_count(),
+            "measurements": bench.m, "rows": [asdict(r) for r in bench.rows],
+            "errors": bench.errors, "ok": ok,
+        }, indent=2))
+    else:
+        print(f"agent-transcript bench: {files.big} ({files.size / MIB:,.1f} MiB, {lines:,} lines, "
+              f"seed {args.seed}; {'generated in %.0f s' % files.generated_s if files.generated_s else 'reused'})")
+        print(f"python {platform.python_version()}, orjson {orjson_version or 'not installed'}, "
+              f"{os.cpu_count()} CPUs; measured in {total:.0f} s, page cache warm, best of N runs")
+        print()
+        for text in _table(bench.rows):
+            print(text)
+        for err in bench.errors:
+            print(f"error: {err}")
+        print()
+        print(f"{sum(1 for r in measured if r.ok)}/{len(measured)} targets met"
+              + ("" if len(measured) == len(bench.rows) else f", {len(bench.rows) - len(measured)} not measured"))
+    return 0 if ok else 1
