@@ -163,6 +163,9 @@ struct PayloadFields {
 /// Reads one line (without its `\n`) as an envelope.
 pub fn parse_line(line: &[u8]) -> Result<Envelope, LineError> {
     let mut r = Reader::from_bytes(line)?;
+    // Keys decode into one buffer and values into another, so a key can be
+    // matched while its value is read.
+    let mut key_buf = Vec::new();
     let mut scratch = Vec::new();
     if r.peek()? != Kind::Object {
         r.skip_value()?;
@@ -177,11 +180,11 @@ pub fn parse_line(line: &[u8]) -> Result<Envelope, LineError> {
     let mut payload = None;
     // Duplicate keys: the last one wins, as in Python's json.
     loop {
-        let key = match r.next_key(&mut scratch)? {
+        let key = match r.next_key(&mut key_buf)? {
             None => break,
-            Some(k) => k.as_bytes().to_vec(),
+            Some(k) => k,
         };
-        match key.as_slice() {
+        match key.as_bytes() {
             b"id" => {
                 id = match r.peek()? {
                     Kind::String => Some(owned(r.string(&mut scratch)?)),
@@ -364,9 +367,9 @@ fn read_payload(r: &mut Reader<'_>) -> Result<PayloadFields, LineError> {
     loop {
         let key = match r.next_key(&mut scratch)? {
             None => break,
-            Some(k) => k.as_bytes().to_vec(),
+            Some(k) => k,
         };
-        match key.as_slice() {
+        match key.as_bytes() {
             b"role" => p.role = Some(string_or_skip(r, &mut inner)?.is_some()),
             b"sticky" => p.sticky = truthy(r, &mut inner)?,
             b"sysprompt" => p.sysprompt = truthy(r, &mut inner)?,

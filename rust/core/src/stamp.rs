@@ -52,7 +52,20 @@ impl IdGen {
         }
         let high = (self.last_ms & 0xFFFF_FFFF_FFFF) << 16 | 0x7000 | u64::from(self.seq);
         let low = (self.next_random() & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
-        format!("{high:016x}{low:016x}")
+        let mut id = String::with_capacity(32);
+        push_hex(&mut id, high);
+        push_hex(&mut id, low);
+        id
+    }
+}
+
+// Sixteen lowercase hex digits of `v`; by hand, because `format!` is a
+// noticeable share of an append.
+fn push_hex(out: &mut String, v: u64) {
+    for shift in (0..16).rev() {
+        out.push(char::from(
+            b"0123456789abcdef"[((v >> (shift * 4)) & 0xF) as usize],
+        ));
     }
 }
 
@@ -81,12 +94,29 @@ pub fn format_timestamp(secs: u64, micros: u32) -> String {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
+    let mut out = String::with_capacity(27);
+    push_digits(&mut out, y.clamp(0, 9999) as u64, 4);
+    out.push('-');
+    push_digits(&mut out, u64::from(m), 2);
+    out.push('-');
+    push_digits(&mut out, u64::from(d), 2);
+    out.push('T');
+    push_digits(&mut out, rem / 3600, 2);
+    out.push(':');
+    push_digits(&mut out, rem / 60 % 60, 2);
+    out.push(':');
+    push_digits(&mut out, rem % 60, 2);
+    out.push('.');
+    push_digits(&mut out, u64::from(micros), 6);
+    out.push('Z');
+    out
+}
+
+// `v` in exactly `width` decimal digits, zero-padded.
+fn push_digits(out: &mut String, v: u64, width: u32) {
+    for place in (0..width).rev() {
+        out.push(char::from(b'0' + (v / 10u64.pow(place) % 10) as u8));
+    }
 }
 
 // Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).

@@ -6,7 +6,11 @@
 //! an id table; payloads stay in the file. Replay keeps the live message list as
 //! references to lines, plus what an elision put in place of a message's content.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+// Ids are ours or another writer's random hex: no need for SipHash's DoS
+// resistance on the hot path of every append and every load.
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt;
 use std::io;
 
@@ -125,17 +129,28 @@ pub struct Transcript {
     ids: HashMap<Box<str>, u32>,
     /// The live messages, compaction and elision applied.
     pub live: Vec<LiveMessage>,
-    // line index -> position in `live`, for the lines that are live.
-    live_pos: HashMap<u32, u32>,
+    // Line index -> position in `live`, or NOT_LIVE.
+    live_pos: Vec<u32>,
     /// Dispatched, unsettled operations by dispatch line, in dispatch order.
     pub pending: BTreeMap<u32, PendingOp>,
     /// The last grants line.
     pub grants: Option<u32>,
     /// Section digest -> the run-context line carrying its text.
     pub sections: HashMap<Box<str>, u32>,
+    /// Lines in the file, blank ones included: the next line's number less one.
+    pub line_count: u64,
 }
 
+const NOT_LIVE: u32 = u32::MAX;
+
 impl Transcript {
+    fn live_position(&self, line: u32) -> Option<u32> {
+        self.live_pos
+            .get(line as usize)
+            .copied()
+            .filter(|&p| p != NOT_LIVE)
+    }
+
     /// The line index of envelope `id`.
     pub fn line_of(&self, id: &str) -> Option<u32> {
         self.ids.get(id).copied()
@@ -144,7 +159,8 @@ impl Transcript {
     /// Whether `id` names a live message.
     pub fn is_live(&self, id: &str) -> bool {
         self.line_of(id)
-            .is_some_and(|l| self.live_pos.contains_key(&l))
+            .and_then(|l| self.live_position(l))
+            .is_some()
     }
 
     /// Checks that `env` can follow what is there; `strict` also refuses settles
@@ -189,7 +205,9 @@ impl Transcript {
     pub fn push(&mut self, env: Envelope, rec: LineRec, strict: bool) -> Result<(), ReplayError> {
         self.check(&env, strict)?;
         let index = u32::try_from(self.lines.len()).unwrap_or(u32::MAX);
+        self.line_count = self.line_count.max(rec.number);
         self.lines.push(rec);
+        self.live_pos.push(NOT_LIVE);
         self.ids.insert(env.id.into_boxed_str(), index);
         match env.detail {
             Detail::None => {
@@ -201,7 +219,7 @@ impl Transcript {
                 sticky,
                 tool_call_id,
             } => {
-                self.live_pos.insert(index, self.live.len() as u32);
+                self.live_pos[index as usize] = self.live.len() as u32;
                 self.live.push(LiveMessage {
                     line: index,
                     stub: None,
@@ -218,8 +236,7 @@ impl Transcript {
             Detail::Compaction { through } => {
                 let cut = self
                     .line_of(&through)
-                    .and_then(|l| self.live_pos.get(&l))
-                    .copied()
+                    .and_then(|l| self.live_position(l))
                     .unwrap_or(0);
                 let cut = cut as usize;
                 let mut live = Vec::with_capacity(self.live.len() - cut + 1);
@@ -230,17 +247,17 @@ impl Transcript {
                     sticky: false,
                 });
                 live.extend_from_slice(&self.live[cut + 1..]);
+                for m in &self.live {
+                    self.live_pos[m.line as usize] = NOT_LIVE;
+                }
+                for (i, m) in live.iter().enumerate() {
+                    self.live_pos[m.line as usize] = i as u32;
+                }
                 self.live = live;
-                self.live_pos = self
-                    .live
-                    .iter()
-                    .enumerate()
-                    .map(|(i, m)| (m.line, i as u32))
-                    .collect();
             }
             Detail::Elision { items } => {
                 for (id, span) in items {
-                    if let Some(&pos) = self.line_of(&id).and_then(|l| self.live_pos.get(&l)) {
+                    if let Some(pos) = self.line_of(&id).and_then(|l| self.live_position(l)) {
                         self.live[pos as usize].stub = Some((index, span));
                     }
                 }
@@ -495,6 +512,7 @@ pub fn load<R: ReadAt + Sync + ?Sized>(src: &R, size: u64) -> Result<Transcript,
     if t.lines.is_empty() {
         return Err(LoadError::Empty);
     }
+    t.line_count = before;
     Ok(t)
 }
 

@@ -58,19 +58,33 @@ pub fn envelope_line<'py>(
     ts: &Bound<'py, PyString>,
     r#type: &Bound<'py, PyString>,
 ) -> PyResult<Bound<'py, PyBytes>> {
+    let (id, ts, r#type) = (id.to_str()?, ts.to_str()?, r#type.to_str()?);
     with_buffer(|out| {
-        let mut walker = Walker::new(py, out);
-        walker.out.extend_from_slice(b"{\"id\":");
-        walker.write_string(id.as_ptr())?;
-        walker.out.extend_from_slice(b",\"payload\":");
-        walker.write_value(payload.as_ptr(), 0)?;
-        walker.out.extend_from_slice(b",\"ts\":");
-        walker.write_string(ts.as_ptr())?;
-        walker.out.extend_from_slice(b",\"type\":");
-        walker.write_string(r#type.as_ptr())?;
-        walker.out.extend_from_slice(b",\"v\":1}\n");
+        write_envelope(py, out, id, payload, ts, r#type)?;
         Ok(PyBytes::new(py, out))
     })
+}
+
+/// Appends the envelope line of `payload` to `out`, `\n` included. This is
+/// every append's serialisation, so it writes straight into the caller's buffer.
+pub fn write_envelope(
+    py: Python<'_>,
+    out: &mut Vec<u8>,
+    id: &str,
+    payload: &Bound<'_, PyAny>,
+    ts: &str,
+    r#type: &str,
+) -> PyResult<()> {
+    out.extend_from_slice(b"{\"id\":");
+    wire::write_str(out, id.as_bytes());
+    out.extend_from_slice(b",\"payload\":");
+    Walker::new(py, out).write_value(payload.as_ptr(), 0)?;
+    out.extend_from_slice(b",\"ts\":");
+    wire::write_str(out, ts.as_bytes());
+    out.extend_from_slice(b",\"type\":");
+    wire::write_str(out, r#type.as_bytes());
+    out.extend_from_slice(b",\"v\":1}\n");
+    Ok(())
 }
 
 /// A buffer this large or larger is not kept for the next call.

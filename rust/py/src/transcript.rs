@@ -10,7 +10,7 @@ use std::os::fd::{BorrowedFd, RawFd};
 
 use pyo3::exceptions::{PyIndexError, PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList};
 use transcript_core::envelope::{parse_line, EnvelopeType, LineError};
 use transcript_core::scan::{tail_scan, ReadAt, Tail};
 use transcript_core::stamp::{utc_timestamp, IdGen};
@@ -158,6 +158,40 @@ impl Transcript {
             .ok_or_else(|| PyIndexError::new_err("envelope index out of range"))
     }
 
+    // Serialises the envelope after `buf[..lead]`, checks that replay accepts
+    // it, and writes it all; returns the envelope and the line's length.
+    #[allow(clippy::too_many_arguments)]
+    fn check_and_write(
+        &mut self,
+        py: Python<'_>,
+        buf: &mut Vec<u8>,
+        lead: usize,
+        id: &str,
+        payload: &Bound<'_, PyAny>,
+        ts: &str,
+        r#type: &str,
+    ) -> PyResult<(transcript_core::envelope::Envelope, usize)> {
+        crate::canonical::write_envelope(py, buf, id, payload, ts, r#type)?;
+        let body = &buf[lead..buf.len() - 1];
+        let env = parse_line(body)
+            .map_err(|e| PyValueError::new_err(format!("the envelope does not read back: {e}")))?;
+        self.core.check(&env, true).map_err(|e| match e {
+            ReplayError::UnknownId { .. } => UnknownId::new_err(e.to_string()),
+            ReplayError::UnknownOperation(_) | ReplayError::AlreadySettled(_) => {
+                ToolOperationError::new_err(e.to_string())
+            }
+            _ => PyValueError::new_err(e.to_string()),
+        })?;
+        let len = body.len();
+        if self.fsync {
+            py.detach(|| self.write_line(buf))
+        } else {
+            self.write_line(buf)
+        }
+        .map_err(|e| os_error(&e))?;
+        Ok((env, len))
+    }
+
     // Writes `line` with one write(2); on failure, cuts the file back to the last
     // good length, or, failing that, refuses every later append.
     fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
@@ -287,43 +321,26 @@ impl Transcript {
             None => self.new_id(),
         };
         let ts = utc_timestamp();
-        let line = crate::canonical::envelope_line(
-            py,
-            &PyString::new(py, &id),
-            payload,
-            &PyString::new(py, &ts),
-            &PyString::new(py, r#type),
-        )?;
-        let line = line.as_bytes();
-        let body = line.strip_suffix(b"\n").unwrap_or(line);
-        let env = parse_line(body)
-            .map_err(|e| PyValueError::new_err(format!("the envelope does not read back: {e}")))?;
-        self.core.check(&env, true).map_err(|e| match e {
-            ReplayError::UnknownId { .. } => UnknownId::new_err(e.to_string()),
-            ReplayError::UnknownOperation(_) | ReplayError::AlreadySettled(_) => {
-                ToolOperationError::new_err(e.to_string())
-            }
-            _ => PyValueError::new_err(e.to_string()),
-        })?;
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
         if self.missing_newline {
             buf.push(b'\n');
         }
-        buf.extend_from_slice(line);
-        let offset = self.good_len + u64::from(self.missing_newline);
-        let result = if self.fsync {
-            py.detach(|| self.write_line(&buf))
+        let lead = buf.len();
+        let result = self.check_and_write(py, &mut buf, lead, &id, payload, &ts, r#type);
+        // Keep the buffer for the next append, unless one huge line grew it.
+        self.buf = if buf.capacity() > 1 << 20 {
+            Vec::new()
         } else {
-            self.write_line(&buf)
+            buf
         };
-        self.buf = buf;
-        result.map_err(|e| os_error(&e))?;
+        let (env, len) = result?;
+        let offset = self.good_len - len as u64 - 1;
         self.missing_newline = false;
-        let number = self.core.lines.last().map_or(0, |r| r.number) + 1;
+        let number = self.core.line_count + 1;
         let rec = LineRec {
             offset,
-            len: body.len() as u32,
+            len: u32::try_from(len).unwrap_or(u32::MAX),
             number,
             kind: env.kind,
         };
