@@ -156,7 +156,7 @@ def _write_repair(fd: int, path: Path, keep: int) -> int:
         except OSError:
             pass
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     fcntl.fcntl(out, fcntl.F_SETFL, fcntl.fcntl(out, fcntl.F_GETFL) | os.O_APPEND)
     return out
 
@@ -182,7 +182,8 @@ def _copy_prefix(src: int, dst: int, length: int) -> None:
         done += len(chunk)
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """fsync a directory, so that names created or renamed in it are durable."""
     dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(dfd)

@@ -73,7 +73,9 @@ class Session:
         """
         fsync = _durability(durability)
         path = Path(path)
-        payload: Any = {} if meta is None else meta
+        if meta is not None and not isinstance(meta, dict):
+            raise TypeError(f"meta must be a dict or None, not {type(meta).__name__}")
+        payload: dict[str, Any] = {} if meta is None else meta
         canonical_json(payload)  # refuse a bad meta before touching the disk
         _storage.make_parents(path)
         fd, created = _storage.open_locked(path, create=True)
@@ -82,6 +84,8 @@ class Session:
                 raise FileExistsError(17, "a transcript that is not empty is there already", str(path))
             core = _core.Transcript.new(fd, fsync)
             core.append("session-meta", payload, None)
+            if fsync and created:
+                _storage.fsync_dir(path.parent)  # the new name is durable too
         except BaseException:
             os.close(fd)
             if created:

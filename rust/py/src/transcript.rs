@@ -158,6 +158,35 @@ impl Transcript {
             .ok_or_else(|| PyIndexError::new_err("envelope index out of range"))
     }
 
+    // Indexes and replays the first `size` bytes of `file`.
+    fn replay(
+        py: Python<'_>,
+        file: File,
+        size: u64,
+        fsync: bool,
+        missing_newline: bool,
+        broken: Option<String>,
+    ) -> PyResult<Self> {
+        let core = py.detach(|| core::load(&file, size)).map_err(|e| match e {
+            LoadError::Io(e) => os_error(&e),
+            LoadError::Line { line, error } => line_error(&error, line),
+            LoadError::Replay { line, error } => {
+                CorruptTranscript::new_err((error.to_string(), line))
+            }
+            LoadError::Empty => CorruptTranscript::new_err(("the transcript is empty",)),
+        })?;
+        Ok(Transcript {
+            core,
+            file,
+            good_len: size,
+            missing_newline,
+            fsync,
+            broken,
+            ids: IdGen::new(),
+            buf: Vec::new(),
+        })
+    }
+
     // Serialises the envelope after `buf[..lead]`, checks that replay accepts
     // it, and writes it all; returns the envelope and the line's length.
     #[allow(clippy::too_many_arguments)]
@@ -253,26 +282,19 @@ impl Transcript {
                 missing_newline: true
             }
         );
-        let core = py.detach(|| core::load(&file, size)).map_err(|e| match e {
-            LoadError::Io(e) => os_error(&e),
-            LoadError::Line { line, error } => line_error(&error, line),
-            LoadError::Replay { line, error } => {
-                CorruptTranscript::new_err((error.to_string(), line))
-            }
-            LoadError::Empty => CorruptTranscript::new_err(("the transcript is empty",)),
-        })?;
-        Ok(Transcript {
-            core,
-            file,
-            good_len: size,
-            missing_newline,
-            fsync,
-            broken: None,
-            ids: IdGen::new(),
-            buf: Vec::new(),
-        })
+        Self::replay(py, file, size, fsync, missing_newline, None)
     }
 
+    /// `Transcript.read_only(fd, size, /)`: what load would make of the first
+    /// `size` bytes of an open file (its good prefix), without writing, locking
+    /// or repairing; appends are refused. For `check`, `stats` and `show`.
+    #[staticmethod]
+    #[pyo3(signature = (fd, size, /))]
+    fn read_only(py: Python<'_>, fd: RawFd, size: u64) -> PyResult<Self> {
+        let file = dup(fd)?;
+        let refused = Some("opened read-only".to_string());
+        Self::replay(py, file, size, false, false, refused)
+    }
     /// `Transcript.new(fd, fsync, /)`: a transcript for an empty file; the first
     /// append must be the session-meta.
     #[staticmethod]
