@@ -19,6 +19,7 @@ import random
 import re
 import struct
 import sys
+import threading
 from typing import Any
 
 import pytest
@@ -289,6 +290,28 @@ def test_self_referencing_list_and_dict_are_refused() -> None:
     looped["self"] = [looped]
     with pytest.raises(ValueError):
         canonical_json(looped)
+
+
+def test_deep_nesting_needs_no_deep_stack() -> None:
+    # A Python thread's stack may be small; 512 levels must not overflow it.
+    results: list[Any] = []
+
+    def work() -> None:
+        for build in (nested_lists, nested_mixed):
+            results.append(canonical_json(build(512)) == oracle(build(512)))
+            try:
+                canonical_json(build(513))
+            except ValueError:
+                results.append("refused")
+
+    previous = threading.stack_size(64 * 1024)
+    try:
+        thread = threading.Thread(target=work)
+        thread.start()
+        thread.join()
+    finally:
+        threading.stack_size(previous)
+    assert results == [True, "refused", True, "refused"]
 
 
 # --- subclasses, as json.dumps treats them -------------------------------------------
