@@ -78,7 +78,7 @@ CONTENDERS: dict[str, Callable[[Any], Any]] = {
 
 
 def same_json(out: str | bytes, value: Any) -> bool:
-    return json.loads(out) == json.loads(stdlib(value))
+    return bool(json.loads(out) == json.loads(stdlib(value)))
 
 
 @pytest.mark.parametrize("name", CONTENDERS)

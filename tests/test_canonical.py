@@ -47,8 +47,8 @@ def has_surrogate_pair(text: str) -> bool:
     return re.search("[\ud800-\udbff][\udc00-\udfff]", text) is not None
 
 
-settings.register_profile("canonical", deadline=None, max_examples=200)
-settings.load_profile("canonical")
+# Per test, not a global profile: other test modules keep their own settings.
+examples = settings(deadline=None, max_examples=200)
 
 # Floats json can write: every finite float, and the edges named in the contract.
 EDGE_FLOATS = [
@@ -74,17 +74,20 @@ json_values = st.recursive(
 # --- agreement with the oracle -------------------------------------------------------
 
 
+@examples
 @given(json_values)
 def test_any_json_value_matches_json_dumps(value: Any) -> None:
     assert canonical_json(value) == oracle(value)
 
 
+@examples
 @given(st.text())
 def test_any_string_matches_json_dumps(text: str) -> None:
     assert canonical_json(text) == oracle(text)
     assert canonical_json({text: text}) == oracle({text: text})
 
 
+@examples
 @given(st.dictionaries(st.text(), st.integers(), max_size=20))
 def test_keys_are_in_code_point_order(value: dict[str, int]) -> None:
     text = canonical_json(value)
@@ -119,7 +122,7 @@ def test_float_text_in_both_notations(value: float, text: str) -> None:
 
 def test_floats_from_random_bit_patterns_match_repr() -> None:
     rng = random.Random(20260809)
-    values = []
+    values: list[float] = []
     while len(values) < 200_000:
         (value,) = struct.unpack("<d", rng.getrandbits(64).to_bytes(8, "little"))
         if math.isfinite(value):
@@ -131,6 +134,7 @@ def test_floats_from_random_bit_patterns_match_repr() -> None:
     assert canonical_json(values) == oracle(values)
 
 
+@examples
 @given(st.integers(min_value=-(10**4299), max_value=10**4299))
 def test_ints_of_any_size_match(value: int) -> None:
     assert canonical_json(value) == oracle(value) == str(value)
@@ -159,12 +163,13 @@ def test_control_characters_and_escapes() -> None:
 
 
 def test_tuples_are_lists() -> None:
-    value = (1, (2, ("a",)), [(), {}])
+    value: Any = (1, (2, ("a",)), [(), {}])
     assert canonical_json(value) == oracle(value) == '[1,[2,["a"]],[[],{}]]'
 
 
 def test_empty_containers_and_singletons() -> None:
-    for value in [[], {}, (), "", None, True, False, 0, {"": ""}, [[]], [{}]]:
+    values: list[Any] = [[], {}, (), "", None, True, False, 0, {"": ""}, [[]], [{}]]
+    for value in values:
         assert canonical_json(value) == oracle(value)
 
 
@@ -174,6 +179,7 @@ surrogates = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
 text_with_surrogates = st.lists(surrogates | st.characters(), min_size=1).map("".join)
 
 
+@examples
 @given(text_with_surrogates)
 def test_lone_surrogates_are_escaped_and_read_back(text: str) -> None:
     value = {text: [text, {"k": text}]}
@@ -479,6 +485,7 @@ def test_envelope_line_exact_bytes() -> None:
     assert line.endswith(b"\n") and line.count(b"\n") == 1
 
 
+@examples
 @given(st.text(min_size=1), json_values, st.text(), st.text())
 def test_envelope_line_is_the_canonical_envelope(id: str, payload: Any, ts: str, type: str) -> None:
     line = envelope_line(id, payload, ts, type)

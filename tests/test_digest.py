@@ -11,19 +11,21 @@ from hypothesis import strategies as st
 
 from agent_transcript import canonical_json, digest
 
-settings.register_profile("digest", deadline=None, max_examples=200)
-settings.load_profile("digest")
+# Per test, not a global profile: other test modules keep their own settings.
+examples = settings(deadline=None, max_examples=200)
 
 
 def sha256(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+@examples
 @given(st.binary(max_size=5000))
 def test_bytes_digest_matches_hashlib(data: bytes) -> None:
     assert digest(data) == sha256(data)
 
 
+@examples
 @given(st.text(max_size=2000))
 def test_str_digest_is_the_digest_of_its_utf8(text: str) -> None:
     assert digest(text) == sha256(text.encode("utf-8"))
