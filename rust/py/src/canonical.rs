@@ -9,13 +9,15 @@
 //! value, a str subclass by its characters, a list or tuple subclass by
 //! iterating it, a dict subclass through its `items()`.
 //!
-//! Object lifetimes: every container being walked is held by a strong
-//! reference (its parent's [`Bound`]) for as long as it is walked, and a dict's
-//! keys and values are held by strong references from the moment they are
-//! collected until the dict is written, because walking a sibling may run
-//! Python code (a subclass's `items()` or `__iter__`, a finalizer) that could
-//! drop them. Scalars are read through borrowed pointers: reading a str, int
-//! or float runs no Python code.
+//! The walk is a loop over a heap stack of open containers ([`Frame`]), not
+//! a recursion, so 512 levels fit any thread's stack.
+//!
+//! Object lifetimes: every list or tuple being walked is held by a strong
+//! reference in its frame, and a dict's keys and values are held by strong
+//! references from the moment they are collected until the dict is closed,
+//! because walking a sibling may run Python code (a subclass's `items()` or
+//! `__iter__`, a finalizer) that could drop them. Scalars are read through
+//! borrowed pointers: reading a str, int or float runs no Python code.
 
 use std::cell::RefCell;
 use std::ffi::c_int;
