@@ -62,43 +62,69 @@ static CLASS: [u8; 256] = {
 pub fn write_str(out: &mut Vec<u8>, wtf8: &[u8]) {
     out.reserve(wtf8.len() + 2);
     out.push(b'"');
-    let mut start = 0;
-    let mut i = 0;
-    while let Some(&byte) = wtf8.get(i) {
-        let class = CLASS[usize::from(byte)];
-        if class == PLAIN {
-            i += 1;
-            continue;
+    let mut rest = wtf8;
+    loop {
+        // Copy up to the next byte that needs a look, eight bytes at a time
+        // (a whole word is copied, then the bytes from the flagged one on
+        // are taken back: cheaper than a copy of variable length).
+        while let Some(word) = rest.first_chunk::<8>() {
+            let mask = look_mask(u64::from_le_bytes(*word));
+            out.extend_from_slice(word);
+            if mask == 0 {
+                rest = rest.get(8..).unwrap_or_default();
+                continue;
+            }
+            let plain = (mask.trailing_zeros() / 8) as usize;
+            out.truncate(out.len() - (8 - plain));
+            rest = rest.get(plain..).unwrap_or_default();
+            break;
         }
-        if class == MAYBE_SURROGATE {
-            match (wtf8.get(i + 1), wtf8.get(i + 2)) {
-                (Some(&second), Some(&third)) if second >= 0xA0 => {
-                    out.extend_from_slice(wtf8.get(start..i).unwrap_or_default());
+        let Some((&byte, after)) = rest.split_first() else {
+            break;
+        };
+        rest = after;
+        match CLASS[usize::from(byte)] {
+            PLAIN => out.push(byte),
+            MAYBE_SURROGATE => match after {
+                [second @ 0xA0..=0xBF, third, tail @ ..] => {
                     let code = 0xD000 | (u32::from(second & 0x3F) << 6) | u32::from(third & 0x3F);
                     write_unicode_escape(out, code);
-                    i += 3;
-                    start = i;
+                    rest = tail;
                 }
-                _ => i += 1,
-            }
-            continue;
+                _ => out.push(byte),
+            },
+            _ => match byte {
+                b'"' => out.extend_from_slice(b"\\\""),
+                b'\\' => out.extend_from_slice(b"\\\\"),
+                b'\n' => out.extend_from_slice(b"\\n"),
+                b'\r' => out.extend_from_slice(b"\\r"),
+                b'\t' => out.extend_from_slice(b"\\t"),
+                0x08 => out.extend_from_slice(b"\\b"),
+                0x0C => out.extend_from_slice(b"\\f"),
+                _ => write_unicode_escape(out, u32::from(byte)),
+            },
         }
-        out.extend_from_slice(wtf8.get(start..i).unwrap_or_default());
-        match byte {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x0C => out.extend_from_slice(b"\\f"),
-            _ => write_unicode_escape(out, u32::from(byte)),
-        }
-        i += 1;
-        start = i;
     }
-    out.extend_from_slice(wtf8.get(start..).unwrap_or_default());
     out.push(b'"');
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each of the eight bytes of `word` (little-endian: the
+/// lowest byte first) that [`write_str`] must look at: below 0x20, `"`, `\\`,
+/// or 0xED. From the bit tricks of "Bit Twiddling Hacks" (`haszero`,
+/// `hasless`, valid for thresholds up to 128): the mask is zero exactly when
+/// no byte needs a look, and its lowest set bit is always a byte that does
+/// (a borrow may add false marks only above it).
+#[inline]
+fn look_mask(word: u64) -> u64 {
+    let below = |w: u64, n: u64| w.wrapping_sub(ONES.wrapping_mul(n)) & !w & HIGH_BITS;
+    let zero = |w: u64| below(w, 1);
+    below(word, 0x20)
+        | zero(word ^ ONES.wrapping_mul(u64::from(b'"')))
+        | zero(word ^ ONES.wrapping_mul(u64::from(b'\\')))
+        | zero(word ^ ONES.wrapping_mul(0xED))
 }
 
 /// `\uXXXX` with four lowercase hex digits of the low 16 bits of `code`.
@@ -143,6 +169,7 @@ pub fn write_f64(out: &mut Vec<u8>, value: f64) -> Result<(), NonFiniteFloat> {
         });
         return Ok(());
     }
+    out.reserve(32);
     let mut ryu_buffer = ryu::Buffer::new();
     let shortest = Shortest::parse(ryu_buffer.format_finite(value).as_bytes());
     if value.is_sign_negative() {
@@ -360,6 +387,118 @@ mod tests {
             ),
             "\"\\\"é\\n\\udbff\"".as_bytes().to_vec()
         );
+    }
+
+    /// The index of the first byte of `word` the byte table sends for a look.
+    fn first_by_table(word: [u8; 8]) -> Option<u32> {
+        word.iter()
+            .position(|b| CLASS[usize::from(*b)] != PLAIN)
+            .map(|p| p as u32)
+    }
+
+    fn first_by_mask(word: [u8; 8]) -> Option<u32> {
+        let mask = look_mask(u64::from_le_bytes(word));
+        (mask != 0).then(|| mask.trailing_zeros() / 8)
+    }
+
+    #[test]
+    fn look_mask_finds_the_first_byte_the_table_would() {
+        for filler in [
+            b'a', b' ', 0x7F, 0x80, 0xA0, 0xEC, 0xEE, 0xFF, 0x21, 0x00, 0xED,
+        ] {
+            for position in 0..8 {
+                for byte in 0..=255u8 {
+                    let mut word = [filler; 8];
+                    word[position] = byte;
+                    assert_eq!(first_by_mask(word), first_by_table(word), "{word:x?}");
+                }
+            }
+        }
+        let mut state = 7;
+        for _ in 0..200_000 {
+            let mut word = split_mix(&mut state).to_le_bytes();
+            // Mostly plain bytes, so that the first flagged one moves around.
+            for byte in &mut word {
+                if *byte & 0x60 != 0 && *byte != 0xED {
+                    *byte = b'a' + (*byte & 0x0F);
+                }
+            }
+            assert_eq!(first_by_mask(word), first_by_table(word), "{word:x?}");
+            let word = split_mix(&mut state).to_le_bytes();
+            assert_eq!(first_by_mask(word), first_by_table(word), "{word:x?}");
+        }
+    }
+
+    /// `write_str` written the obvious way, one code point at a time.
+    fn reference_str(code_points: &[u32]) -> String {
+        let mut out = String::from("\"");
+        for &code in code_points {
+            match char::from_u32(code) {
+                Some('"') => out.push_str("\\\""),
+                Some('\\') => out.push_str("\\\\"),
+                Some('\n') => out.push_str("\\n"),
+                Some('\r') => out.push_str("\\r"),
+                Some('\t') => out.push_str("\\t"),
+                Some('\u{8}') => out.push_str("\\b"),
+                Some('\u{c}') => out.push_str("\\f"),
+                Some(c) if c < ' ' => out.push_str(&format!("\\u{code:04x}")),
+                Some(c) => out.push(c),
+                None => out.push_str(&format!("\\u{code:04x}")),
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    /// Generalised UTF-8 (WTF-8) of code points, surrogates included.
+    fn wtf8_of(code_points: &[u32]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for &code in code_points {
+            match char::from_u32(code) {
+                Some(c) => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+                None => out.extend_from_slice(&[
+                    0xE0 | (code >> 12) as u8,
+                    0x80 | ((code >> 6) & 0x3F) as u8,
+                    0x80 | (code & 0x3F) as u8,
+                ]),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn random_strings_match_the_reference_at_every_alignment() {
+        let pools: [&[u32]; 3] = [
+            &[
+                0x61, 0x22, 0x5C, 0x0A, 0x00, 0x1F, 0x20, 0x7F, 0xE9, 0xD55C, 0xD7FF,
+            ],
+            &[
+                0xD800, 0xDBFF, 0xDC00, 0xDFFF, 0xE000, 0xFFFF, 0x1F680, 0x10FFFF,
+            ],
+            &[0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x20, 0x2E],
+        ];
+        let mut state = 42;
+        for _ in 0..20_000 {
+            let len = (split_mix(&mut state) % 40) as usize;
+            let code_points: Vec<u32> = (0..len)
+                .map(|_| {
+                    let pick = split_mix(&mut state);
+                    let pool = pools[(pick % 3) as usize];
+                    if pick % 7 == 0 {
+                        (pick >> 8) as u32 % 0x11_0000
+                    } else {
+                        pool[((pick >> 8) % pool.len() as u64) as usize]
+                    }
+                })
+                .collect();
+            let mut out = Vec::new();
+            write_str(&mut out, &wtf8_of(&code_points));
+            assert_eq!(
+                String::from_utf8(out).ok(),
+                Some(reference_str(&code_points)),
+                "{code_points:x?}"
+            );
+        }
     }
 
     #[test]

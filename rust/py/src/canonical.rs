@@ -9,13 +9,15 @@
 //! value, a str subclass by its characters, a list or tuple subclass by
 //! iterating it, a dict subclass through its `items()`.
 //!
-//! Object lifetimes: every container being walked is held by a strong
-//! reference (its parent's [`Bound`]) for as long as it is walked, and a dict's
-//! keys and values are held by strong references from the moment they are
-//! collected until the dict is written, because walking a sibling may run
-//! Python code (a subclass's `items()` or `__iter__`, a finalizer) that could
-//! drop them. Scalars are read through borrowed pointers: reading a str, int
-//! or float runs no Python code.
+//! The walk is a loop over a heap stack of open containers ([`Frame`]), not
+//! a recursion, so 512 levels fit any thread's stack.
+//!
+//! Object lifetimes: every list or tuple being walked is held by a strong
+//! reference in its frame, and a dict's keys and values are held by strong
+//! references from the moment they are collected until the dict is closed,
+//! because walking a sibling may run Python code (a subclass's `items()` or
+//! `__iter__`, a finalizer) that could drop them. Scalars are read through
+//! borrowed pointers: reading a str, int or float runs no Python code.
 
 use std::cell::RefCell;
 use std::ffi::c_int;
@@ -35,7 +37,7 @@ pub fn canonical_json<'py>(
     value: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyString>> {
     with_buffer(|out| {
-        Walker::new(py, out).write_value(value.as_ptr(), 0)?;
+        Walker::new(py, out).write(value)?;
         // SAFETY: `out` is a live buffer of `out.len()` bytes. The decoder
         // validates it (it is valid UTF-8 by construction: UTF-8 input, and
         // lone surrogates escaped) and copies it into a new str.
@@ -78,7 +80,7 @@ pub fn write_envelope(
     out.extend_from_slice(b"{\"id\":");
     wire::write_str(out, id.as_bytes());
     out.extend_from_slice(b",\"payload\":");
-    Walker::new(py, out).write_value(payload.as_ptr(), 0)?;
+    Walker::new(py, out).write(payload)?;
     out.extend_from_slice(b",\"ts\":");
     wire::write_str(out, ts.as_bytes());
     out.extend_from_slice(b",\"type\":");
@@ -160,9 +162,44 @@ struct Entry<'py> {
     value: Bound<'py, PyAny>,
 }
 
+/// A container being written: the walk keeps these on a heap stack rather
+/// than recursing, so deep nesting cannot overflow the thread's stack (a
+/// Python thread's may be small).
+enum Frame<'py> {
+    /// A list, read anew at each index (walking an item may run Python code
+    /// that changes it).
+    List {
+        list: Bound<'py, PyAny>,
+        next: ffi::Py_ssize_t,
+    },
+    /// A tuple, which never changes.
+    Tuple {
+        tuple: Bound<'py, PyAny>,
+        next: ffi::Py_ssize_t,
+        len: ffi::Py_ssize_t,
+    },
+    /// A dict, whose sorted items are `entries[start..end]`.
+    Dict {
+        start: usize,
+        next: usize,
+        end: usize,
+    },
+}
+
+/// What the innermost open container gives next.
+enum Step<'py> {
+    /// An item to write; `None` for one that needs no reference of its own
+    /// (a dict value, or a tuple item, kept alive by its container).
+    Item(*mut ffi::PyObject, Option<Bound<'py, PyAny>>),
+    /// The container is done: its closing bracket.
+    Close(u8),
+}
+
 struct Walker<'py, 'b> {
     py: Python<'py>,
     out: &'b mut Vec<u8>,
+    /// The containers being written, innermost last.
+    frames: Vec<Frame<'py>>,
     /// The items of the dicts being written, innermost last: one stack for
     /// the whole walk, so most calls allocate it once.
     entries: Vec<Entry<'py>>,
@@ -173,16 +210,96 @@ impl<'py, 'b> Walker<'py, 'b> {
         Walker {
             py,
             out,
+            frames: Vec::new(),
             entries: Vec::new(),
         }
     }
 
-    /// Writes the object `obj`, a container nested in `depth` others.
+    /// Writes `value` and everything in it.
+    fn write(&mut self, value: &Bound<'py, PyAny>) -> PyResult<()> {
+        self.write_item(value.as_ptr())?;
+        while let Some(step) = self.next_step()? {
+            match step {
+                Step::Item(item, _owner) => self.write_item(item)?,
+                Step::Close(bracket) => {
+                    self.out.push(bracket);
+                    if let Some(Frame::Dict { start, .. }) = self.frames.pop() {
+                        self.entries.truncate(start);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Advances the innermost open container: writes the separator (and, in
+    /// a dict, the key and colon) and returns the next item to write, or its
+    /// closing bracket; `None` when no container is open.
+    fn next_step(&mut self) -> PyResult<Option<Step<'py>>> {
+        let Some(frame) = self.frames.last_mut() else {
+            return Ok(None);
+        };
+        let step = match frame {
+            Frame::List { list, next } => {
+                // SAFETY: `list` is a live list, owned by the frame; the item
+                // is borrowed from it and at once owned.
+                unsafe {
+                    if *next >= ffi::PyList_Size(list.as_ptr()) {
+                        Step::Close(b']')
+                    } else {
+                        let item = Bound::from_borrowed_ptr_or_err(
+                            self.py,
+                            ffi::PyList_GetItem(list.as_ptr(), *next),
+                        )?;
+                        if *next > 0 {
+                            self.out.push(b',');
+                        }
+                        *next += 1;
+                        Step::Item(item.as_ptr(), Some(item))
+                    }
+                }
+            }
+            Frame::Tuple { tuple, next, len } => {
+                if *next >= *len {
+                    Step::Close(b']')
+                } else {
+                    // SAFETY: `tuple` is a live tuple, owned by the frame; it
+                    // never changes, and its items live as long as it does.
+                    let item = unsafe { ffi::PyTuple_GetItem(tuple.as_ptr(), *next) };
+                    if item.is_null() {
+                        return Err(PyErr::fetch(self.py));
+                    }
+                    if *next > 0 {
+                        self.out.push(b',');
+                    }
+                    *next += 1;
+                    Step::Item(item, None)
+                }
+            }
+            Frame::Dict { start, next, end } => match self.entries.get(*next) {
+                Some(entry) if *next < *end => {
+                    if *next > *start {
+                        self.out.push(b',');
+                    }
+                    *next += 1;
+                    wire::write_str(self.out, entry.key.as_bytes());
+                    self.out.push(b':');
+                    // The entry owns the value until the dict is closed.
+                    Step::Item(entry.value.as_ptr(), None)
+                }
+                _ => Step::Close(b'}'),
+            },
+        };
+        Ok(Some(step))
+    }
+
+    /// Writes the object `obj` if it is a scalar; opens it (writes its
+    /// opening bracket and pushes its frame) if it is a container.
     ///
     /// `obj` must be a live object that stays alive for the call (the caller
     /// holds a strong reference to it, directly or through a container that
     /// cannot change while it is read).
-    fn write_value(&mut self, obj: *mut ffi::PyObject, depth: usize) -> PyResult<()> {
+    fn write_item(&mut self, obj: *mut ffi::PyObject) -> PyResult<()> {
         // SAFETY: `obj` is a live object (see above); the type objects are
         // static; every check below only reads the object's type.
         unsafe {
@@ -191,10 +308,10 @@ impl<'py, 'b> Walker<'py, 'b> {
                 return self.write_string(obj);
             }
             if ty == &raw mut ffi::PyDict_Type {
-                return self.write_dict(obj, depth);
+                return self.open_dict(obj);
             }
             if ty == &raw mut ffi::PyList_Type {
-                return self.write_list(obj, depth);
+                return self.open_list(Bound::from_borrowed_ptr(self.py, obj));
             }
             if ty == &raw mut ffi::PyLong_Type {
                 return self.write_int(obj);
@@ -215,7 +332,7 @@ impl<'py, 'b> Walker<'py, 'b> {
                 return Ok(());
             }
             if ty == &raw mut ffi::PyTuple_Type {
-                return self.write_tuple(obj, depth);
+                return self.open_tuple(Bound::from_borrowed_ptr(self.py, obj));
             }
             // Subclasses, in json's order.
             if ffi::PyUnicode_Check(obj) != 0 {
@@ -230,17 +347,29 @@ impl<'py, 'b> Walker<'py, 'b> {
             if ffi::PyList_Check(obj) != 0 || ffi::PyTuple_Check(obj) != 0 {
                 // json iterates a subclass (its `__iter__` may differ from
                 // the list it holds): `list(obj)`, then that list.
+                self.check_depth()?;
                 let items = Bound::from_owned_ptr_or_err(self.py, ffi::PySequence_List(obj))?;
-                return self.write_list(items.as_ptr(), depth);
+                return self.open_list(items);
             }
             if ffi::PyDict_Check(obj) != 0 {
-                return self.write_dict_subclass(obj, depth);
+                return self.open_dict_subclass(obj);
             }
             Err(PyTypeError::new_err(format!(
                 "Object of type {} is not JSON serializable",
                 type_name(&Bound::from_borrowed_ptr(self.py, obj))
             )))
         }
+    }
+
+    /// Refuses to open one more container when that would nest too deep.
+    fn check_depth(&self) -> PyResult<()> {
+        if self.frames.len() >= MAX_DEPTH {
+            return Err(PyValueError::new_err(format!(
+                "canonical JSON nests at most {MAX_DEPTH} containers deep \
+                 (is there a circular reference?)"
+            )));
+        }
+        Ok(())
     }
 
     /// Writes a str (or str subclass) object.
@@ -309,57 +438,31 @@ impl<'py, 'b> Walker<'py, 'b> {
         })
     }
 
-    /// Writes an exact list, or the list made from a list or tuple subclass.
-    fn write_list(&mut self, list: *mut ffi::PyObject, depth: usize) -> PyResult<()> {
-        enter(depth)?;
+    /// Opens an exact list (or the list made from a list or tuple subclass).
+    fn open_list(&mut self, list: Bound<'py, PyAny>) -> PyResult<()> {
+        self.check_depth()?;
         self.out.push(b'[');
-        let mut index: ffi::Py_ssize_t = 0;
-        loop {
-            // SAFETY: `list` is a live list. Its length is read anew each
-            // time: walking an item may run Python code that changes it.
-            // The item is borrowed from the list and at once owned.
-            let item = unsafe {
-                if index >= ffi::PyList_Size(list) {
-                    break;
-                }
-                Bound::from_borrowed_ptr_or_err(self.py, ffi::PyList_GetItem(list, index))?
-            };
-            if index > 0 {
-                self.out.push(b',');
-            }
-            self.write_value(item.as_ptr(), depth + 1)?;
-            index += 1;
-        }
-        self.out.push(b']');
+        self.frames.push(Frame::List { list, next: 0 });
         Ok(())
     }
 
-    /// Writes an exact tuple, as a list.
-    fn write_tuple(&mut self, tuple: *mut ffi::PyObject, depth: usize) -> PyResult<()> {
-        enter(depth)?;
+    /// Opens an exact tuple, written as a list.
+    fn open_tuple(&mut self, tuple: Bound<'py, PyAny>) -> PyResult<()> {
+        self.check_depth()?;
+        // SAFETY: `tuple` is a live tuple.
+        let len = unsafe { ffi::PyTuple_Size(tuple.as_ptr()) };
         self.out.push(b'[');
-        // SAFETY: `tuple` is a live tuple, which never changes; its items
-        // live as long as it does, so borrowed pointers to them are enough.
-        unsafe {
-            let len = ffi::PyTuple_Size(tuple);
-            for index in 0..len {
-                let item = ffi::PyTuple_GetItem(tuple, index);
-                if item.is_null() {
-                    return Err(PyErr::fetch(self.py));
-                }
-                if index > 0 {
-                    self.out.push(b',');
-                }
-                self.write_value(item, depth + 1)?;
-            }
-        }
-        self.out.push(b']');
+        self.frames.push(Frame::Tuple {
+            tuple,
+            next: 0,
+            len,
+        });
         Ok(())
     }
 
-    /// Writes an exact dict, its keys in code-point order.
-    fn write_dict(&mut self, dict: *mut ffi::PyObject, depth: usize) -> PyResult<()> {
-        enter(depth)?;
+    /// Opens an exact dict: takes its items, sorts them by key.
+    fn open_dict(&mut self, dict: *mut ffi::PyObject) -> PyResult<()> {
+        self.check_depth()?;
         let start = self.entries.len();
         let mut position: ffi::Py_ssize_t = 0;
         let mut key: *mut ffi::PyObject = std::ptr::null_mut();
@@ -375,14 +478,13 @@ impl<'py, 'b> Walker<'py, 'b> {
                 });
             }
         }
-        self.read_keys(start)?;
-        self.write_entries(start, depth, false)
+        self.open_entries(start, false)
     }
 
-    /// Writes a dict subclass as json does: `{}` when the dict itself is
+    /// Opens a dict subclass as json does: `{}` when the dict itself is
     /// empty, else the 2-tuples of its `items()` (which may run Python code).
-    fn write_dict_subclass(&mut self, dict: *mut ffi::PyObject, depth: usize) -> PyResult<()> {
-        enter(depth)?;
+    fn open_dict_subclass(&mut self, dict: *mut ffi::PyObject) -> PyResult<()> {
+        self.check_depth()?;
         // SAFETY: `dict` is a live dict subclass.
         let items = unsafe {
             if ffi::PyDict_Size(dict) == 0 {
@@ -420,15 +522,21 @@ impl<'py, 'b> Walker<'py, 'b> {
                 index += 1;
             }
         }
-        self.read_keys(start)?;
-        self.write_entries(start, depth, true)
+        self.open_entries(start, true)
     }
 
-    /// Checks that the keys of the entries from `start` on are str and reads
-    /// their bytes.
-    fn read_keys(&mut self, start: usize) -> PyResult<()> {
+    /// Checks that the keys of the entries from `start` on are str, reads
+    /// their bytes, sorts the entries by key, and opens them as one object.
+    /// `stable` keeps the order of equal keys (only a dict subclass's
+    /// `items()` can repeat a key).
+    fn open_entries(&mut self, start: usize, stable: bool) -> PyResult<()> {
         let py = self.py;
-        for entry in self.entries.iter_mut().skip(start) {
+        let Some(entries) = self.entries.get_mut(start..) else {
+            return Err(PyValueError::new_err(
+                "canonical writer: lost its dict items",
+            ));
+        };
+        for entry in entries.iter_mut() {
             let key = &mut entry.key;
             let obj = key.key.as_ptr();
             // SAFETY: `obj` is live, owned by `key.key`; the bytes `utf8`
@@ -453,18 +561,6 @@ impl<'py, 'b> Walker<'py, 'b> {
                 key.len = bytes.len();
             }
         }
-        Ok(())
-    }
-
-    /// Sorts the entries from `start` on by key and writes them as one
-    /// object; they are dropped afterwards. `stable` keeps the order of equal
-    /// keys (only a dict subclass's `items()` can repeat a key).
-    fn write_entries(&mut self, start: usize, depth: usize, stable: bool) -> PyResult<()> {
-        let Some(entries) = self.entries.get_mut(start..) else {
-            return Err(PyValueError::new_err(
-                "canonical writer: lost its dict items",
-            ));
-        };
         let by_key =
             |a: &Entry<'_>, b: &Entry<'_>| wire::compare_keys(a.key.as_bytes(), b.key.as_bytes());
         if stable {
@@ -472,39 +568,15 @@ impl<'py, 'b> Walker<'py, 'b> {
         } else {
             entries.sort_unstable_by(by_key);
         }
-        self.out.push(b'{');
         let end = self.entries.len();
-        for index in start..end {
-            let Some(entry) = self.entries.get(index) else {
-                break;
-            };
-            // The key bytes and value stay owned by `self.entries` (which
-            // only grows past `end` until the truncate below) while the
-            // value is walked.
-            let (ptr, len, value) = (entry.key.ptr, entry.key.len, entry.value.as_ptr());
-            if index > start {
-                self.out.push(b',');
-            }
-            // SAFETY: as in `Key::as_bytes`; the entry holding them is not
-            // dropped before the truncate below.
-            wire::write_str(self.out, unsafe { std::slice::from_raw_parts(ptr, len) });
-            self.out.push(b':');
-            self.write_value(value, depth + 1)?;
-        }
-        self.out.push(b'}');
-        self.entries.truncate(start);
+        self.out.push(b'{');
+        self.frames.push(Frame::Dict {
+            start,
+            next: start,
+            end,
+        });
         Ok(())
     }
-}
-
-/// Refuses a container nested in `depth` others when that is too deep.
-fn enter(depth: usize) -> PyResult<()> {
-    if depth >= MAX_DEPTH {
-        return Err(PyValueError::new_err(format!(
-            "canonical JSON nests at most {MAX_DEPTH} containers deep (is there a circular reference?)"
-        )));
-    }
-    Ok(())
 }
 
 /// The UTF-8 bytes of the str `obj` (cached in the object), or `None` when it
