@@ -327,29 +327,14 @@ impl<'a> Reader<'a> {
         }
     }
 
-    // The end of the run of plain string bytes starting at `pos`: eight bytes at
-    // a time, looking for a quote, a backslash or a control character in each
-    // word at once (SWAR). A flagged bit can be wrong only above a true match,
-    // so the lowest one is exact.
+    // The end of the run of plain string bytes starting at `pos`: sixteen bytes
+    // at a time where SSE2 is (every x86_64), then byte by byte.
     fn plain_run(&self) -> usize {
-        const ONES: u64 = 0x0101_0101_0101_0101;
-        const HIGH: u64 = 0x8080_8080_8080_8080;
         let input = self.input;
         let mut at = self.pos;
-        while let Some(chunk) = input.get(at..at + 8) {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            let x = u64::from_le_bytes(word);
-            let quote = x ^ (ONES * u64::from(b'"'));
-            let backslash = x ^ (ONES * u64::from(b'\\'));
-            let found = (quote.wrapping_sub(ONES) & !quote
-                | backslash.wrapping_sub(ONES) & !backslash
-                | x.wrapping_sub(ONES * 0x20) & !x)
-                & HIGH;
-            if found != 0 {
-                return at + (found.trailing_zeros() / 8) as usize;
-            }
-            at += 8;
+        #[cfg(target_arch = "x86_64")]
+        {
+            at = sse2_plain_run(input, at);
         }
         while let Some(&b) = input.get(at) {
             if STRING_STOP[usize::from(b)] {
@@ -562,6 +547,40 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// The first offset from `at` whose 16-byte block holds a quote, a backslash or
+/// a control character, or where fewer than 16 bytes remain.
+#[cfg(target_arch = "x86_64")]
+fn sse2_plain_run(input: &[u8], mut at: usize) -> usize {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+    // SAFETY: SSE2 is part of the x86_64 baseline, so these instructions exist
+    // on every machine this code runs on; each load reads 16 bytes starting at
+    // `at`, and the loop runs only while `at + 16 <= input.len()`, so every byte
+    // read is inside `input`; unaligned loads need no alignment.
+    unsafe {
+        let quote = _mm_set1_epi8(b'"' as i8);
+        let backslash = _mm_set1_epi8(b'\\' as i8);
+        let below_space = _mm_set1_epi8(0x1f);
+        while at + 16 <= input.len() {
+            let x = _mm_loadu_si128(input.as_ptr().add(at).cast::<__m128i>());
+            // x <= 0x1f (unsigned) exactly when min(x, 0x1f) == x.
+            let control = _mm_cmpeq_epi8(_mm_min_epu8(x, below_space), x);
+            let stop = _mm_or_si128(
+                _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
+                control,
+            );
+            let mask = _mm_movemask_epi8(stop) as u32;
+            if mask != 0 {
+                return at + mask.trailing_zeros() as usize;
+            }
+            at += 16;
+        }
+    }
+    at
+}
+
 /// Appends `code` (a scalar value or a surrogate) in UTF-8's encoding scheme.
 fn push_code_point(out: &mut Vec<u8>, code: u32) {
     // Truncating casts are intended: each byte takes its bits of `code`.
@@ -739,5 +758,40 @@ mod tests {
         assert_eq!(r.skip_value(), Ok(()));
         assert_eq!(r.next_key(&mut scratch), Ok(None));
         assert_eq!(r.finish(), Ok(()));
+    }
+
+    #[test]
+    fn every_stop_byte_is_found_at_every_position_of_a_block() {
+        let mut scratch = Vec::new();
+        for len in 0..48 {
+            for at in 0..len {
+                let mut body = vec![b'a'; len];
+                body[at] = 0x01;
+                let mut text = vec![b'"'];
+                text.extend_from_slice(&body);
+                text.push(b'"');
+                assert!(!is_one_value(&text), "control at {at} of {len}");
+                let mut text = vec![b'"'];
+                text.extend(std::iter::repeat_n(b'a', at));
+                text.extend_from_slice(b"\\n");
+                text.extend(std::iter::repeat_n(b'a', len - at - 1));
+                text.push(b'"');
+                let mut r = Reader::from_bytes(&text).unwrap();
+                let got = r.string(&mut scratch).unwrap();
+                let mut want = vec![b'a'; at];
+                want.push(b'\n');
+                want.extend(std::iter::repeat_n(b'a', len - at - 1));
+                assert_eq!(got.as_bytes(), want.as_slice(), "escape at {at} of {len}");
+                body[at] = b'"';
+                let mut text = vec![b'"'];
+                text.extend_from_slice(&body);
+                let mut r = Reader::from_bytes(&text).unwrap();
+                assert_eq!(
+                    r.string(&mut scratch).unwrap().as_bytes().len(),
+                    at,
+                    "quote at {at} of {len}"
+                );
+            }
+        }
     }
 }
