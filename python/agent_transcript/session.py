@@ -168,17 +168,17 @@ class Session:
         with self._lock:
             if self._fd is None:
                 return
+            # Reads go on through a fresh, unlocked descriptor of the same inode
+            # (even if the path was renamed or deleted meanwhile): the lock dies
+            # with the last descriptor of the locked open file, ours and the core's.
             try:
-                ro = os.open(self._path, os.O_RDONLY | os.O_CLOEXEC)
+                ro: int | None = os.open(f"/proc/self/fd/{self._fd}", os.O_RDONLY | os.O_CLOEXEC)
             except OSError:
                 ro = None
-            if ro is not None:
-                try:
-                    if os.path.samestat(os.fstat(ro), os.fstat(self._fd)):
-                        self._t.reopen_readonly(ro)
-                    else:
-                        self._t.reopen_readonly(os.dup(self._fd))
-                finally:
+            try:
+                self._t.close_writer(ro)
+            finally:
+                if ro is not None:
                     os.close(ro)
             os.close(self._fd)
             self._fd = None

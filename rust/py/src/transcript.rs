@@ -487,11 +487,15 @@ impl Transcript {
         self.good_len
     }
 
-    /// `reopen_readonly(fd, /)`: read from `fd` from now on, letting go of the
-    /// descriptor that holds the lock; appends are refused after this.
+    /// `close_writer(fd, /)`: refuse appends from now on and let go of the
+    /// descriptor that holds the lock; reads go on through `fd` (a read-only
+    /// descriptor of the same file), or fail if it is None.
     #[pyo3(signature = (fd, /))]
-    fn reopen_readonly(&mut self, fd: RawFd) -> PyResult<()> {
-        self.file = dup(fd)?;
+    fn close_writer(&mut self, fd: Option<RawFd>) -> PyResult<()> {
+        self.file = match fd {
+            Some(fd) => dup(fd)?,
+            None => File::open("/dev/null").map_err(|e| os_error(&e))?,
+        };
         self.broken = Some("the session is closed".into());
         Ok(())
     }
