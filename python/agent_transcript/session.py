@@ -302,14 +302,8 @@ class Session:
             UnknownId: an id is not a live message.
             ValueError: no items.
         """
-        listed = []
-        for item in items:
-            if not (isinstance(item, (tuple, list)) and len(item) == 2):
-                raise TypeError("each elision item is an (id, stub) pair")
-            mid, stub = item
-            _check_type("an elision id", mid, str)
-            _check_type("an elision stub", stub, str)
-            listed.append({"id": mid, "stub": stub})
+        listed = [{"id": mid, "stub": stub}
+                  for mid, stub in _pairs(items, "elision item", ("id", "stub"), str)]
         if not listed:
             raise ValueError("an elision needs at least one (id, stub) item")
         with self._lock:
@@ -378,20 +372,8 @@ class Session:
         A section's text is stored only by the first run-context line that has
         it; later ones point at that line with ``rendered-in``.
         """
-        checked_sections = []
-        for section in sections:
-            if not (isinstance(section, (tuple, list)) and len(section) == 2):
-                raise TypeError("each section is a (name, text) pair")
-            name, text = section
-            _check_type("a section name", name, str)
-            _check_type("a section text", text, str)
-            checked_sections.append((name, text))
-        fact_list = []
-        for fact in facts:
-            if not (isinstance(fact, (tuple, list)) and len(fact) == 2):
-                raise TypeError("each fact is a (key, value) pair")
-            _check_type("a fact key", fact[0], str)
-            fact_list.append([fact[0], fact[1]])
+        checked_sections = _pairs(sections, "section", ("name", "text"), str)
+        fact_list = [[key, value] for key, value in _pairs(facts, "fact", ("key", "value"), object)]
         with self._lock:
             t = self._writable()
             own_id = t.new_id()
@@ -489,6 +471,20 @@ class Session:
 def _check_type(what: str, value: Any, kind: type) -> None:
     if not isinstance(value, kind):
         raise TypeError(f"{what} must be {kind.__name__}, not {type(value).__name__}")
+
+
+def _pairs(items: Iterable[Any], what: str, names: tuple[str, str],
+           second: type) -> list[tuple[str, Any]]:
+    """``items`` as a list of ``(str, second)`` pairs, or a TypeError naming ``what``."""
+    pairs = []
+    for item in items:
+        if not (isinstance(item, (tuple, list)) and len(item) == 2):
+            raise TypeError(f"each {what} is a ({names[0]}, {names[1]}) pair, not {item!r}")
+        first, other = item
+        _check_type(f"a {what}'s {names[0]}", first, str)
+        _check_type(f"a {what}'s {names[1]}", other, second)
+        pairs.append((first, other))
+    return pairs
 
 
 def _check_int(what: str, value: Any) -> None:

@@ -96,24 +96,31 @@ fn decode_span<'py>(
     loads(py, part).map_err(crate::decode::DecodeError::into_pyerr)
 }
 
-fn event_tuple<'py>(py: Python<'py>, file: &File, rec: &LineRec) -> PyResult<Bound<'py, PyAny>> {
-    let d = decode_line(py, file, rec)?;
+/// `(id, type, ts, v, payload)` of a decoded envelope; a missing key is None.
+fn envelope_fields<'py>(
+    py: Python<'py>,
+    d: &Bound<'py, PyDict>,
+) -> PyResult<[Bound<'py, PyAny>; 5]> {
     let get = |k: &str| -> PyResult<Bound<'py, PyAny>> {
         Ok(d.get_item(k)?.unwrap_or_else(|| py.None().into_bound(py)))
     };
-    Ok((
+    Ok([
         get("id")?,
         get("type")?,
         get("ts")?,
         get("v")?,
         get("payload")?,
-        rec.number,
-    )
+    ])
+}
+
+fn event_tuple<'py>(py: Python<'py>, file: &File, rec: &LineRec) -> PyResult<Bound<'py, PyAny>> {
+    let [id, kind, ts, v, payload] = envelope_fields(py, &decode_line(py, file, rec)?)?;
+    Ok((id, kind, ts, v, payload, rec.number)
         .into_pyobject(py)?
         .into_any())
 }
 
-/// `tail_scan(fd, /)`: the tail check of an open file, as
+/// `tail_check(fd, /)`: the tail check of an open file, as
 /// `(kind, keep, line, removed, missing_newline, bytes_read)` with kind one of
 /// `"empty"`, `"whole"`, `"torn"`, `"corrupt"`.
 #[pyfunction]
@@ -597,16 +604,6 @@ pub fn parse_envelope<'py>(
     let d = loads(py, body)
         .map_err(crate::decode::DecodeError::into_pyerr)?
         .cast_into::<PyDict>()?;
-    let get = |k: &str| -> PyResult<Bound<'py, PyAny>> {
-        Ok(d.get_item(k)?.unwrap_or_else(|| py.None().into_bound(py)))
-    };
-    Ok((
-        get("id")?,
-        get("type")?,
-        get("ts")?,
-        get("v")?,
-        get("payload")?,
-    )
-        .into_pyobject(py)?
-        .into_any())
+    let [id, kind, ts, v, payload] = envelope_fields(py, &d)?;
+    Ok((id, kind, ts, v, payload).into_pyobject(py)?.into_any())
 }
