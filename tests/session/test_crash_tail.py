@@ -50,6 +50,7 @@ def check_repaired(path: Path, prefix: bytes, line_no: int, removed: int) -> Non
     with Session.load(path) as t:
         assert t.warnings == []
         assert len(t.message_ids) == n + 1 and t.message_ids[-1] == new
+        assert t.events[-1].line == line_no, "the new line takes the torn one's place"
 
 
 @pytest.mark.parametrize("victim", [
@@ -152,6 +153,8 @@ def test_a_whole_last_line_without_newline_is_kept(tmp_path: Path) -> None:
     with Session.load(p) as t:
         assert t.warnings == []
         assert [m.content for m in t.messages][-3:] == ["kept", "next", "and next"]
+        n = original.count(b"\n") + 1
+        assert [e.line for e in t.events][-3:] == [n, n + 1, n + 2]
 
 
 def test_a_lone_meta_line_without_newline(tmp_path: Path) -> None:

@@ -158,6 +158,49 @@ def test_modes_whatever_the_umask(tmp_path: Path, mask: int) -> None:
         assert stat.S_IMODE(os.stat(d).st_mode) == 0o700, d
 
 
+def test_existing_parent_directories_keep_their_mode(tmp_path: Path) -> None:
+    parent = tmp_path / "shared"
+    parent.mkdir()
+    os.chmod(parent, 0o755)
+    with umask(0o077):
+        Session.create(parent / "new" / "run.jsonl").close()
+    assert stat.S_IMODE(os.stat(parent).st_mode) == 0o755
+    assert stat.S_IMODE(os.stat(parent / "new").st_mode) == 0o700
+
+
+def deep(n: int) -> object:
+    v: object = "x"
+    for _ in range(n):
+        v = [v]
+    return v
+
+
+def test_the_writer_never_writes_what_the_reader_refuses(tmp_path: Path) -> None:
+    # Both stop at 512 levels of nesting; the envelope adds levels of its own.
+    # Whatever an append accepts, load must read back; what it refuses it must
+    # refuse before writing.
+    for n in range(500, 516):
+        p = tmp_path / f"run-{n}.jsonl"
+        with Session.create(p) as s:
+            before = p.read_bytes()
+            for call in (lambda: s.append_message(Message.user(deep(n))),
+                         lambda: s.append_grants(deep(n)),
+                         lambda: s.append_message(Message.user("x"), extra={"deep": deep(n)})):
+                try:
+                    call()
+                except ValueError:
+                    assert p.read_bytes() == before
+                before = p.read_bytes()
+        with Session.load(p) as t:
+            assert len(t.events) == len(parsed(p))
+        assert Session.peek(p).warnings == []
+    for n in (500, 505):
+        with Session.load(tmp_path / f"run-{n}.jsonl") as t:
+            assert len(t.events) == 4, "shallow enough values are written"
+    with Session.load(tmp_path / "run-515.jsonl") as t:
+        assert len(t.events) == 1, "too deep is refused"
+
+
 def test_create_refuses_a_non_empty_file(tmp_path: Path) -> None:
     p = tmp_path / "run.jsonl"
     for content in (b"x", b"\n", meta()):

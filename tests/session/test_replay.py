@@ -331,6 +331,15 @@ def test_compaction_then_elision_including_the_summary(tmp_path: Path) -> None:
     reload(s).close()
 
 
+def test_elision_items_may_be_any_iterable(tmp_path: Path) -> None:
+    s = Session.create(tmp_path / "run.jsonl")
+    ids, _ = conversation(s)
+    s.append_elision((i, f"stub {n}") for n, i in enumerate(ids[:2]))
+    s.append_elision(iter([(ids[2], "from an iterator")]))
+    assert [m.content for m in s.messages[:3]] == ["stub 0", "stub 1", "from an iterator"]
+    reload(s).close()
+
+
 def test_the_same_message_elided_twice_takes_the_last_stub(tmp_path: Path) -> None:
     s = Session.create(tmp_path / "run.jsonl")
     ids, ms = conversation(s)
@@ -433,12 +442,12 @@ def test_unknown_type_is_kept_in_events_and_skipped_by_messages_and_grants(tmp_p
         check_against_model(s)
 
 
-@pytest.mark.parametrize("where", ["meta", "mid", "last"])
+@pytest.mark.parametrize("where", ["meta", "mid", "unknown-type", "last"])
 @pytest.mark.parametrize("v", [2, 0, -1, 10**20])
 def test_unknown_v_is_fatal(tmp_path: Path, where: str, v: int) -> None:
     p = tmp_path / "run.jsonl"
-    lines = [meta(), msg("m1"), msg("m2"), msg("m3")]
-    at = {"meta": 0, "mid": 2, "last": 3}[where]
+    lines = [meta(), msg("m1"), msg("m2"), line("u", "from-the-future", {}), msg("m3")]
+    at = {"meta": 0, "mid": 2, "unknown-type": 3, "last": 4}[where]
     lines[at] = line(json.loads(lines[at])["id"], json.loads(lines[at])["type"], json.loads(lines[at])["payload"],
                      v=v)
     write(p, *lines)
