@@ -544,6 +544,23 @@ def test_reading_accepts_any_json_layout(tmp_path: Path) -> None:
         assert s.messages == [Message.user("again"), Message(role="assistant", content="stub", depth=1)]
 
 
+def test_a_reader_accepts_any_non_empty_string_id(tmp_path: Path) -> None:
+    p = tmp_path / "run.jsonl"
+    ids = ["é", "a\nb", " ", "0" * 1000, "\ud800", '"quoted"', "{}", "m"]
+    write(p, meta(), *[(json.dumps({"id": i, "type": "message", "ts": "t", "v": 1,      # ASCII-escaped
+                                    "payload": {"role": "user", "content": str(n)}}) + "\n").encode()
+                       for n, i in enumerate(ids)])
+    with Session.load(p) as s:
+        assert s.message_ids == ids
+        s.append_elision([(i, f"stub {n}") for n, i in enumerate(ids)])
+        k = s.append_compaction("sum", ids[3], 1, 1)
+        assert s.message_ids == [k] + ids[4:]
+    with Session.load(p) as s:
+        assert s.message_ids == [k] + ids[4:]
+        assert [m.content for m in s.messages] == ["sum", "stub 4", "stub 5", "stub 6", "stub 7"]
+        check_against_model(s)
+
+
 def test_after_load_everything_equals_the_writer(tmp_path: Path) -> None:
     s = Session.create(tmp_path / "run.jsonl", {"x": 1})
     ids, _ = conversation(s)

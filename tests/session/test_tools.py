@@ -196,3 +196,37 @@ def test_tool_lines_are_not_messages(tmp_path: Path) -> None:
         s.append_tool_settled(op, "completed")
         assert s.message_ids == [m]
         assert len(s.messages) == 1
+
+
+def test_result_persisted_is_about_the_file_not_the_live_view(tmp_path: Path) -> None:
+    # The tool message is in the file after the dispatch: eliding it or compacting
+    # it away changes what the model is shown, not whether the result was persisted.
+    p = tmp_path / "run.jsonl"
+    with Session.create(p) as s:
+        a = s.append_tool_dispatched("call_a", "t", {})
+        ra = s.append_message(Message.tool("call_a", "big result"))
+        b = s.append_tool_dispatched("call_b", "t", {})
+        rb = s.append_message(Message.tool("call_b", "another"))
+        s.append_elision([(rb, "[elided]")])
+        s.append_compaction("sum", ra, 1, 1)
+        assert ra not in s.message_ids
+        want = [(a, "result-persisted", ra), (b, "result-persisted", rb)]
+        assert pending_states(s) == want
+    with Session.load(p) as s:
+        assert pending_states(s) == want
+        assert s.resolve_tool_operation(a) and s.resolve_tool_operation(b)
+    envs = parsed(p)
+    assert [e["payload"]["outcome"] for e in envs[-2:]] == ["completed", "completed"]
+
+
+@pytest.mark.parametrize("role", ["user", "assistant", "system"])
+def test_only_a_tool_message_persists_a_result(tmp_path: Path, role: str) -> None:
+    # SPEC: "result-persisted" means the *tool message* with this call-id is
+    # there. Another role that happens to carry a tool_call_id is not a result.
+    p = tmp_path / "run.jsonl"
+    with Session.create(p) as s:
+        op = s.append_tool_dispatched("call_a", "t", {})
+        s.append_message(Message(role=role, content="not a result", tool_call_id="call_a"))
+        assert pending_states(s) == [(op, "dispatched", None)]
+        r = s.append_message(Message.tool("call_a", "the result"))
+        assert pending_states(s) == [(op, "result-persisted", r)]
