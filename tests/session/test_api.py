@@ -320,7 +320,7 @@ def test_raised_exceptions_survive_pickling(tmp_path: Path) -> None:
     write(p, meta(), b"{broken\n", msg("m1"))
     e = raised(lambda: Session.load(p))
     assert type(e) is CorruptTranscript
-    assert e.line == 2   # type: ignore[attr-defined]
+    assert e.line == 2
     back = pickle.loads(pickle.dumps(e))
     assert type(back) is CorruptTranscript and back.line == 2 and str(back) == str(e)
 

@@ -46,14 +46,14 @@ def test_eight_threads_appending_at_once(tmp_path: Path) -> None:
 
     everything = [i for per in ids for i in per]
     assert len(set(everything)) == THREADS * EACH
-    with Session.load(p) as t:
-        assert t.warnings == []
-        assert t.message_ids == live_ids
-        assert sorted(t.message_ids) == sorted(everything), "every id exactly once"
-        position = {i: n for n, i in enumerate(t.message_ids)}
+    with Session.load(p) as loaded:
+        assert loaded.warnings == []
+        assert loaded.message_ids == live_ids
+        assert sorted(loaded.message_ids) == sorted(everything), "every id exactly once"
+        position = {i: n for n, i in enumerate(loaded.message_ids)}
         for k in range(THREADS):
             assert [position[i] for i in ids[k]] == sorted(position[i] for i in ids[k]), f"thread {k} order"
-        for m, i in zip(t.messages, t.message_ids):
+        for m, i in zip(loaded.messages, loaded.message_ids):
             k, n, _ = m.content.split(":", 2)
             assert ids[int(k)][int(n)] == i
     lines = parsed(p)
@@ -111,11 +111,12 @@ def test_mixed_appends_from_many_threads_replay_to_the_live_state(tmp_path: Path
     k = s.append_compaction("sum", s.message_ids[len(s.message_ids) // 2], 1, 1)
     live = (s.messages, s.message_ids, [x.op_id for x in s.pending_tool_operations()], list(s.events))
     s.close()
-    with Session.load(p) as t:
-        assert t.warnings == []
-        assert (t.messages, t.message_ids, [x.op_id for x in t.pending_tool_operations()], list(t.events)) == live
-        assert t.message_ids[0] == first and k in t.message_ids
-        assert t.run_context_section(digest("same every time")) == "same every time"
+    with Session.load(p) as loaded:
+        assert loaded.warnings == []
+        assert (loaded.messages, loaded.message_ids, [x.op_id for x in loaded.pending_tool_operations()],
+                list(loaded.events)) == live
+        assert loaded.message_ids[0] == first and k in loaded.message_ids
+        assert loaded.run_context_section(digest("same every time")) == "same every time"
     carriers = [sec for e in parsed(p) if e["type"] == "run-context" for sec in e["payload"]["sections"]
                 if "text" in sec and sec["text"] == "same every time"]
     assert len(carriers) == 1, "stored once even when threads race"

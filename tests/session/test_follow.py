@@ -10,18 +10,18 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from agent_transcript import Message, Session
+from agent_transcript import Envelope, Message, Session
 
 from ._helpers import finish, freeze, line, meta, msg, spawn, state, write
 
 APPENDER = r"""
 import sys, time
-from agent_transcript import Message, Session
+from agent_transcript import Envelope, Message, Session
 s = Session.load(sys.argv[1])
 print("ready", flush=True)
 sys.stdin.readline()
@@ -51,13 +51,20 @@ def test_follow_yields_what_another_process_appends(tmp_path: Path) -> None:
         assert [e.line for e in got] == list(range(2, 32))
         assert [e.payload["content"] for e in got] == [f"m{i}" for i in range(30)]
         assert all(e.type == "message" and e.v == 1 for e in got)
-        gen.close()
+        stop(gen)
         child.stdin.write("done\n")
         child.stdin.flush()
         child.wait(timeout=30)
         assert child.returncode == 0
     finally:
         finish(child)
+
+
+def stop(it: Iterator[Envelope]) -> None:
+    """Let go of a follower now (its descriptor with it) rather than at garbage collection."""
+    close = getattr(it, "close", None)
+    if close is not None:
+        close()
 
 
 class Later:
@@ -104,7 +111,7 @@ def test_follow_waits_for_a_partial_last_line(tmp_path: Path, split: str) -> Non
         waited = time.monotonic() - start
         later.join()
     finally:
-        gen.close()
+        stop(gen)
         os.close(fd)
     assert waited >= 0.25, "the half line was not waited for"
     assert (e.id, e.type, e.line) == ("m1", "message", 2)
@@ -131,7 +138,7 @@ def test_follow_survives_a_repair(tmp_path: Path, torn_bytes: int) -> None:
         got += [next(gen), next(gen)]
         later.join()
     finally:
-        gen.close()
+        stop(gen)
     assert [(e.id, e.line) for e in got] == [("meta", 1), ("m1", 2), (appended[0], 3), (appended[1], 4)]
     assert [e.payload["content"] for e in got[2:]] == ["after the repair", "and another"]
 

@@ -9,6 +9,7 @@ import re
 import stat
 import time
 from datetime import datetime, timezone
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -183,9 +184,12 @@ def test_the_writer_never_writes_what_the_reader_refuses(tmp_path: Path) -> None
         p = tmp_path / f"run-{n}.jsonl"
         with Session.create(p) as s:
             before = p.read_bytes()
-            for call in (lambda: s.append_message(Message.user(deep(n))),
-                         lambda: s.append_grants(deep(n)),
-                         lambda: s.append_message(Message.user("x"), extra={"deep": deep(n)})):
+            calls: list[Callable[[], str]] = [
+                lambda: s.append_message(Message.user(deep(n))),
+                lambda: s.append_grants(deep(n)),
+                lambda: s.append_message(Message.user("x"), extra={"deep": deep(n)}),
+            ]
+            for call in calls:
                 try:
                     call()
                 except ValueError:

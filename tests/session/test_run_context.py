@@ -4,6 +4,7 @@ line that carries it, and reading a section back."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from agent_transcript import Message, Session, digest
 
@@ -14,7 +15,7 @@ AGENTS = "# AGENTS.md\nrun the tests — always 😀\n"
 TODAY = "Today is 2026-08-09."
 
 
-def payloads(path: Path) -> dict[str, dict]:
+def payloads(path: Path) -> dict[str, dict[str, Any]]:
     return {e["id"]: e["payload"] for e in parsed(path) if e["type"] == "run-context"}
 
 

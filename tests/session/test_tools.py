@@ -173,7 +173,7 @@ def test_resolve_defaults_and_explicit_outcome(tmp_path: Path) -> None:
 
 def test_pending_from_a_hand_written_file(tmp_path: Path) -> None:
     p = tmp_path / "run.jsonl"
-    dispatched = {"call-id": "k1", "tool": "t", "arguments": {}, "arguments-digest": digest("{}"),
+    dispatched: dict[str, Any] = {"call-id": "k1", "tool": "t", "arguments": {}, "arguments-digest": digest("{}"),
                   "idempotency": "unknown", "run-id": None, "round": None}
     write(p, meta(), line("op1", "tool-dispatched", dispatched, ts="2026-01-02T03:04:05.000006Z"),
           line("op2", "tool-dispatched", {**dispatched, "call-id": "k2"}),
