@@ -64,7 +64,8 @@ pub enum Detail {
     Message {
         /// `sticky`, `sysprompt` or a `depth`.
         sticky: bool,
-        /// `tool_call_id`, when it is a string.
+        /// `tool_call_id`, when it is a string and the role is `"tool"`: only a
+        /// tool message answers a call.
         tool_call_id: Option<String>,
     },
     /// A compaction: the id of the last message it replaces.
@@ -152,6 +153,7 @@ struct PayloadFields {
     sysprompt: bool,
     depth: bool,
     role: Option<bool>,
+    tool_role: bool,
     tool_call_id: Option<String>,
     through: Option<String>,
     items: Option<Result<Vec<(String, Span)>, String>>,
@@ -271,7 +273,7 @@ fn detail_of(kind: EnvelopeType, p: PayloadFields) -> Result<Detail, LineError> 
             }
             Detail::Message {
                 sticky: p.sticky || p.sysprompt || p.depth,
-                tool_call_id: p.tool_call_id,
+                tool_call_id: if p.tool_role { p.tool_call_id } else { None },
             }
         }
         EnvelopeType::Compaction => match p.through {
@@ -370,7 +372,11 @@ fn read_payload(r: &mut Reader<'_>) -> Result<PayloadFields, LineError> {
             Some(k) => k,
         };
         match key.as_bytes() {
-            b"role" => p.role = Some(string_or_skip(r, &mut inner)?.is_some()),
+            b"role" => {
+                let role = string_or_skip(r, &mut inner)?;
+                p.tool_role = role.as_deref() == Some("tool");
+                p.role = Some(role.is_some());
+            }
             b"sticky" => p.sticky = truthy(r, &mut inner)?,
             b"sysprompt" => p.sysprompt = truthy(r, &mut inner)?,
             b"depth" => {
@@ -493,6 +499,19 @@ mod tests {
                 tool_call_id: Some("c1".into())
             }
         );
+    }
+
+    #[test]
+    fn only_a_tool_message_answers_a_call() {
+        for role in ["user", "assistant", "system"] {
+            let line = format!(
+                r#"{{"id":"a","payload":{{"role":"{role}","tool_call_id":"c1"}},"ts":"t","type":"message","v":1}}"#
+            );
+            match parse(&line).unwrap().detail {
+                Detail::Message { tool_call_id, .. } => assert_eq!(tool_call_id, None, "{role}"),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]

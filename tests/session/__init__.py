@@ -1,0 +1,1 @@
+"""The Session's tests, written against SPEC.md: only the public API and the file's bytes."""

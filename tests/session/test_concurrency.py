@@ -1,0 +1,122 @@
+"""Every method is safe from any thread: eight threads appending at once."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from agent_transcript import Message, Session, digest
+
+from ._helpers import parsed
+
+THREADS = 8
+EACH = 250
+
+
+def test_eight_threads_appending_at_once(tmp_path: Path) -> None:
+    p = tmp_path / "run.jsonl"
+    s = Session.create(p)
+    barrier = threading.Barrier(THREADS)
+    ids: list[list[str]] = [[] for _ in range(THREADS)]
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            barrier.wait()
+            for i in range(EACH):
+                # Sizes vary so lines straddle buffer boundaries if anything buffers.
+                ids[k].append(s.append_message(Message.user(f"{k}:{i}:" + "ß" * ((i * 37 + k) % 300)),
+                                               extra={"thread": k, "i": i}))
+                if i % 50 == 0:
+                    s.message_ids    # readers interleave with the writers
+                    s.append_grants({"thread": k, "i": i})
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads)
+    assert errors == []
+    live_ids = s.message_ids
+    s.close()
+
+    everything = [i for per in ids for i in per]
+    assert len(set(everything)) == THREADS * EACH
+    with Session.load(p) as loaded:
+        assert loaded.warnings == []
+        assert loaded.message_ids == live_ids
+        assert sorted(loaded.message_ids) == sorted(everything), "every id exactly once"
+        position = {i: n for n, i in enumerate(loaded.message_ids)}
+        for k in range(THREADS):
+            assert [position[i] for i in ids[k]] == sorted(position[i] for i in ids[k]), f"thread {k} order"
+        for m, i in zip(loaded.messages, loaded.message_ids):
+            k, n, _ = m.content.split(":", 2)
+            assert ids[int(k)][int(n)] == i
+    lines = parsed(p)
+    assert len(lines) == 1 + THREADS * EACH + THREADS * (EACH // 50)
+    assert all(e["payload"]["i"] == int(e["payload"]["content"].split(":")[1])
+               for e in lines if e["type"] == "message")
+
+
+def test_mixed_appends_from_many_threads_replay_to_the_live_state(tmp_path: Path) -> None:
+    p = tmp_path / "run.jsonl"
+    s = Session.create(p)
+    first = s.append_message(Message.system("sys"))
+    barrier = threading.Barrier(8)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def appender(k: int) -> None:
+        for i in range(150):
+            s.append_message(Message.user(f"{k}:{i}"))
+
+    def elider() -> None:
+        n = 0
+        while n < 20 or not stop.is_set():
+            live = s.message_ids      # no compaction runs here, so these stay live
+            s.append_elision([(live[(n * 7) % len(live)], f"stub {n}")])
+            n += 1
+
+    def tools() -> None:
+        n = 0
+        while n < 20 or not stop.is_set():
+            op = s.append_tool_dispatched(f"c{n}", "t", {"n": n})
+            s.append_run_context([("identity", "same every time"), ("n", str(n % 5))], [("n", n)])
+            if n % 2:
+                s.append_tool_settled(op, "completed")
+            s.pending_tool_operations()
+            n += 1
+
+    def run(target: Any, *args: Any) -> None:
+        try:
+            barrier.wait()
+            target(*args)
+        except BaseException as e:
+            errors.append(e)
+
+    workers = [threading.Thread(target=run, args=(appender, k)) for k in range(6)]
+    others = [threading.Thread(target=run, args=(elider,)), threading.Thread(target=run, args=(tools,))]
+    for t in workers + others:
+        t.start()
+    for t in workers:
+        t.join(timeout=120)
+    stop.set()
+    for t in others:
+        t.join(timeout=120)
+    assert errors == []
+    k = s.append_compaction("sum", s.message_ids[len(s.message_ids) // 2], 1, 1)
+    live = (s.messages, s.message_ids, [x.op_id for x in s.pending_tool_operations()], list(s.events))
+    s.close()
+    with Session.load(p) as loaded:
+        assert loaded.warnings == []
+        assert (loaded.messages, loaded.message_ids, [x.op_id for x in loaded.pending_tool_operations()],
+                list(loaded.events)) == live
+        assert loaded.message_ids[0] == first and k in loaded.message_ids
+        assert loaded.run_context_section(digest("same every time")) == "same every time"
+    carriers = [sec for e in parsed(p) if e["type"] == "run-context" for sec in e["payload"]["sections"]
+                if "text" in sec and sec["text"] == "same every time"]
+    assert len(carriers) == 1, "stored once even when threads race"
