@@ -5,7 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-__all__ = ["Message"]
+__all__ = ["Message", "MESSAGE_FIELDS"]
+
+#: The payload keys a Message owns; every other key of a message payload is an extra.
+MESSAGE_FIELDS = frozenset(
+    ("role", "content", "name", "tool_calls", "tool_call_id", "sticky", "sysprompt", "depth")
+)
 
 
 @dataclass(frozen=True)

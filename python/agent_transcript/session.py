@@ -14,7 +14,7 @@ from .artifacts import ArtifactStore
 from .codec import canonical_json
 from .envelope import Envelope, LazySequence, Peek, PendingToolOperation
 from .errors import CorruptTranscript, SessionClosed, ToolOperationError
-from .message import Message
+from .message import MESSAGE_FIELDS, Message
 
 __all__ = ["Session"]
 
@@ -257,13 +257,23 @@ class Session:
     # -- writing -----------------------------------------------------------
 
     def append_message(self, message: Message, extra: dict[str, Any] | None = None) -> str:
-        """Append one conversation message; ``extra`` keys are kept in the line
-        (and in :attr:`events`) but never override a message key. Returns its id."""
+        """Append one conversation message; returns its id.
+
+        ``extra`` keys (a ``finish-reason``, say) are kept in the line and in
+        :attr:`events`, never in :attr:`messages`. A message key always wins: an
+        extra named like a Message field is dropped even when the message leaves
+        that field unset, so an extra can never make a message sticky or give
+        it a ``tool_call_id``.
+        """
         if not isinstance(message, Message):
             raise TypeError(f"append_message takes a Message, not {type(message).__name__}")
-        if extra is not None and not isinstance(extra, dict):
-            raise TypeError("extra must be a dict or None")
-        payload = {**(extra or {}), **message.to_dict()}
+        if extra is None:
+            payload = message.to_dict()
+        elif isinstance(extra, dict):
+            payload = {k: v for k, v in extra.items() if k not in MESSAGE_FIELDS}
+            payload.update(message.to_dict())
+        else:
+            raise TypeError(f"extra must be a dict or None, not {type(extra).__name__}")
         with self._lock:
             return self._writable().append("message", payload, None)
 

@@ -228,6 +228,16 @@ def test_a_message_key_wins_over_an_extra(tmp_path: Path) -> None:
         assert t.messages == [m]
 
 
+def test_an_extra_never_sets_a_field_the_message_left_unset(tmp_path: Path) -> None:
+    with Session.create(tmp_path / "run.jsonl") as s:
+        m = Message.user("plain")
+        s.append_message(m, extra={"sticky": True, "depth": 3, "name": "x", "tool_call_id": "c", "kept": 1})
+        assert s.messages == [m]
+        assert not s.messages[0].is_sticky
+    payload = parsed(tmp_path / "run.jsonl")[-1]["payload"]
+    assert payload == {"role": "user", "content": "plain", "kept": 1}
+
+
 # -- compaction and elision -----------------------------------------------------
 
 def conversation(s: Session) -> tuple[list[str], list[Message]]:
