@@ -17,6 +17,9 @@ use std::fmt;
 /// The deepest nesting of arrays and objects read or written (512 containers).
 pub const MAX_DEPTH: usize = 512;
 
+/// The most digits an int may have: Python's own limit on int/str conversion.
+pub const MAX_INT_DIGITS: usize = 4300;
+
 /// Why a line is not one JSON value, and the byte offset where reading stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JsonError {
@@ -101,6 +104,8 @@ pub struct Reader<'a> {
     // True right after `[` or `{`: the next item may be the closing bracket and
     // must not be preceded by a comma.
     first: bool,
+    // Whether `skip_value` refuses numbers Python cannot hold (see there).
+    check_numbers: bool,
 }
 
 // Bytes that end a run of plain string characters: the quote, the backslash and
@@ -126,6 +131,7 @@ impl<'a> Reader<'a> {
             pos: 0,
             depth: 0,
             first: false,
+            check_numbers: true,
         }
     }
 
@@ -505,7 +511,22 @@ impl<'a> Reader<'a> {
         match self.peek()? {
             Kind::Null => self.null(),
             Kind::Bool => self.boolean().map(|_| ()),
-            Kind::Number => self.number().map(|_| ()),
+            Kind::Number => {
+                let at = self.pos;
+                match self.number()? {
+                    _ if !self.check_numbers => Ok(()),
+                    Number::Int(t) if t.trim_start_matches('-').len() > MAX_INT_DIGITS => {
+                        Err(JsonError {
+                            offset: at,
+                            reason: "an int of more than 4300 digits",
+                        })
+                    }
+                    Number::Int(_) => Ok(()),
+                    Number::Float(t) => parse_float(t)
+                        .map(|_| ())
+                        .map_err(|reason| JsonError { offset: at, reason }),
+                }
+            }
             Kind::String => self.skip_string(),
             Kind::Array => {
                 self.begin_array()?;
@@ -605,9 +626,16 @@ fn push_code_point(out: &mut Vec<u8>, code: u32) {
 }
 
 /// True when `line` is exactly one JSON value (whitespace around it allowed).
+///
+/// This is the tail check's question, so it is about syntax alone: a number
+/// too big for Python is still a whole value (and load refuses it as damage,
+/// rather than the repair cutting off a complete line).
 pub fn is_one_value(line: &[u8]) -> bool {
     Reader::from_bytes(line)
-        .and_then(|mut r| r.skip_value().and_then(|()| r.finish()))
+        .and_then(|mut r| {
+            r.check_numbers = false;
+            r.skip_value().and_then(|()| r.finish())
+        })
         .is_ok()
 }
 
@@ -793,5 +821,18 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn numbers_python_cannot_hold_are_refused_but_still_whole_values() {
+        let big = format!("[{}]", "9".repeat(MAX_INT_DIGITS + 1));
+        let ok = format!("[-{}]", "9".repeat(MAX_INT_DIGITS));
+        for bad in [big.as_str(), "[1e999]", "{\"a\":-1E400}"] {
+            let mut r = Reader::from_bytes(bad.as_bytes()).unwrap();
+            assert!(r.skip_value().is_err(), "{bad:.20}");
+            assert!(is_one_value(bad.as_bytes()), "{bad:.20}");
+        }
+        let mut r = Reader::from_bytes(ok.as_bytes()).unwrap();
+        assert_eq!(r.skip_value(), Ok(()));
     }
 }
