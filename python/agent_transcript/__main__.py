@@ -1,0 +1,7 @@
+"""``python -m agent_transcript``: the command line (see :mod:`agent_transcript.cli`)."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
