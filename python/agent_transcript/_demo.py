@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,7 @@ class _Narrator:
         self.out(head + (("  " + self.s(code, "cyan")) if code else ""))
 
     def say(self, text: str) -> None:
-        for line in cli.textwrap.wrap(text, max(40, self.width - 3)) or [""]:
+        for line in textwrap.wrap(text, max(40, self.width - 3)) or [""]:
             self.out("   " + line)
 
     def show(self, text: str, *styles: str) -> None:

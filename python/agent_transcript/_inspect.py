@@ -278,15 +278,12 @@ def envelope_from_value(value: Any, line: int, size: int) -> ParsedLine:
     """
     if not isinstance(value, dict):
         raise EnvelopeError(line, f"not an envelope (a JSON {_json_kind(value)}, not an object)")
-    for key, kind, ok in (
-        ("id", "a non-empty string", lambda x: isinstance(x, str) and x != ""),
-        ("type", "a string", lambda x: isinstance(x, str)),
-        ("ts", "a string", lambda x: isinstance(x, str)),
-        ("v", "an integer", lambda x: type(x) is int),
-    ):
+    for key, kind in (("id", "a non-empty string"), ("type", "a string"), ("ts", "a string"), ("v", "an integer")):
         if key not in value:
             raise EnvelopeError(line, f"not an envelope (no {key!r})")
-        if not ok(value[key]):
+        item = value[key]
+        ok = type(item) is int if key == "v" else isinstance(item, str) and (item != "" or key != "id")
+        if not ok:
             raise EnvelopeError(line, f"not an envelope ({key!r} is not {kind})")
     if "payload" not in value:
         raise EnvelopeError(line, "not an envelope (no 'payload')")

@@ -192,17 +192,20 @@ def _peek(path: str) -> Peek:
         peek = _session().peek(path)
     except OSError as exc:
         raise CliError(_describe_os_error(exc, path)) from None
+    if peek.error is not None or peek.warnings:
+        # peek skips a line it cannot read; one from a newer version is not
+        # damage but a file this cannot show: say so, as load would.
+        report = check_path(path)
+        if report.status == "unsupported":
+            raise CliError(_future(path, report.line, None, report.reason))
     if peek.error is not None:
         raise CliError(f"{path}: not a transcript: {peek.error}")
-    for env in peek.envelopes:
-        if env.v != 1:
-            raise CliError(_future(path, env.line, env.v))
     return peek
 
 
-def _future(path: str, line: int | None, v: Any) -> str:
+def _future(path: str, line: int | None, v: Any, reason: str | None = None) -> str:
     where = f"{path}:{line}" if line else path
-    return f"{where}: {_inspect.unsupported_version_reason(v)}"
+    return f"{where}: {reason or _inspect.unsupported_version_reason(v)}"
 
 
 def _line_sizes(path: str, upto: int) -> dict[int, int]:
@@ -264,7 +267,7 @@ def _tool_call_parts(call: Any) -> tuple[str, str, str]:
     """``(id, name, arguments)`` of an OpenAI-shaped tool call, as text."""
     if not isinstance(call, dict):
         return "?", "?", _compact(call)
-    fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+    fn: dict[str, Any] = call["function"] if isinstance(call.get("function"), dict) else {}
     args: Any = fn.get("arguments")
     if isinstance(args, str):
         try:
@@ -559,14 +562,14 @@ class Renderer:
 
     def _run_context(self, env: Any, show: bool) -> list[str]:
         p = env.payload if isinstance(env.payload, dict) else {}
-        sections = p.get("sections") if isinstance(p.get("sections"), list) else []
+        sections: list[Any] = p["sections"] if isinstance(p.get("sections"), list) else []
         for sec in sections:
             if isinstance(sec, dict) and "text" in sec and isinstance(sec.get("digest"), str):
                 self.section_lines.setdefault(sec["digest"], env.line)
         if not show:
             return []
         out = self._head(env, ("blue",), "")
-        facts = p.get("facts") if isinstance(p.get("facts"), list) else []
+        facts: list[Any] = p["facts"] if isinstance(p.get("facts"), list) else []
         if facts:
             shown = []
             for fact in facts:
@@ -688,7 +691,15 @@ def _types_arg(values: list[str] | None) -> list[str] | None:
     return out
 
 
-def _header(peek: Peek, s: Style, width: int, lines: int, replay: Replayer, replay_error: str | None) -> list[str]:
+def _header(
+    peek: Peek,
+    envelopes: Sequence[Envelope],
+    s: Style,
+    width: int,
+    lines: int,
+    replay: Replayer,
+    replay_error: str | None,
+) -> list[str]:
     out = [s(str(peek.path), "bold")]
 
     def row(label: str, value: str) -> None:
@@ -698,23 +709,23 @@ def _header(peek: Peek, s: Style, width: int, lines: int, replay: Replayer, repl
     if meta:
         text = "  ".join(f"{k}={v if isinstance(v, str) else _compact(v)}" for k, v in meta.items())
         row("meta", _clip(text, max(20, width - 12)))
-    row("size", f"{_human_bytes(peek.size)} ({peek.size:,} bytes), {_plural(lines, 'line')}, {_plural(len(peek.envelopes), 'envelope')}")
-    written = sum(1 for e in peek.envelopes if e.type == "message")
+    row("size", f"{_human_bytes(peek.size)} ({peek.size:,} bytes), {_plural(lines, 'line')}, {_plural(len(envelopes), 'envelope')}")
+    written = sum(1 for e in envelopes if e.type == "message")
     if replay_error is None:
         row("messages", f"{written:,} written, {len(replay.live):,} live (what the model is sent next)")
     else:
         row("messages", f"{written:,} written; " + s(f"replay stops: {replay_error}", "red"))
-    if peek.envelopes:
-        first, last = _local_time(peek.envelopes[0].ts), _local_time(peek.envelopes[-1].ts)
+    if envelopes:
+        first, last = _local_time(envelopes[0].ts), _local_time(envelopes[-1].ts)
         if first and last:
             span = _seconds((last - first).total_seconds())
             row("time", f"{first.strftime('%Y-%m-%d %H:%M:%S %Z')} -> {last.strftime('%Y-%m-%d %H:%M:%S %Z')} ({span})")
     if replay.has_grants:
-        grant_lines = [e.line for e in peek.envelopes if e.type == "grants"]
+        grant_lines = [e.line for e in envelopes if e.type == "grants"]
         row("grants", _clip(_compact(replay.grants), max(20, width - 30)) + s(f"  (line {grant_lines[-1]})", "dim"))
     else:
         row("grants", s("none", "dim"))
-    pending = _inspect.pending_operations(peek.envelopes)
+    pending = _inspect.pending_operations(envelopes)
     if pending:
         row("pending", s(_plural(len(pending), "tool operation") + " never settled:", "yellow", "bold"))
         for op in pending:
@@ -759,7 +770,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             body.extend(block)
     with open(path, "rb") as f:
         lines = _inspect.count_lines(f, peek.size)
-    out = _header(peek, s, width, lines, renderer.replay, renderer.replay_error)
+    out = _header(peek, envelopes, s, width, lines, renderer.replay, renderer.replay_error)
     out.append("")
     if types or args.tail is not None:
         out.append(s(f"showing {_plural(len(chosen), 'envelope')} of {len(envelopes):,}", "dim"))
@@ -841,8 +852,8 @@ def _show_replayed(path: str, peek: Peek, args: argparse.Namespace, types: list[
             note = f"(the compaction summary, line {m.line})"
         elif m.id in elided_by:
             note = f"(content elided at line {elided_by[m.id]})"
-        env = _Shown(id=m.id, type="message", ts=_ts_of(peek, m.line), line=m.line)
-        out.extend(renderer.message_lines_for(env, m.message.to_dict(), replayed_note=note))
+        shown = _Shown(id=m.id, type="message", ts=_ts_of(peek, m.line), line=m.line)
+        out.extend(renderer.message_lines_for(shown, m.message.to_dict(), replayed_note=note))
     sys.stdout.write("\n".join(out) + "\n")
     return 0
 
@@ -977,9 +988,9 @@ def compute_stats(path: str, peek: Peek) -> dict[str, Any]:
     sizes = _line_sizes(path, last_line)
     types: dict[str, dict[str, int]] = {}
     for env in envelopes:
-        t = types.setdefault(env.type, {"count": 0, "bytes": 0})
-        t["count"] += 1
-        t["bytes"] += sizes.get(env.line, 0)
+        counts = types.setdefault(env.type, {"count": 0, "bytes": 0})
+        counts["count"] += 1
+        counts["bytes"] += sizes.get(env.line, 0)
     roles: dict[str, int] = {}
     for env in envelopes:
         if env.type == "message" and isinstance(env.payload, dict):
@@ -1018,7 +1029,7 @@ def compute_stats(path: str, peek: Peek) -> dict[str, Any]:
                 elided_bytes += _content_size(before.message.content)
                 stub_bytes += _content_size(stub)
     dispatched: dict[str, Any] = {}
-    tools: dict[str, dict[str, Any]] = {}
+    tools: dict[str, dict[str, Any]] = {}  # name -> counts and percentiles
     durations: dict[str, list[float]] = {}
     art_count = 0
     art_bytes = 0
@@ -1051,10 +1062,10 @@ def compute_stats(path: str, peek: Peek) -> dict[str, Any]:
                     seen_art.add(f)
                     if "/" in f or f in ("", ".", "..") or not (art_dir / f).is_file():
                         art_missing += 1
-    for name, t in tools.items():
+    for name, row in tools.items():
         ds = durations.get(name, [])
-        t["p50_s"] = _percentile(ds, 0.50)
-        t["p95_s"] = _percentile(ds, 0.95)
+        row["p50_s"] = _percentile(ds, 0.50)
+        row["p95_s"] = _percentile(ds, 0.95)
     pending = [
         {
             "op_id": op.op_id,
@@ -1091,7 +1102,7 @@ def compute_stats(path: str, peek: Peek) -> dict[str, Any]:
     }
 
 
-def _tool_row() -> dict[str, Any]:
+def _tool_row() -> dict[str, Any]:  # counts, then p50_s/p95_s (float or None)
     return {"calls": 0, "completed": 0, "failed": 0, "outcome_unknown": 0}
 
 
