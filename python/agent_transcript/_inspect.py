@@ -22,8 +22,9 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Iterable, Iterator, Literal, Protocol
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Literal, Protocol
 
+from . import _core
 from .message import Message
 
 __all__ = [
@@ -83,15 +84,33 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
+# The core's reader, the one load uses, when the native module has it.
+_native_loads: Callable[[bytes], Any] | None = getattr(_core, "loads", None)
+
+
 def parse_line(raw: bytes) -> Any:
     """The one JSON value on ``raw`` (a line without its ``\\n``).
 
     Strict UTF-8, RFC 8259 (no NaN or Infinity), at most :data:`MAX_DEPTH`
-    levels of nesting; duplicate keys: the last wins.
+    levels of nesting; duplicate keys: the last wins. This is the core's reader
+    (``_core.loads``), so the answer is load's; a Python reader of the same
+    rules stands in when the native module lacks it.
 
     Raises:
         LineError: the line is not one whole JSON value; the message says why.
     """
+    if _native_loads is not None:
+        try:
+            return _native_loads(raw)
+        except ValueError as exc:
+            message = str(exc)
+            if message.startswith("invalid JSON: "):
+                message = message[len("invalid JSON: ") :]
+            raise LineError(f"not JSON: {message}") from None
+    return _parse_line_python(raw)
+
+
+def _parse_line_python(raw: bytes) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -212,12 +231,33 @@ def _count_lines_before(f: BinaryIO, offset: int) -> int:
 def tail_check(f: BinaryIO, size: int | None = None) -> Tail:
     """Load's tail check (SPEC "Load", step 2) on an open binary file, read-only.
 
+    The verdict is the core's (``_core.tail_check``, what load runs) when the
+    native module has it; the reason a person reads is found here.
+
     Args:
         f: the transcript, opened for reading in binary mode (seekable).
         size: its size; the current end of the file when None.
     """
     if size is None:
         size = f.seek(0, os.SEEK_END)
+    native = getattr(_core, "tail_check", None)
+    if native is None:
+        return _tail_check_python(f, size)
+    kind, keep, line, removed, missing_newline, _read = native(f.fileno())
+    if kind in ("empty", "whole"):
+        return Tail(kind, size=keep, keep=keep, missing_newline=bool(missing_newline))
+    if kind not in ("torn", "corrupt"):
+        raise ValueError(f"the core's tail check answered {kind!r}")
+    ours = _tail_check_python(f, size)
+    if (ours.kind, ours.line) == (kind, line):
+        reason = ours.reason
+    else:  # the file changed between the two looks
+        reason = "not one whole JSON value"
+    size = keep + removed if kind == "torn" else keep
+    return Tail(kind, size=size, keep=keep if kind == "torn" else size, line=line, removed=removed, reason=reason)
+
+
+def _tail_check_python(f: BinaryIO, size: int) -> Tail:
     back = _Backwards(f, size)
     last = back.last_nonblank(size)
     if last is None:
