@@ -189,6 +189,7 @@ def test_the_python_reader_stands_in_for_the_core(monkeypatch: pytest.MonkeyPatc
     from agent_transcript import _core, _inspect
 
     monkeypatch.setattr(_inspect, "_native_loads", None)
+    monkeypatch.setattr(_inspect, "_native_envelope", None)
     monkeypatch.delattr(_core, "tail_check")
     for name, (code, status, line) in VERDICTS.items():
         with open(DATA / name, "rb") as f:
@@ -232,3 +233,51 @@ def test_shutil_which_finds_the_console_script() -> None:
 
     script = Path(sys.executable).parent / "agent-transcript"
     assert shutil.which(str(script)) is not None
+
+
+def _line(env_id: str, env_type: str, payload: object, v: object = 1) -> dict[str, object]:
+    return {"id": env_id, "payload": payload, "ts": "2026-08-09T13:10:08.542283Z", "type": env_type, "v": v}
+
+
+SHAPES = {
+    "settle without op-id": _line("s", "tool-settled", {"outcome": "completed"}),
+    "dispatch payload null": _line("d", "tool-dispatched", None),
+    "elision item without stub": _line("e", "elision", {"items": [{"id": "u1"}]}),
+    "elision items not a list": _line("e", "elision", {"items": "u1"}),
+    "run-context sections not a list": _line("r", "run-context", {"sections": "x"}),
+    "compaction through an int": _line("c", "compaction", {"replaces-through-id": 5}),
+    "message without role": _line("m", "message", {"content": "hi"}),
+    "a second session-meta": _line("m2", "session-meta", {}),
+    "v true": _line("t", "message", {"role": "user"}, v=True),
+    "v 1.0": _line("t", "message", {"role": "user"}, v=1.0),
+    "v 2": _line("t", "message", {"role": "user"}, v=2),
+    "grants of a string": _line("g", "grants", "all"),
+    "unknown type, payload null": _line("z", "later-thing", None),
+    "settle of an unknown op": _line("s", "tool-settled", {"op-id": "nope", "outcome": "completed"}),
+    "compaction of the user turn": _line("c", "compaction", {"replaces-through-id": "u1", "summary": "s"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SHAPES))
+@pytest.mark.parametrize("native", [True, False], ids=["core", "python"])
+def test_payload_shapes_agree_with_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, native: bool) -> None:
+    from agent_transcript import _core, _inspect
+
+    path = tmp_path / "t.jsonl"
+    lines = [_line("m0", "session-meta", {}), _line("u1", "message", {"role": "user", "content": "x"}), SHAPES[case]]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    with monkeypatch.context() as m:
+        if not native:
+            m.setattr(_inspect, "_native_loads", None)
+            m.setattr(_inspect, "_native_envelope", None)
+            m.delattr(_core, "tail_check")
+        with open(path, "rb") as f:
+            report = _inspect.check_file(f, str(path))
+    try:
+        Session.load(path).close()
+    except UnsupportedVersion as exc:
+        assert (report.status, report.line) == ("unsupported", exc.line)
+    except CorruptTranscript as exc:
+        assert (report.status, report.line) == ("corrupt", exc.line)
+    else:
+        assert report.status == "clean"

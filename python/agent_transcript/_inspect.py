@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, Literal, Protocol
 
 from . import _core
+from .errors import CorruptTranscript, UnsupportedVersion
 from .message import Message
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "Tail",
     "tail_check",
     "parse_line",
+    "read_envelope",
     "LineError",
     "ParsedLine",
     "iter_lines",
@@ -331,7 +333,75 @@ def envelope_from_value(value: Any, line: int, size: int) -> ParsedLine:
         raise EnvelopeError(
             line, unsupported_version_reason(value["v"]), version=True
         )
+    shape = _payload_shape_error(value["type"], value["payload"])
+    if shape is not None:
+        raise EnvelopeError(line, f"not an envelope: {shape}")
     return ParsedLine(value["id"], value["type"], value["ts"], 1, value["payload"], line, size)
+
+
+_KNOWN_TYPES = {"message", "compaction", "elision", "tool-dispatched", "tool-settled", "run-context"}
+
+
+def _payload_shape_error(env_type: str, p: Any) -> str | None:
+    """What is wrong with the payload of a known type, as load's envelope check says it."""
+    if env_type not in _KNOWN_TYPES:
+        return None  # session-meta, grants and unknown types take any payload
+    if not isinstance(p, dict):
+        return "the payload is not an object"
+    if env_type == "message" and not isinstance(p.get("role"), str):
+        return "a message payload needs a string 'role'"
+    if env_type == "compaction" and not isinstance(p.get("replaces-through-id"), str):
+        return "a compaction needs a string 'replaces-through-id'"
+    if env_type == "tool-settled" and not isinstance(p.get("op-id"), str):
+        return "a tool-settled needs a string 'op-id'"
+    if env_type == "elision":
+        if "items" not in p:
+            return "an elision needs 'items'"
+        if not isinstance(p["items"], list):
+            return "an elision's 'items' is not a list"
+        for item in p["items"]:
+            if not isinstance(item, dict):
+                return "an elision item is not an object"
+            if not isinstance(item.get("id"), str) or "stub" not in item:
+                return "an elision item needs a string 'id' and a 'stub'"
+    if env_type == "run-context" and "sections" in p and not isinstance(p["sections"], list):
+        return "a run context's 'sections' is not a list"
+    return None
+
+
+# The core's envelope check, the one load runs on every line, when the native
+# module has it: JSON, the envelope's keys, and each known type's payload shape.
+_native_envelope: Callable[[bytes], tuple[str, str, str, int, Any]] | None = getattr(_core, "parse_envelope", None)
+
+
+def read_envelope(raw: bytes, line: int, size: int) -> ParsedLine:
+    """The envelope on ``raw`` (a line without its ``\\n``), checked as load checks it.
+
+    Raises:
+        EnvelopeError: not JSON, not an envelope, a payload of the wrong shape
+            for its type, or a version other than 1 (``version`` is then True).
+    """
+    if _native_envelope is not None:
+        try:
+            env_id, env_type, ts, v, payload = _native_envelope(raw)
+        except UnsupportedVersion as exc:
+            raise EnvelopeError(line, unsupported_version_reason(_version_of(raw)), version=True) from None
+        except CorruptTranscript as exc:
+            raise EnvelopeError(line, exc.message) from None
+        return ParsedLine(env_id, env_type, ts, v, payload, line, size)
+    try:
+        value = parse_line(raw)
+    except LineError as exc:
+        raise EnvelopeError(line, str(exc)) from None
+    return envelope_from_value(value, line, size)
+
+
+def _version_of(raw: bytes) -> Any:
+    try:
+        value = parse_line(raw)
+    except LineError:
+        return "?"
+    return value.get("v", "?") if isinstance(value, dict) else "?"
 
 
 def unsupported_version_reason(v: Any) -> str:
@@ -418,6 +488,7 @@ class Replayer:
     grants: Any = None
     has_grants: bool = False
     last_effect: dict[str, Any] | None = None
+    applied: int = 0
 
     def index_of(self, message_id: str) -> int | None:
         """The live index of ``message_id``, or None when it is not live."""
@@ -434,7 +505,10 @@ class Replayer:
                 names an id that is not live.
         """
         self.last_effect = None
+        self.applied += 1
         payload = env.payload
+        if env.type == "session-meta" and self.applied > 1:
+            raise ReplayError(env.line, "a session-meta that is not the first line")
         if env.type == "message":
             try:
                 message = Message.from_dict(payload)
@@ -568,10 +642,7 @@ def check_file(f: BinaryIO, path: str) -> CheckReport:
     first = True
     for number, raw, raw_size in iter_lines(f, tail.keep):
         try:
-            value = parse_line(raw)
-            env = envelope_from_value(value, number, raw_size)
-        except LineError as exc:
-            return _refuse(report, "corrupt", number, str(exc))
+            env = read_envelope(raw, number, raw_size)
         except EnvelopeError as exc:
             return _refuse(report, "unsupported" if exc.version else "corrupt", number, exc.reason)
         if first:
@@ -610,9 +681,7 @@ def _first_line_refusal(
         if tail.kind == "torn" and number == tail.line:
             return None
         try:
-            env = envelope_from_value(parse_line(raw), number, size)
-        except LineError as exc:
-            return "corrupt", number, f"not a transcript: the first line is {exc}"
+            env = read_envelope(raw, number, size)
         except EnvelopeError as exc:
             if exc.version:
                 return "unsupported", number, exc.reason
