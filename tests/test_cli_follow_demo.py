@@ -56,12 +56,14 @@ def test_follow_exits_0_on_ctrl_c(tmp_path: Path) -> None:
     path = tmp_path / "live.jsonl"
     Session.create(path).close()
     with _follow(str(path)) as proc:
-        time.sleep(1.5)
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # it is following once it has printed the first envelope
+        assert "session-meta" in first
+        time.sleep(0.3)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
-    assert "session-meta" in out
 
 
 @pytest.mark.parametrize(

@@ -281,3 +281,17 @@ def test_a_closed_pipe_is_not_a_traceback() -> None:
     )
     assert big.stdout == f"{CLEAN}\n"
     assert "Traceback" not in big.stderr and "BrokenPipe" not in big.stderr
+
+
+def test_escape_sequences_in_a_transcript_do_not_reach_the_terminal(tmp_path: Path) -> None:
+    path = tmp_path / "esc.jsonl"
+    with Session.create(path, {"agent": "x\x1b]0;title\x07"}) as s:
+        s.append_message(Message.user("clear \x1b[2J then\r\nnext\rover \x9b1m"))
+        s.append_tool_dispatched("c1", "to\x1bol", {"a": 1})
+    for args in (("show",), ("show", "--replayed"), ("stats",), ("show", "--color", "always")):
+        out = run(*args, path).stdout
+        plain = out.replace("\x1b[0m", "").replace(ANSI, "")  # our own colour codes, when asked for
+        assert not any(ch in plain for ch in "\x1b\x07\x9b\r"), args
+    out = run("show", path).stdout
+    assert "      clear \\x1b[2J then" in out and "      next\\x0dover \\x9b1m" in out
+    assert "agent=x\\x1b]0;title\\x07" in out

@@ -263,6 +263,50 @@ def _content_size(content: Any) -> int:
     return len(json.dumps(content, ensure_ascii=False).encode("utf-8", "surrogatepass"))
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]}
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters made visible (``\\x1b``), newlines and tabs kept.
+
+    A transcript holds what tools and models wrote; an escape sequence in it
+    must not drive the reader's terminal.
+    """
+    return text.replace("\r\n", "\n").translate(_CONTROL)
+
+
+def _sanitized(value: Any) -> Any:
+    """``value`` with every string in it (keys too) passed through :func:`_printable`."""
+    if isinstance(value, str):
+        return _printable(value)
+    if isinstance(value, dict):
+        return {_printable(str(k)): _sanitized(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_sanitized(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class _View:
+    """An envelope as it is shown: every string in it printable."""
+
+    id: str
+    type: str
+    ts: str
+    v: Any
+    payload: Any
+    line: int
+
+    @classmethod
+    def of(cls, env: Any) -> _View:
+        return cls(_printable(str(env.id)), _printable(str(env.type)), _printable(str(env.ts)), env.v, _sanitized(env.payload), env.line)
+
+
+def _calls(payload: dict[str, Any]) -> list[Any]:
+    calls = payload.get("tool_calls")
+    return calls if isinstance(calls, list) else []
+
+
 def _tool_call_parts(call: Any) -> tuple[str, str, str]:
     """``(id, name, arguments)`` of an OpenAI-shaped tool call, as text."""
     if not isinstance(call, dict):
@@ -371,7 +415,7 @@ class Renderer:
         except ReplayError as exc:
             self.replay_error = str(exc)
             effect_error = exc.reason
-        lines = handler(env, show)
+        lines = handler(_View.of(env) if show else env, show)
         if show and effect_error:
             lines.append(self._field("!!", self.s(f"load refuses this: {effect_error}", "red", "bold")))
         return lines
@@ -392,7 +436,7 @@ class Renderer:
     def _message(self, env: Any, show: bool) -> list[str]:
         p = env.payload if isinstance(env.payload, dict) else {}
         self.message_lines[env.id] = env.line
-        for call in p.get("tool_calls") or []:
+        for call in _calls(p):
             call_id, name, _ = _tool_call_parts(call)
             self.call_tools[call_id] = name
         if not show:
@@ -430,7 +474,7 @@ class Renderer:
                 out.append(self.INDENT + self.s("(no content)", "dim"))
         else:
             out.extend(self._wrap(text))
-        for call in p.get("tool_calls") or []:
+        for call in _calls(p):
             call_id, name, args = _tool_call_parts(call)
             out.append(f"{self.INDENT}{self.s('->', 'yellow')} {self.s(name, 'bold')} {self._one_line(args)}  {self.s(call_id, 'dim')}")
         return out
@@ -700,12 +744,12 @@ def _header(
     replay: Replayer,
     replay_error: str | None,
 ) -> list[str]:
-    out = [s(str(peek.path), "bold")]
+    out = [s(_printable(str(peek.path)), "bold")]
 
     def row(label: str, value: str) -> None:
         out.append(f"  {s(label.ljust(9), 'dim')} {value}")
 
-    meta = peek.meta if isinstance(peek.meta, dict) else {}
+    meta = _sanitized(peek.meta) if isinstance(peek.meta, dict) else {}
     if meta:
         text = "  ".join(f"{k}={v if isinstance(v, str) else _compact(v)}" for k, v in meta.items())
         row("meta", _clip(text, max(20, width - 12)))
@@ -722,16 +766,16 @@ def _header(
             row("time", f"{first.strftime('%Y-%m-%d %H:%M:%S %Z')} -> {last.strftime('%Y-%m-%d %H:%M:%S %Z')} ({span})")
     if replay.has_grants:
         grant_lines = [e.line for e in envelopes if e.type == "grants"]
-        row("grants", _clip(_compact(replay.grants), max(20, width - 30)) + s(f"  (line {grant_lines[-1]})", "dim"))
+        row("grants", _clip(_printable(_compact(replay.grants)), max(20, width - 30)) + s(f"  (line {grant_lines[-1]})", "dim"))
     else:
         row("grants", s("none", "dim"))
     pending = _inspect.pending_operations(envelopes)
     if pending:
         row("pending", s(_plural(len(pending), "tool operation") + " never settled:", "yellow", "bold"))
         for op in pending:
-            out.append(f"            {op.tool} {op.call_id} {s(op.state, 'yellow')} (line {op.line})")
+            out.append(f"            {_printable(f'{op.tool} {op.call_id}')} {s(op.state, 'yellow')} (line {op.line})")
     for warning in peek.warnings:
-        row("warning", s(warning, "yellow"))
+        row("warning", s(_printable(warning), "yellow"))
     return out
 
 
@@ -825,6 +869,7 @@ def _show_replayed(path: str, peek: Peek, args: argparse.Namespace, types: list[
     renderer = Renderer(s, _width(), full=args.full)
     elided_by: dict[str, int] = {}
     summaries: set[str] = set()
+    ts_by_line = {env.line: str(env.ts) for env in seen_lines}
     for env in seen_lines:
         if env.type == "message":
             renderer.block(env, show=False)
@@ -852,8 +897,8 @@ def _show_replayed(path: str, peek: Peek, args: argparse.Namespace, types: list[
             note = f"(the compaction summary, line {m.line})"
         elif m.id in elided_by:
             note = f"(content elided at line {elided_by[m.id]})"
-        shown = _Shown(id=m.id, type="message", ts=_ts_of(peek, m.line), line=m.line)
-        out.extend(renderer.message_lines_for(shown, m.message.to_dict(), replayed_note=note))
+        shown = _Shown(id=m.id, type="message", ts=ts_by_line.get(m.line, ""), line=m.line)
+        out.extend(renderer.message_lines_for(shown, _sanitized(m.message.to_dict()), replayed_note=note))
     sys.stdout.write("\n".join(out) + "\n")
     return 0
 
@@ -864,13 +909,6 @@ class _Shown:
     type: str
     ts: str
     line: int
-
-
-def _ts_of(peek: Peek, line: int) -> str:
-    for env in peek.envelopes:
-        if env.line == line:
-            return str(env.ts)
-    return ""
 
 
 # --------------------------------------------------------------------------- check
@@ -1114,6 +1152,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.json:
         _write_json(st)
         return 0
+    st = _sanitized(st)
     s = Style(_colour_enabled(args.color, sys.stdout))
     out = [s(st["path"], "bold") + f"  {_human_bytes(st['size'])} ({st['size']:,} bytes), {_plural(st['lines'], 'line')}, {_plural(st['envelopes'], 'envelope')}", ""]
     out.append(s(f"  {'type':<18}{'count':>8}{'bytes':>14}", "dim"))
