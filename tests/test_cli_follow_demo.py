@@ -56,12 +56,19 @@ def test_follow_exits_0_on_ctrl_c(tmp_path: Path) -> None:
     path = tmp_path / "live.jsonl"
     Session.create(path).close()
     with _follow(str(path)) as proc:
-        assert proc.stdout is not None
-        first = proc.stdout.readline()  # it is following once it has printed the first envelope
-        assert "session-meta" in first
-        time.sleep(0.3)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        try:
+            assert proc.stdout is not None
+            seen = ""
+            while "session-meta" not in seen:  # it is following once it has printed the first envelope
+                line = proc.stdout.readline()
+                assert line, "follow ended before printing the first envelope"
+                seen += line
+            time.sleep(0.3)
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
     assert proc.returncode == 0
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
 
@@ -158,8 +165,13 @@ def test_the_demo_in_colour_on_request(tmp_path: Path) -> None:
 
 def test_bench_is_delegated_with_its_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[list[str]] = []
+
+    def fake_main(argv: list[str]) -> int:
+        seen.append(argv)
+        return 7
+
     fake = types.ModuleType("agent_transcript.bench")
-    fake.main = lambda argv: seen.append(argv) or 7  # type: ignore[attr-defined]
+    fake.main = fake_main  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "agent_transcript.bench", fake)
     assert cli.main(["bench", "--quick", "--size", "1M"]) == 7
     assert seen == [["--quick", "--size", "1M"]]

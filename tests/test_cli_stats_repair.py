@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,10 +31,10 @@ STATS_KEYS = {
 }
 
 
-def stats(path: Path) -> dict[str, object]:
+def stats(path: Path) -> dict[str, Any]:
     r = run("stats", "--json", path)
     assert r.returncode == 0, r.stderr
-    doc: dict[str, object] = json.loads(r.stdout)
+    doc: dict[str, Any] = json.loads(r.stdout)
     return doc
 
 
@@ -50,7 +51,7 @@ def test_stats_json_has_the_documented_keys_and_true_counts(tmp_path: Path) -> N
     assert sum(t["bytes"] for t in by_type.values()) == doc["size"] == CLEAN.stat().st_size
     assert (doc["lines"], doc["envelopes"]) == (19, 19)
     assert doc["messages"] == {"written": 7, "live": 3, "by_role": {"system": 1, "user": 1, "assistant": 3, "tool": 2}}
-    (compaction,) = doc["compactions"]  # type: ignore[misc]
+    (compaction,) = doc["compactions"]
     assert compaction["line"] == 15 and compaction["tokens_before"] == 5000 and compaction["tokens_after"] == 400
     assert compaction["messages_replaced"] == 5 and compaction["fallback"] is False
     assert doc["elisions"] == {"count": 1, "items": 1, "elided_bytes": 1500, "stub_bytes": 27}
@@ -84,7 +85,7 @@ def test_stats_percentiles_and_outcomes(tmp_path: Path) -> None:
         "sleep": {"calls": 21, "completed": 19, "failed": 1, "outcome_unknown": 0, "p50_s": 1.0, "p95_s": 1.9},
         "other": {"calls": 1, "completed": 0, "failed": 0, "outcome_unknown": 1, "p50_s": None, "p95_s": None},
     }
-    assert [(p["tool"], p["state"]) for p in doc["pending"]] == [("sleep", "dispatched")]  # type: ignore[attr-defined]
+    assert [(p["tool"], p["state"]) for p in doc["pending"]] == [("sleep", "dispatched")]
     out = run("stats", path).stdout
     assert "sleep               21   19      1       0    1.00 s    1.90 s" in out
 
@@ -92,14 +93,14 @@ def test_stats_percentiles_and_outcomes(tmp_path: Path) -> None:
 def test_stats_names_pending_operations_with_their_state(tmp_path: Path) -> None:
     doc = stats(DATA / "pending.jsonl")
     pending = doc["pending"]
-    assert [(p["tool"], p["call_id"], p["state"], p["line"]) for p in pending] == [  # type: ignore[attr-defined]
+    assert [(p["tool"], p["call_id"], p["state"], p["line"]) for p in pending] == [
         ("write_file", "call_a", "result-persisted", 5),
         ("run_tests", "call_b", "dispatched", 6),
     ]
     with Session.load(fixture("pending.jsonl", tmp_path)) as s:
         real = s.pending_tool_operations()
         assert [(p.op_id, p.state, p.result_message_id) for p in real] == [
-            (p["op_id"], p["state"], p["result_message_id"]) for p in pending  # type: ignore[attr-defined]
+            (p["op_id"], p["state"], p["result_message_id"]) for p in pending
         ]
     out = run("stats", DATA / "pending.jsonl").stdout
     assert "  pending      write_file call_a result-persisted (line 5," in out
@@ -118,7 +119,7 @@ def test_stats_on_a_damaged_file_still_counts_and_warns() -> None:
     assert r.returncode == 0
     assert "warning      line 20: skipped" in r.stdout
     doc = stats(DATA / "unknown_id.jsonl")
-    assert doc["messages"]["live"] is None  # type: ignore[index]
+    assert doc["messages"]["live"] is None
     assert "line 6" in str(doc["replay_error"])
 
 

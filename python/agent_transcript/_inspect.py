@@ -384,7 +384,7 @@ def read_envelope(raw: bytes, line: int, size: int) -> ParsedLine:
     if _native_envelope is not None:
         try:
             env_id, env_type, ts, v, payload = _native_envelope(raw)
-        except UnsupportedVersion as exc:
+        except UnsupportedVersion:
             raise EnvelopeError(line, unsupported_version_reason(_version_of(raw)), version=True) from None
         except CorruptTranscript as exc:
             raise EnvelopeError(line, exc.message) from None

@@ -103,7 +103,7 @@ def clean() -> tuple[bytes, dict[str, bytes]]:
     )
     full = "ERROR disk full\n" * 200
     excerpt = "ERROR disk full\n[199 more lines in the artifact]"
-    artifact = {
+    artifact: dict[str, Any] = {
         "file": digest(full).split(":")[1] + ".txt",
         "digest": digest(full),
         "bytes": len(full.encode()),
