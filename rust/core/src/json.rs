@@ -572,34 +572,39 @@ impl<'a> Reader<'a> {
 /// a control character, or where fewer than 16 bytes remain.
 #[cfg(target_arch = "x86_64")]
 fn sse2_plain_run(input: &[u8], mut at: usize) -> usize {
+    while at + 16 <= input.len() {
+        let mask = stop_mask16(input, at);
+        if mask != 0 {
+            return at + mask.trailing_zeros() as usize;
+        }
+        at += 16;
+    }
+    at
+}
+
+/// Bit `i` set when `input[at + i]` is a quote, a backslash or a control
+/// character, for the 16 bytes from `at`; all clear when fewer than 16 remain.
+#[cfg(target_arch = "x86_64")]
+fn stop_mask16(input: &[u8], at: usize) -> u32 {
     use std::arch::x86_64::{
         __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
         _mm_set1_epi8,
     };
+    let Some(block) = input.get(at..at + 16) else {
+        return 0;
+    };
     // SAFETY: SSE2 is part of the x86_64 baseline, so these instructions exist
-    // on every machine this code runs on; each load reads 16 bytes starting at
-    // `at`, and the loop runs only while `at + 16 <= input.len()`, so every byte
-    // read is inside `input`; unaligned loads need no alignment.
+    // on every machine this code runs on; the load reads exactly the 16 bytes
+    // of `block`, a slice of `input` checked just above; unaligned loads need
+    // no alignment.
     unsafe {
-        let quote = _mm_set1_epi8(b'"' as i8);
-        let backslash = _mm_set1_epi8(b'\\' as i8);
-        let below_space = _mm_set1_epi8(0x1f);
-        while at + 16 <= input.len() {
-            let x = _mm_loadu_si128(input.as_ptr().add(at).cast::<__m128i>());
-            // x <= 0x1f (unsigned) exactly when min(x, 0x1f) == x.
-            let control = _mm_cmpeq_epi8(_mm_min_epu8(x, below_space), x);
-            let stop = _mm_or_si128(
-                _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
-                control,
-            );
-            let mask = _mm_movemask_epi8(stop) as u32;
-            if mask != 0 {
-                return at + mask.trailing_zeros() as usize;
-            }
-            at += 16;
-        }
+        let x = _mm_loadu_si128(block.as_ptr().cast::<__m128i>());
+        // x <= 0x1f (unsigned) exactly when min(x, 0x1f) == x.
+        let control = _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(0x1f)), x);
+        let quote = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'"' as i8));
+        let backslash = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\\' as i8));
+        _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control)) as u32
     }
-    at
 }
 
 /// Appends `code` (a scalar value or a surrogate) in UTF-8's encoding scheme.
@@ -834,5 +839,59 @@ mod tests {
         }
         let mut r = Reader::from_bytes(ok.as_bytes()).unwrap();
         assert_eq!(r.skip_value(), Ok(()));
+    }
+
+    #[test]
+    fn skipping_a_string_agrees_with_decoding_it() {
+        // Deterministic pseudo-random strings over the bytes that matter.
+        let alphabet: &[&[u8]] = &[
+            b"a",
+            b"\\n",
+            b"\\\"",
+            b"\\\\",
+            b"\\u00e9",
+            b"\\ud800",
+            b"\\x",
+            b"\\u12",
+            b"\t",
+            b"\x01",
+            b"\"",
+            "é".as_bytes(),
+            "🚀".as_bytes(),
+            b"\\",
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut scratch = Vec::new();
+        for _ in 0..20_000 {
+            let mut text = vec![b'"'];
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let parts = (state % 40) as usize;
+            for k in 0..parts {
+                let pick = (state.rotate_left(k as u32 * 5) % alphabet.len() as u64) as usize;
+                text.extend_from_slice(if pick % 3 == 0 {
+                    b"plain text "
+                } else {
+                    alphabet[pick]
+                });
+            }
+            text.push(b'"');
+            let decoded = Reader::from_bytes(&text)
+                .and_then(|mut r| r.string(&mut scratch).map(|_| r.offset()));
+            let skipped = Reader::from_bytes(&text).and_then(|mut r| {
+                r.peek()?;
+                r.skip_value().map(|()| r.offset())
+            });
+            assert_eq!(
+                decoded.is_ok(),
+                skipped.is_ok(),
+                "{:?}",
+                String::from_utf8_lossy(&text)
+            );
+            if let (Ok(a), Ok(b)) = (decoded, skipped) {
+                assert_eq!(a, b, "{:?}", String::from_utf8_lossy(&text));
+            }
+        }
     }
 }
