@@ -17,6 +17,9 @@
  *   AT_FAULT_TARGET  symlink-on-open: the target of the symlink planted at the
  *                    matching path just before it is opened
  *   AT_FAULT_LOG     file to which one line per hit is appended
+ *   AT_FAULT_ALSO    a second call (same names as AT_FAULT_OP) that fails on
+ *                    every matching file from the first hit of AT_FAULT_OP on,
+ *                    e.g. ftruncate, so a partial line cannot be cut back
  *
  * Build: gcc -shared -fPIC -O2 -o faultshim.so faultshim.c -ldl
  */
@@ -40,7 +43,9 @@ static int fault_errno = EIO;
 static const char *action = "fail";
 static const char *target = "";
 static const char *logpath = NULL;
+static const char *also = "";
 static long seen = 0;
+static int armed = 0; /* AT_FAULT_OP has hit: AT_FAULT_ALSO fails from now on */
 static int ready = 0;
 
 static void init(void) {
@@ -55,6 +60,7 @@ static void init(void) {
     if ((v = getenv("AT_FAULT_ACTION"))) action = v;
     if ((v = getenv("AT_FAULT_TARGET"))) target = v;
     logpath = getenv("AT_FAULT_LOG");
+    if ((v = getenv("AT_FAULT_ALSO"))) also = v;
     ready = 1;
 }
 
@@ -97,13 +103,24 @@ static void log_hit(const char *name, const char *what) {
 /* 0: not hit; 1: hit (fail or kill handled by the caller); 2: first hit of a partial write */
 static int hit(const char *name, int matches) {
     init();
+    if (armed && also[0] && strcmp(also, name) == 0 && matches) {
+        log_hit(name, "also");
+        return 1;
+    }
     if (strcmp(op, name) != 0 || !matches) return 0;
+    armed = 1;
     long k = __sync_add_and_fetch(&seen, 1);
     if (k < nth || (count > 0 && k >= nth + count + (partial > 0 ? 1 : 0))) return 0;
     log_hit(name, match);
     if (strcmp(action, "kill") == 0) raise(SIGKILL);
     if (partial > 0 && k == nth) return 2;
     return 1;
+}
+
+/* Whether calls named `name` are watched at all (cheap test before any lookup). */
+static int wants(const char *name) {
+    init();
+    return (op[0] && strcmp(op, name) == 0) || (also[0] && strcmp(also, name) == 0);
 }
 
 static void after(int h) {
@@ -115,7 +132,7 @@ static void after(int h) {
 ssize_t write(int fd, const void *buf, size_t n) {
     static ssize_t (*real)(int, const void *, size_t);
     if (!real) real = next("write");
-    int h = (op[0] && strcmp(op, "write") == 0) ? hit("write", fd_matches(fd)) : 0;
+    int h = wants("write") ? hit("write", fd_matches(fd)) : 0;
     if (h == 2) return real(fd, buf, n < (size_t)partial ? n : (size_t)partial);
     FAIL_IF(h);
     ssize_t r = real(fd, buf, n);
@@ -125,7 +142,7 @@ ssize_t write(int fd, const void *buf, size_t n) {
 
 static ssize_t do_pwrite(const char *sym, int fd, const void *buf, size_t n, off_t off) {
     ssize_t (*real)(int, const void *, size_t, off_t) = next(sym);
-    int h = (op[0] && strcmp(op, "pwrite") == 0) ? hit("pwrite", fd_matches(fd)) : 0;
+    int h = wants("pwrite") ? hit("pwrite", fd_matches(fd)) : 0;
     if (h == 2) return real(fd, buf, n < (size_t)partial ? n : (size_t)partial, off);
     FAIL_IF(h);
     ssize_t r = real(fd, buf, n, off);
@@ -139,7 +156,7 @@ ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off) { return do_pwrit
     RET NAME PROTO {                                                             \
         static RET (*real) PROTO;                                                \
         if (!real) real = next(#NAME);                                           \
-        int h = (op[0] && strcmp(op, OPNAME) == 0) ? hit(OPNAME, fd_matches(fd)) : 0; \
+        int h = wants(OPNAME) ? hit(OPNAME, fd_matches(fd)) : 0; \
         FAIL_IF(h);                                                              \
         RET r = real ARGS;                                                       \
         after(h);                                                                \
@@ -154,7 +171,7 @@ FD_CALL(ftruncate64, "ftruncate", (int fd, off_t len), (fd, len), int)
 ssize_t copy_file_range(int fd, off_t *off_in, int fd_out, off_t *off_out, size_t len, unsigned flags) {
     static ssize_t (*real)(int, off_t *, int, off_t *, size_t, unsigned);
     if (!real) real = next("copy_file_range");
-    int h = (op[0] && strcmp(op, "copy_file_range") == 0) ? hit("copy_file_range", fd_matches(fd_out)) : 0;
+    int h = wants("copy_file_range") ? hit("copy_file_range", fd_matches(fd_out)) : 0;
     FAIL_IF(h);
     ssize_t r = real(fd, off_in, fd_out, off_out, len, flags);
     after(h);
@@ -203,7 +220,7 @@ OPEN_CALL(openat64, int dirfd COMMA, dirfd COMMA)
 int rename(const char *from, const char *to) {
     static int (*real)(const char *, const char *);
     if (!real) real = next("rename");
-    int h = (op[0] && strcmp(op, "rename") == 0) ? hit("rename", path_matches(from)) : 0;
+    int h = wants("rename") ? hit("rename", path_matches(from)) : 0;
     FAIL_IF(h);
     int r = real(from, to);
     after(h);
@@ -213,7 +230,7 @@ int rename(const char *from, const char *to) {
 int renameat(int fd1, const char *from, int fd2, const char *to) {
     static int (*real)(int, const char *, int, const char *);
     if (!real) real = next("renameat");
-    int h = (op[0] && strcmp(op, "rename") == 0) ? hit("rename", path_matches(from)) : 0;
+    int h = wants("rename") ? hit("rename", path_matches(from)) : 0;
     FAIL_IF(h);
     int r = real(fd1, from, fd2, to);
     after(h);
