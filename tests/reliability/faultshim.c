@@ -20,6 +20,7 @@
  *   AT_FAULT_ALSO    a second call (same names as AT_FAULT_OP) that fails on
  *                    every matching file from the first hit of AT_FAULT_OP on,
  *                    e.g. ftruncate, so a partial line cannot be cut back
+ *   AT_FAULT_ALSO_ERRNO  errno for AT_FAULT_ALSO (default: AT_FAULT_ERRNO)
  *
  * Build: gcc -shared -fPIC -O2 -o faultshim.so faultshim.c -ldl
  */
@@ -44,6 +45,7 @@ static const char *action = "fail";
 static const char *target = "";
 static const char *logpath = NULL;
 static const char *also = "";
+static int also_errno = 0;
 static long seen = 0;
 static int armed = 0; /* AT_FAULT_OP has hit: AT_FAULT_ALSO fails from now on */
 static int ready = 0;
@@ -61,6 +63,8 @@ static void init(void) {
     if ((v = getenv("AT_FAULT_TARGET"))) target = v;
     logpath = getenv("AT_FAULT_LOG");
     if ((v = getenv("AT_FAULT_ALSO"))) also = v;
+    also_errno = fault_errno;
+    if ((v = getenv("AT_FAULT_ALSO_ERRNO")) && atoi(v)) also_errno = atoi(v);
     ready = 1;
 }
 
@@ -100,12 +104,13 @@ static void log_hit(const char *name, const char *what) {
     close(fd);
 }
 
-/* 0: not hit; 1: hit (fail or kill handled by the caller); 2: first hit of a partial write */
+/* 0: not hit; 1: hit (fail or kill handled by the caller); 2: first hit of a partial
+ * write; 3: AT_FAULT_ALSO hit */
 static int hit(const char *name, int matches) {
     init();
     if (armed && also[0] && strcmp(also, name) == 0 && matches) {
         log_hit(name, "also");
-        return 1;
+        return 3;
     }
     if (strcmp(op, name) != 0 || !matches) return 0;
     armed = 1;
@@ -124,10 +129,13 @@ static int wants(const char *name) {
 }
 
 static void after(int h) {
-    if (h && strcmp(action, "kill-after") == 0) raise(SIGKILL);
+    if ((h == 1 || h == 2) && strcmp(action, "kill-after") == 0) raise(SIGKILL);
 }
 
-#define FAIL_IF(h) do { if ((h) == 1 && strcmp(action, "fail") == 0) { errno = fault_errno; return -1; } } while (0)
+#define FAIL_IF(h) do {                                                     \
+        if ((h) == 3) { errno = also_errno; return -1; }                        \
+        if ((h) == 1 && strcmp(action, "fail") == 0) { errno = fault_errno; return -1; } \
+    } while (0)
 
 ssize_t write(int fd, const void *buf, size_t n) {
     static ssize_t (*real)(int, const void *, size_t);

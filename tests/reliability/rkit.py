@@ -89,7 +89,7 @@ def fault_shim() -> Path:
 
 def fault_env(op: str, match: str, *, nth: int = 1, count: int = 1, errno_: int = 5,
               partial: int = 0, action: str = "fail", target: str = "", also: str = "",
-              log: Path | None = None) -> dict[str, str]:
+              also_errno: int = 0, log: Path | None = None) -> dict[str, str]:
     """The environment of a child process whose ``op`` call on ``*match`` fails for real."""
     env = dict(os.environ)
     env.update({
@@ -103,6 +103,7 @@ def fault_env(op: str, match: str, *, nth: int = 1, count: int = 1, errno_: int 
         "AT_FAULT_ACTION": action,
         "AT_FAULT_TARGET": target,
         "AT_FAULT_ALSO": also,
+        "AT_FAULT_ALSO_ERRNO": str(also_errno),
     })
     if log is not None:
         env["AT_FAULT_LOG"] = str(log)
