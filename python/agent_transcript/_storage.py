@@ -156,8 +156,13 @@ def _write_repair(fd: int, path: Path, keep: int) -> int:
         except OSError:
             pass
         raise
-    fsync_dir(path.parent)
-    fcntl.fcntl(out, fcntl.F_SETFL, fcntl.fcntl(out, fcntl.F_GETFL) | os.O_APPEND)
+    try:
+        fsync_dir(path.parent)
+        fcntl.fcntl(out, fcntl.F_SETFL, fcntl.fcntl(out, fcntl.F_GETFL) | os.O_APPEND)
+    except BaseException:
+        # The rename is done; do not keep the new file's descriptor (and its lock).
+        os.close(out)
+        raise
     return out
 
 
