@@ -99,9 +99,12 @@ class TailRepair:
 
 
 def remove_leftover_repair(path: Path) -> None:
-    """Delete a ``<path>.repair`` left by a repair that died before its rename."""
+    """Delete a ``<path>.repair`` left by a repair that died before its rename.
+
+    A ``path`` that is a symlink names its target: the leftover is the target's.
+    """
     try:
-        os.unlink(repair_path(path))
+        os.unlink(repair_path(Path(os.path.realpath(path))))
     except FileNotFoundError:
         pass
 
@@ -131,12 +134,24 @@ def repair_tail(fd: int, path: Path) -> TailRepair:
         )
     if kind != "torn":
         return TailRepair(fd, None)
-    new_fd = _write_repair(fd, path, keep)
+    new_fd = _write_repair(fd, _resolved(fd, path), keep)
     os.close(fd)
     return TailRepair(
         new_fd,
         f"removed a torn last line: line {line}, {removed} bytes",
     )
+
+
+def _resolved(fd: int, path: Path) -> Path:
+    """``path`` with its symlinks followed, checked to still name ``fd``'s file.
+
+    The repair is renamed over the file itself: renamed over a symlink, it would
+    replace the link and leave the file it points to torn.
+    """
+    real = Path(os.path.realpath(path))
+    if not _same_file(fd, real):
+        raise OSError(errno.ESTALE, "the transcript was replaced while it was being opened", str(path))
+    return real
 
 
 def _write_repair(fd: int, path: Path, keep: int) -> int:
