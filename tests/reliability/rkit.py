@@ -160,19 +160,27 @@ def realistic_transcript(path: Path) -> list[bytes]:
 
 
 def same_json(a: Any, b: Any) -> bool:
-    """Deep equality that tells ``1`` from ``1.0`` and ``True``, and ``0.0`` from ``-0.0``."""
-    if type(a) is not type(b):
-        if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-            pass
-        else:
+    """Deep equality that tells ``1`` from ``1.0`` and ``True``, and ``0.0`` from ``-0.0``
+    (iterative: values nest 512 deep)."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y))
+        elif type(x) is not type(y):
             return False
-    if isinstance(a, float):
-        return (a == b and math.copysign(1, a) == math.copysign(1, b)) or (a != a and b != b)
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b))
-    return bool(a == b)
+        elif isinstance(x, float):
+            if not ((x == y and math.copysign(1, x) == math.copysign(1, y)) or (x != x and y != y)):
+                return False
+        elif isinstance(x, dict):
+            if x.keys() != y.keys():
+                return False
+            stack.extend((x[k], y[k]) for k in x)
+        elif x != y:
+            return False
+    return True
 
 
 def event_view(session: Session) -> list[tuple[str, str, Any]]:
