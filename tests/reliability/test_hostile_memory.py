@@ -113,7 +113,7 @@ def test_bounded_memory_and_time(tmp_path: Path, baseline: int, name: str) -> No
         else:
             assert out[0] == expected, out
         grown = r["rss_kib"] * 1024 - baseline
-        assert grown <= 2 * size, f"{op} grew {grown / MiB:.0f} MiB on a {size / MiB:.0f} MiB file"
+        assert grown <= 2 * size + 64 * MiB, f"{op} grew {grown / MiB:.0f} MiB on a {size / MiB:.0f} MiB file"
         # Linear time: well under a second per 64 MiB here, so this is generous.
         assert r["seconds"] < scale(30, 300), (op, r["seconds"])
     figure(f"9. hostile {name}", file_mib=size // MiB,

@@ -4,6 +4,7 @@
 //! ignored everywhere. The tail check reads the file backwards from its end, so
 //! its cost depends on the last two lines, never on the file's size.
 
+use std::borrow::Cow;
 use std::io;
 
 use crate::json::is_one_value;
@@ -97,29 +98,23 @@ pub enum Tail {
 // How much is read per step while walking backwards.
 const STEP: usize = 64 * 1024;
 
-/// Reads backwards from `size` to find line boundaries, keeping only what it has
-/// to: the bytes of at most the last two non-blank lines (and the blank ones
-/// between them).
+/// Reads backwards from a file's end to find line boundaries. It keeps only the
+/// last chunk it read: a line's start is found by walking back chunk by chunk,
+/// and a line's bytes are read in one piece once both its ends are known, so a
+/// long last line costs its own length in memory and is scanned in linear time.
 struct Backwards<'r, R: ReadAt + ?Sized> {
     src: &'r R,
-    // `buf` holds the file's bytes from `base` to `size`.
-    buf: Vec<u8>,
-    base: u64,
-    pub bytes_read: u64,
+    // The last chunk read: the file's bytes from `chunk_at`.
+    chunk: Vec<u8>,
+    chunk_at: u64,
+    bytes_read: u64,
 }
 
 impl<R: ReadAt + ?Sized> Backwards<'_, R> {
-    // Reads one more step before `base`; false at the start of the file.
-    fn step(&mut self) -> io::Result<bool> {
-        if self.base == 0 {
-            return Ok(false);
-        }
-        let want = STEP.min(usize::try_from(self.base).unwrap_or(STEP));
-        let at = self.base - want as u64;
-        let mut chunk = vec![0u8; want];
+    fn read_exact(&mut self, buf: &mut [u8], at: u64) -> io::Result<()> {
         let mut filled = 0;
-        while filled < want {
-            let n = self.src.read_at(&mut chunk[filled..], at + filled as u64)?;
+        while filled < buf.len() {
+            let n = self.src.read_at(&mut buf[filled..], at + filled as u64)?;
             if n == 0 {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
@@ -128,38 +123,58 @@ impl<R: ReadAt + ?Sized> Backwards<'_, R> {
             }
             filled += n;
         }
-        self.bytes_read += want as u64;
-        chunk.extend_from_slice(&self.buf);
-        self.buf = chunk;
-        self.base = at;
-        Ok(true)
+        self.bytes_read += buf.len() as u64;
+        Ok(())
     }
 
-    // The start (absolute offset) of the line that ends just before `end`
-    // (absolute; `end` is the offset of its `\n`, or the file's size).
-    fn line_start(&mut self, end: u64) -> io::Result<u64> {
-        loop {
-            let rel = usize::try_from(end - self.base).unwrap_or(0);
-            if let Some(i) = memchr::memrchr(b'\n', &self.buf[..rel]) {
-                return Ok(self.base + i as u64 + 1);
+    // Whether the last chunk read holds the bytes from `start` to `end`.
+    fn cached(&self, start: u64, end: u64) -> bool {
+        self.chunk_at <= start && end <= self.chunk_at + self.chunk.len() as u64
+    }
+
+    // The start (absolute offset) of the line that ends at `end` (the offset of
+    // its `\n`, or the file's size), and whether that line is blank.
+    fn line_start(&mut self, end: u64) -> io::Result<(u64, bool)> {
+        let mut hi = end;
+        let mut blank = true;
+        while hi > 0 {
+            if !(self.chunk_at < hi && self.cached(hi, hi)) {
+                let lo = hi.saturating_sub(STEP as u64);
+                let mut chunk = std::mem::take(&mut self.chunk);
+                chunk.resize(usize::try_from(hi - lo).unwrap_or(STEP), 0);
+                self.read_exact(&mut chunk, lo)?;
+                self.chunk = chunk;
+                self.chunk_at = lo;
             }
-            if !self.step()? {
-                return Ok(0);
+            let rel = usize::try_from(hi - self.chunk_at).unwrap_or(0);
+            let part = &self.chunk[..rel];
+            if let Some(i) = memchr::memrchr(b'\n', part) {
+                blank = blank && is_blank(&part[i + 1..]);
+                return Ok((self.chunk_at + i as u64 + 1, blank));
             }
+            blank = blank && is_blank(part);
+            hi = self.chunk_at;
         }
+        Ok((0, blank))
     }
 
-    fn slice(&self, start: u64, end: u64) -> &[u8] {
-        let s = usize::try_from(start - self.base).unwrap_or(0);
-        let e = usize::try_from(end - self.base).unwrap_or(0);
-        &self.buf[s..e]
+    // The file's bytes from `start` to `end`.
+    fn bytes(&mut self, start: u64, end: u64) -> io::Result<Cow<'_, [u8]>> {
+        if self.cached(start, end) {
+            let s = usize::try_from(start - self.chunk_at).unwrap_or(0);
+            let e = usize::try_from(end - self.chunk_at).unwrap_or(0);
+            return Ok(Cow::Borrowed(&self.chunk[s..e]));
+        }
+        let mut buf = vec![0u8; usize::try_from(end - start).unwrap_or(0)];
+        self.read_exact(&mut buf, start)?;
+        Ok(Cow::Owned(buf))
     }
 
     // The last non-blank line ending at or before `end`: (start, end), or None.
     fn last_nonblank(&mut self, mut end: u64) -> io::Result<Option<(u64, u64)>> {
         loop {
-            let start = self.line_start(end)?;
-            if !is_blank(self.slice(start, end)) {
+            let (start, blank) = self.line_start(end)?;
+            if !blank {
                 return Ok(Some((start, end)));
             }
             if start == 0 {
@@ -178,8 +193,8 @@ impl<R: ReadAt + ?Sized> Backwards<'_, R> {
 pub fn tail_scan<R: ReadAt + ?Sized>(src: &R, size: u64) -> io::Result<(Tail, u64)> {
     let mut back = Backwards {
         src,
-        buf: Vec::new(),
-        base: size,
+        chunk: Vec::new(),
+        chunk_at: size,
         bytes_read: 0,
     };
     let Some((start, end)) = back.last_nonblank(size)? else {
@@ -190,9 +205,9 @@ pub fn tail_scan<R: ReadAt + ?Sized>(src: &R, size: u64) -> io::Result<(Tail, u6
     } else {
         // The file goes on past the last non-blank line: only blank lines, so
         // what matters is whether its very last byte is a newline.
-        back.slice(size - 1, size) == b"\n"
+        *back.bytes(size - 1, size)? == *b"\n"
     };
-    if is_one_value(back.slice(start, end)) {
+    if is_one_value(&back.bytes(start, end)?) {
         let missing_newline = size > 0 && !last_byte_is_newline;
         return Ok((Tail::Whole { missing_newline }, back.bytes_read));
     }
@@ -203,7 +218,7 @@ pub fn tail_scan<R: ReadAt + ?Sized>(src: &R, size: u64) -> io::Result<(Tail, u6
         back.last_nonblank(start - 1)?
     };
     if let Some((p_start, p_end)) = previous {
-        if !is_one_value(back.slice(p_start, p_end)) {
+        if !is_one_value(&back.bytes(p_start, p_end)?) {
             let line = count_lines_before(src, p_start, &mut back.bytes_read)? + 1;
             return Ok((Tail::Corrupt { line }, back.bytes_read));
         }
@@ -349,6 +364,31 @@ mod tests {
     #[test]
     fn two_malformed_last_lines_are_corrupt() {
         assert_eq!(scan(b"{}\n{\"a\n{\"b"), Tail::Corrupt { line: 2 });
+    }
+
+    #[test]
+    fn a_torn_last_line_many_steps_long_is_read_in_linear_time() {
+        let mut file = b"{}\n".to_vec();
+        file.extend_from_slice(&b" \n".repeat(STEP));
+        let keep = file.len() as u64;
+        let torn_len = 40 * STEP;
+        file.push(b'"');
+        file.extend_from_slice(&"\u{1F680}".repeat(torn_len / 4).as_bytes()[..torn_len - 3]);
+        let (tail, read) = tail_scan(&file[..], file.len() as u64).unwrap_or((Tail::Empty, 0));
+        assert_eq!(
+            tail,
+            Tail::Torn {
+                keep,
+                line: STEP as u64 + 2,
+                removed: file.len() as u64 - keep
+            }
+        );
+        // Walked back once, the line read once, the lines before it counted once.
+        assert!(
+            read <= 3 * file.len() as u64,
+            "read {read} of {}",
+            file.len()
+        );
     }
 
     struct Counting<'a> {

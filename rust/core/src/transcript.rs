@@ -310,6 +310,7 @@ where
     let mut buf_offset = start;
     let mut read_to = start;
     let mut number = 0u64;
+    let mut searched = 0usize;
     loop {
         if have == buf.len() {
             // One line fills the buffer: make room for the rest of it.
@@ -336,13 +337,18 @@ where
         have += want;
         read_to += want as u64;
         let mut at = 0;
-        while let Some(i) = memchr::memchr(b'\n', &buf[at..have]) {
+        // What is left from the last round holds no `\n`: search only the new bytes,
+        // so a line longer than the buffer is scanned once, not once per refill.
+        let mut from = searched;
+        while let Some(i) = memchr::memchr(b'\n', &buf[from..have]) {
             number += 1;
-            let line = &buf[at..at + i];
+            let nl = from + i;
+            let line = &buf[at..nl];
             if !is_blank(line) {
                 each(line, buf_offset + at as u64, number)?;
             }
-            at += i + 1;
+            at = nl + 1;
+            from = at;
         }
         if want == 0 {
             // The end: a last line without its newline.
@@ -358,6 +364,7 @@ where
         buf.copy_within(at..have, 0);
         have -= at;
         buf_offset += at as u64;
+        searched = have;
     }
 }
 
