@@ -1,0 +1,94 @@
+"""Scenario 10: the transcript is renamed, deleted or replaced while a session has it open.
+
+SPEC is silent; the behaviour users need follows from the promise "nothing a
+method returned is ever lost":
+
+* **Renamed** (``mv run.jsonl old.jsonl``): the session writes to the file, not
+  the name, so appends go on into ``old.jsonl``, nothing is lost, and the lock
+  goes with the file (loading ``old.jsonl`` meanwhile is ``SessionLocked``).
+  This is what happens today.
+* **Deleted**, or **replaced** (another file renamed over the path): the session's
+  file has no name any more, so anything appended to it is gone when the session
+  closes. The next append must raise ``SessionBroken`` instead of returning an id
+  for a line no one will ever read, and every append after it too. Today those
+  appends succeed and their lines are lost (the two tests are ``xfail``, strict).
+  Proposed change: ``Transcript.append`` (``rust/py/src/transcript.rs``) checks
+  ``fstat(fd).st_nlink`` after its ``write(2)``; at 0 it marks the session broken
+  ("the transcript was deleted or replaced while open") and raises
+  ``SessionBroken`` instead of returning the id (checking before the write as
+  well saves writing the line at all). One ``fstat`` per append.
+* Either way the reading side keeps working: ``messages``/``events`` read
+  through the session's own descriptor, and ``close()`` is clean.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agent_transcript import Message, Session, SessionBroken, SessionLocked
+from rkit import figure
+
+
+def started(path: Path) -> tuple[Session, list[str]]:
+    s = Session.create(path, {"x": 1})
+    return s, [s.append_message(Message.user(f"before {i}")) for i in range(3)]
+
+
+def test_renamed_while_open(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    moved = tmp_path / "old.jsonl"
+    s, ids = started(path)
+    os.rename(path, moved)
+    ids.append(s.append_message(Message.user("after the rename")))
+    with pytest.raises(SessionLocked):
+        Session.load(moved)
+    assert [m.content for m in s.messages][-1] == "after the rename"
+    s.close()
+    assert not path.exists()
+    with Session.load(moved) as again:
+        assert again.message_ids == ids
+    figure("10. renamed under a writer", appends_after_rename=1, lost=0)
+
+
+@pytest.mark.xfail(strict=True, reason="proposed: SessionBroken once the file has no name; today "
+                   "the append returns an id for a line in a deleted file")
+def test_deleted_while_open(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    s, ids = started(path)
+    os.unlink(path)
+    with pytest.raises(SessionBroken):
+        s.append_message(Message.user("into the void"))
+    with pytest.raises(SessionBroken):
+        s.append_message(Message.user("still refused"))
+    assert s.message_ids == ids  # reading still works, through the open file
+    s.close()
+
+
+@pytest.mark.xfail(strict=True, reason="proposed: SessionBroken once the file has no name; today "
+                   "the old session keeps writing into the replaced (unlinked) file")
+def test_replaced_while_open(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    s, ids = started(path)
+    other = tmp_path / "other.jsonl"
+    Session.create(other, {"replacement": True}).close()
+    os.rename(other, path)
+    with pytest.raises(SessionBroken):
+        s.append_message(Message.user("into the replaced file"))
+    # The replacement is a different file, unlocked: it can be opened and appended to.
+    with Session.load(path) as new:
+        assert new.meta == {"replacement": True}
+    s.close()
+
+
+def test_what_happens_today_when_deleted(tmp_path: Path) -> None:
+    """Documents the current behaviour the xfail tests above would change."""
+    path = tmp_path / "run.jsonl"
+    s, ids = started(path)
+    os.unlink(path)
+    lost = s.append_message(Message.user("returned, then lost"))
+    assert s.message_ids == ids + [lost]
+    s.close()
+    assert not path.exists()
