@@ -47,7 +47,9 @@ def test_renamed_while_open(tmp_path: Path) -> None:
         Session.load(moved)
     assert [m.content for m in s.messages][-1] == "after the rename"
     s.close()
+    assert s.message_ids == ids  # still readable after close
     assert not path.exists()
+    # close() let go of the lock although the path no longer names the file.
     with Session.load(moved) as again:
         assert again.message_ids == ids
     figure("10. renamed under a writer", appends_after_rename=1, lost=0)
