@@ -313,8 +313,9 @@ where
     let mut searched = 0usize;
     loop {
         if have == buf.len() {
-            // One line fills the buffer: make room for the rest of it.
-            buf.resize(buf.len() * 2, 0);
+            // One line fills the buffer: make room for the rest of it, a chunk at a
+            // time (doubling would zero, and so touch, up to twice the line's size).
+            buf.resize(buf.len() + CHUNK, 0);
         }
         let want = usize::try_from(end - read_to)
             .unwrap_or(usize::MAX)
