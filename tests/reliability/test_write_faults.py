@@ -45,7 +45,7 @@ def test_enospc_on_a_full_tmpfs(durability: str) -> None:
     rounds = scale(3, 40)
     failures = partial_room = 0
     appends = 0
-    with tmpfs("512k") as fs:
+    with tmpfs("512k" if rounds < 10 else "16m") as fs:
         path = fs / "run.jsonl"
         acked: list[tuple[str, str]] = []
         s = Session.create(path, {"disk": "small"}, durability=durability)  # type: ignore[arg-type]
