@@ -126,3 +126,22 @@ def check_torn_first_line(path: Path) -> None:
         s.append_message(Message.user("x"))
     with Session.load(path) as s:
         assert s.meta == {"again": True} and len(s.messages) == 1
+
+
+def test_open_after_a_crash_inside_create(tmp_path: Path) -> None:
+    """A crash while ``create`` wrote the session-meta leaves a torn first line.
+    ``Session.open`` ("load if it exists, else create") must then give a new
+    session, saying what it removed, not raise ``CorruptTranscript`` once and
+    work on the next try."""
+    path = tmp_path / "run.jsonl"
+    with Session.create(path, {"agent": "ü 🚀"}) as s:
+        del s
+    meta_line = path.read_bytes()
+    for k in range(1, len(meta_line) - 1):
+        path.write_bytes(meta_line[:k])
+        with Session.open(path, {"again": k}) as s:
+            assert s.meta == {"again": k}
+            assert len(s.warnings) == 1 and "line 1" in s.warnings[0], s.warnings
+            s.append_message(Message.user("x"))
+        with Session.load(path) as s:
+            assert s.meta == {"again": k} and len(s.messages) == 1 and s.warnings == []
