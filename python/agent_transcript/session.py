@@ -132,7 +132,17 @@ class Session:
         p = Path(path)
         try:
             if p.stat().st_size > 0:
-                return cls.load(p, durability=durability)
+                try:
+                    return cls.load(p, durability=durability)
+                except CorruptTranscript:
+                    if p.stat().st_size != 0:
+                        raise
+                # Load's repair removed a torn first line, the session-meta of a
+                # create that a crash interrupted, and left the file empty: new.
+                session = cls.create(p, meta, durability=durability)
+                session._warnings.append(
+                    "removed a torn last line: line 1, the session-meta of an unfinished create")
+                return session
         except FileNotFoundError:
             pass
         return cls.create(p, meta, durability=durability)
