@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_transcript import CorruptTranscript, Session
+from agent_transcript import CorruptTranscript, Message, Session
 from rkit import HERE, figure, scale, tmpfs
 
 
@@ -49,6 +49,24 @@ def test_an_int_over_4300_digits_in_a_line(tmp_path: Path) -> None:
 
 def test_a_float_out_of_range_in_a_line(tmp_path: Path) -> None:
     check_undecodable_line(tmp_path, b"1e999")
+
+
+@pytest.mark.parametrize("flag", ["sticky", "sysprompt"])
+@pytest.mark.parametrize("number", [b"1e999", b"9" * 4301])
+def test_a_message_flag_with_an_undecodable_number(tmp_path: Path, flag: str, number: bytes) -> None:
+    # The flags are read for replay (is the message sticky?) apart from the rest.
+    path = tmp_path / "run.jsonl"
+    with Session.create(path) as s:
+        s.append_message(Message.user("x"))
+        s.append_message(Message.user("y"))
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[1] = lines[1].replace(b'"role":"user"', b'"role":"user","' + flag.encode() + b'":' + number)
+    path.write_bytes(b"".join(lines))
+    p = Session.peek(path)
+    assert p.error is None and len(p.envelopes) == 2 and len(p.warnings) == 1
+    with pytest.raises(CorruptTranscript) as e:
+        Session.load(path)
+    assert e.value.line == 2
 
 
 def check_undecodable_line(tmp_path: Path, number: bytes) -> None:
