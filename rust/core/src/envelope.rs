@@ -309,7 +309,7 @@ fn truthy(r: &mut Reader<'_>, scratch: &mut Vec<u8>) -> Result<bool, JsonError> 
             false
         }
         Kind::Bool => r.boolean()?,
-        Kind::Number => match r.number()? {
+        Kind::Number => match r.checked_number()? {
             Number::Int(t) | Number::Float(t) => !is_zero(t),
         },
         Kind::String => !r.string(scratch)?.as_bytes().is_empty(),

@@ -506,27 +506,35 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Reads a number as [`Reader::number`] does and, unless this reader checks
+    /// syntax alone, refuses one Python cannot hold: an int of more than
+    /// [`MAX_INT_DIGITS`] digits, a float out of a double's range.
+    pub fn checked_number(&mut self) -> Result<Number<'a>, JsonError> {
+        self.skip_ws();
+        let at = self.pos;
+        let n = self.number()?;
+        if !self.check_numbers {
+            return Ok(n);
+        }
+        let refused = match n {
+            Number::Int(t) if t.trim_start_matches('-').len() > MAX_INT_DIGITS => {
+                Some("an int of more than 4300 digits")
+            }
+            Number::Int(_) => None,
+            Number::Float(t) => parse_float(t).err(),
+        };
+        match refused {
+            Some(reason) => Err(JsonError { offset: at, reason }),
+            None => Ok(n),
+        }
+    }
+
     /// Reads and checks one whole value of any kind, building nothing.
     pub fn skip_value(&mut self) -> Result<(), JsonError> {
         match self.peek()? {
             Kind::Null => self.null(),
             Kind::Bool => self.boolean().map(|_| ()),
-            Kind::Number => {
-                let at = self.pos;
-                match self.number()? {
-                    _ if !self.check_numbers => Ok(()),
-                    Number::Int(t) if t.trim_start_matches('-').len() > MAX_INT_DIGITS => {
-                        Err(JsonError {
-                            offset: at,
-                            reason: "an int of more than 4300 digits",
-                        })
-                    }
-                    Number::Int(_) => Ok(()),
-                    Number::Float(t) => parse_float(t)
-                        .map(|_| ())
-                        .map_err(|reason| JsonError { offset: at, reason }),
-                }
-            }
+            Kind::Number => self.checked_number().map(|_| ()),
             Kind::String => self.skip_string(),
             Kind::Array => {
                 self.begin_array()?;
