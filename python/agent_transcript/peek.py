@@ -30,6 +30,8 @@ def peek(path: Path) -> Peek:
     finally:
         os.close(fd)
     warnings = [f"line {n}: skipped, {why}" for n, why in index.skipped()]
+    if index.skipped_more():
+        warnings.append(f"... and {index.skipped_more():,} more lines skipped")
     if len(index) == 0:
         if not warnings:
             return _nothing(path, size, "the file is empty")

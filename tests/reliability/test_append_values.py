@@ -146,20 +146,21 @@ def test_accepted_and_read_back_equal(tmp_path: Path, name: str, value: Any) -> 
     assert same_json(Session.peek(path).messages[0].content, value)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a str holding a high surrogate right before a low "
-                   "one is written as the escape pair \\udbff\\udc00, which every JSON reader "
-                   "reads as one code point (U+10FC00): accepted, but read back different")
 @pytest.mark.parametrize("value", ["\udbff\udc00", "\ud83d\ude80", "x\ud800\udc00y"])
-def test_a_high_then_low_surrogate_pair_in_a_str(tmp_path: Path, value: str) -> None:
-    # Expected: refused with ValueError before a byte is written, or read back equal.
+def test_a_high_then_low_surrogate_pair_in_a_str_is_refused(tmp_path: Path, value: str) -> None:
+    # Escaped, the two surrogates would read back as the one character they pair
+    # into: not the value given. So it is refused, before a byte is written.
     path = tmp_path / "run.jsonl"
     with Session.create(path) as s:
-        try:
+        before = path.read_bytes()
+        with pytest.raises(ValueError, match="surrogate"):
             s.append_message(Message.user(value))
-        except ValueError:
-            return
+        with pytest.raises(ValueError, match="surrogate"):
+            s.append_message(Message.user("ok"), extra={value: 1})
+        assert path.read_bytes() == before
+        s.append_message(Message.user("\ud83d x \ude80"))  # apart, each is lone: fine
     with Session.load(path) as s:
-        assert s.messages[0].content == value
+        assert s.messages[-1].content == "\ud83d x \ude80"
 
 
 def test_canonical_json_depth_limit() -> None:

@@ -9,14 +9,10 @@ method returned is ever lost":
   This is what happens today.
 * **Deleted**, or **replaced** (another file renamed over the path): the session's
   file has no name any more, so anything appended to it is gone when the session
-  closes. The next append must raise ``SessionBroken`` instead of returning an id
-  for a line no one will ever read, and every append after it too. Today those
-  appends succeed and their lines are lost (the two tests are ``xfail``, strict).
-  Proposed change: ``Transcript.append`` (``rust/py/src/transcript.rs``) checks
-  ``fstat(fd).st_nlink`` after its ``write(2)``; at 0 it marks the session broken
-  ("the transcript was deleted or replaced while open") and raises
-  ``SessionBroken`` instead of returning the id (checking before the write as
-  well saves writing the line at all). One ``fstat`` per append.
+  closes. The next append raises ``SessionBroken`` instead of returning an id
+  for a line no one will ever read, and every append after it too:
+  ``Transcript.append`` checks ``fstat(fd).st_nlink`` after its ``write(2)``
+  (one ``fstat`` per append).
 * Either way the reading side keeps working: ``messages``/``events`` read
   through the session's own descriptor, and ``close()`` is clean.
 """
@@ -55,8 +51,6 @@ def test_renamed_while_open(tmp_path: Path) -> None:
     figure("10. renamed under a writer", appends_after_rename=1, lost=0)
 
 
-@pytest.mark.xfail(strict=True, reason="proposed: SessionBroken once the file has no name; today "
-                   "the append returns an id for a line in a deleted file")
 def test_deleted_while_open(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     s, ids = started(path)
@@ -69,8 +63,6 @@ def test_deleted_while_open(tmp_path: Path) -> None:
     s.close()
 
 
-@pytest.mark.xfail(strict=True, reason="proposed: SessionBroken once the file has no name; today "
-                   "the old session keeps writing into the replaced (unlinked) file")
 def test_replaced_while_open(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     s, ids = started(path)
@@ -84,13 +76,3 @@ def test_replaced_while_open(tmp_path: Path) -> None:
         assert new.meta == {"replacement": True}
     s.close()
 
-
-def test_what_happens_today_when_deleted(tmp_path: Path) -> None:
-    """Documents the current behaviour the xfail tests above would change."""
-    path = tmp_path / "run.jsonl"
-    s, ids = started(path)
-    os.unlink(path)
-    lost = s.append_message(Message.user("returned, then lost"))
-    assert s.message_ids == ids + [lost]
-    s.close()
-    assert not path.exists()

@@ -108,6 +108,18 @@ pub fn write_str(out: &mut Vec<u8>, wtf8: &[u8]) {
     out.push(b'"');
 }
 
+/// True when `wtf8` holds a high surrogate immediately followed by a low one
+/// (`ED A0..AF xx ED B0..BF xx`): written as two escapes, every JSON reader
+/// would read them back as the one code point they pair into, not as written.
+pub fn has_surrogate_pair(wtf8: &[u8]) -> bool {
+    wtf8.windows(6).any(|w| {
+        w[0] == 0xED
+            && (0xA0..=0xAF).contains(&w[1])
+            && w[3] == 0xED
+            && (0xB0..=0xBF).contains(&w[4])
+    })
+}
+
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
 
@@ -721,5 +733,19 @@ mod tests {
             "\u{10000}".into(),
         ];
         assert_eq!(keys, expected);
+    }
+
+    #[test]
+    fn a_high_then_low_surrogate_is_a_pair_and_anything_else_is_not() {
+        let high = [0xED, 0xA0, 0xBD]; // U+D83D
+        let low = [0xED, 0xB8, 0x80]; // U+DE00
+        assert!(has_surrogate_pair(&[high, low].concat()));
+        assert!(has_surrogate_pair(
+            &[b"x".as_slice(), &high, &low, b"y"].concat()
+        ));
+        assert!(!has_surrogate_pair(&[low, high].concat()));
+        assert!(!has_surrogate_pair(&[high.as_slice(), b"x", &low].concat()));
+        assert!(!has_surrogate_pair(&high));
+        assert!(!has_surrogate_pair("🚀 日本".as_bytes()));
     }
 }

@@ -376,9 +376,15 @@ struct Segment {
     /// With `lenient`, `(line, why)` for each line skipped; otherwise the first
     /// bad line, where reading stopped.
     bad: Vec<(u64, LineError)>,
+    /// Bad lines past the first [`SKIPPED_KEPT`], counted, not kept.
+    bad_more: u64,
     /// Lines counted, blank ones included.
     lines: u64,
 }
+
+/// How many skipped lines peek describes one by one; the rest are counted, so a
+/// file of a million malformed lines costs a number, not a million messages.
+pub const SKIPPED_KEPT: usize = 100;
 
 // Why a strict read of a segment stopped early.
 enum Stop {
@@ -401,6 +407,7 @@ fn parse_segment<R: ReadAt + ?Sized>(
     let mut seg = Segment {
         items: Vec::new(),
         bad: Vec::new(),
+        bad_more: 0,
         lines: 0,
     };
     let counted = for_each_line(src, start, end, |line, offset, number| {
@@ -418,6 +425,7 @@ fn parse_segment<R: ReadAt + ?Sized>(
                     },
                 ));
             }
+            Err(_) if seg.bad.len() >= SKIPPED_KEPT => seg.bad_more += 1,
             Err(e) => {
                 seg.bad.push((number, e));
                 if !lenient {
@@ -530,8 +538,10 @@ pub fn load<R: ReadAt + Sync + ?Sized>(src: &R, size: u64) -> Result<Transcript,
 pub struct Peeked {
     /// The envelopes that parsed, in file order.
     pub lines: Vec<LineRec>,
-    /// `(line number, why)` for each line skipped.
+    /// `(line number, why)` for the first [`SKIPPED_KEPT`] lines skipped.
     pub skipped: Vec<(u64, String)>,
+    /// How many more lines were skipped.
+    pub skipped_more: u64,
 }
 
 /// Reads the first `size` bytes of `src` as peek does: no replay, and a line
@@ -544,11 +554,14 @@ pub fn peek<R: ReadAt + Sync + ?Sized>(src: &R, size: u64) -> Result<Peeked, io:
             rec.number += before;
             rec
         }));
-        p.skipped.extend(
-            seg.bad
-                .into_iter()
-                .map(|(n, e)| (before + n, e.to_string())),
-        );
+        for (n, e) in seg.bad {
+            if p.skipped.len() < SKIPPED_KEPT {
+                p.skipped.push((before + n, e.to_string()));
+            } else {
+                p.skipped_more += 1;
+            }
+        }
+        p.skipped_more += seg.bad_more;
         before += seg.lines;
     }
     Ok(p)
@@ -787,5 +800,15 @@ mod tests {
         let skipped: Vec<u64> = p.skipped.iter().map(|(n, _)| *n).collect();
         assert_eq!(skipped, vec![2 * 12_000 + 2, 2 * 12_000 + 4]);
         assert_eq!(p.lines.len(), 12_000 + 2);
+    }
+
+    #[test]
+    fn peek_describes_the_first_skipped_lines_and_counts_the_rest() {
+        let mut text = line("meta", "session-meta", "{}") + "\n";
+        text.push_str(&"1\n".repeat(SKIPPED_KEPT + 50));
+        let p = peek(text.as_bytes(), text.len() as u64).unwrap();
+        assert_eq!(p.skipped.len(), SKIPPED_KEPT);
+        assert_eq!(p.skipped[0].0, 2);
+        assert_eq!(p.skipped_more, 50);
     }
 }

@@ -80,7 +80,9 @@ pub fn write_envelope(
     out.extend_from_slice(b"{\"id\":");
     wire::write_str(out, id.as_bytes());
     out.extend_from_slice(b",\"payload\":");
-    Walker::new(py, out).write(payload)?;
+    let mut walker = Walker::new(py, out);
+    walker.refuse_surrogate_pairs = true;
+    walker.write(payload)?;
     out.extend_from_slice(b",\"ts\":");
     wire::write_str(out, ts.as_bytes());
     out.extend_from_slice(b",\"type\":");
@@ -203,6 +205,10 @@ struct Walker<'py, 'b> {
     /// The items of the dicts being written, innermost last: one stack for
     /// the whole walk, so most calls allocate it once.
     entries: Vec<Entry<'py>>,
+    /// Refuse a str with a high surrogate right before a low one (a
+    /// transcript line must read back as written; `canonical_json` itself
+    /// follows json.dumps and writes both escapes).
+    refuse_surrogate_pairs: bool,
 }
 
 impl<'py, 'b> Walker<'py, 'b> {
@@ -212,6 +218,7 @@ impl<'py, 'b> Walker<'py, 'b> {
             out,
             frames: Vec::new(),
             entries: Vec::new(),
+            refuse_surrogate_pairs: false,
         }
     }
 
@@ -381,6 +388,7 @@ impl<'py, 'b> Walker<'py, 'b> {
                 Some(bytes) => wire::write_str(self.out, bytes),
                 None => {
                     let bytes = surrogatepass(self.py, obj)?;
+                    refuse_surrogate_pair(self.refuse_surrogate_pairs, bytes.as_bytes())?;
                     wire::write_str(self.out, bytes.as_bytes());
                 }
             }
@@ -531,6 +539,7 @@ impl<'py, 'b> Walker<'py, 'b> {
     /// `items()` can repeat a key).
     fn open_entries(&mut self, start: usize, stable: bool) -> PyResult<()> {
         let py = self.py;
+        let refuse_pairs = self.refuse_surrogate_pairs;
         let Some(entries) = self.entries.get_mut(start..) else {
             return Err(PyValueError::new_err(
                 "canonical writer: lost its dict items",
@@ -554,6 +563,7 @@ impl<'py, 'b> Walker<'py, 'b> {
                     Some(bytes) => bytes,
                     None => {
                         let encoded = surrogatepass(py, obj)?;
+                        refuse_surrogate_pair(refuse_pairs, encoded.as_bytes())?;
                         key.wtf8.insert(encoded).as_bytes()
                     }
                 };
@@ -609,6 +619,19 @@ unsafe fn surrogatepass<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let bytes = ffi::PyUnicode_AsEncodedString(obj, c"utf-8".as_ptr(), c"surrogatepass".as_ptr());
     Ok(Bound::from_owned_ptr_or_err(py, bytes)?.cast_into::<PyBytes>()?)
+}
+
+/// Refuses WTF-8 holding a high surrogate right before a low one, when the
+/// walk is writing a transcript line: escaped, the two read back as the one
+/// character they pair into, not as the str that was given.
+fn refuse_surrogate_pair(refuse: bool, wtf8: &[u8]) -> PyResult<()> {
+    if refuse && wire::has_surrogate_pair(wtf8) {
+        return Err(PyValueError::new_err(
+            "a str holding a high surrogate followed by a low one cannot be \
+             appended: JSON reads the two back as one character",
+        ));
+    }
+    Ok(())
 }
 
 /// `type(obj).__name__`, for error messages.

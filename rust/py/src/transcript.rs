@@ -364,6 +364,16 @@ impl Transcript {
             buf
         };
         let (env, len) = result?;
+        // A transcript deleted, or replaced by a rename, has no name left: the
+        // line just written can never be read again, so refuse it (and every
+        // later one) rather than return its id. Checked after the write, so no
+        // deletion slips in between. (Renamed away, it keeps a name: appends go on.)
+        let meta = self.file.metadata().map_err(|e| os_error(&e))?;
+        if std::os::unix::fs::MetadataExt::nlink(&meta) == 0 {
+            let why = "the transcript was deleted or replaced under the session".to_string();
+            self.broken = Some(why.clone());
+            return Err(SessionBroken::new_err(why));
+        }
         let offset = self.good_len - len as u64 - 1;
         self.missing_newline = false;
         let number = self.core.line_count + 1;
@@ -519,6 +529,7 @@ pub struct Peeked {
     file: File,
     lines: Vec<LineRec>,
     skipped: Vec<(u64, String)>,
+    skipped_more: u64,
     size: u64,
 }
 
@@ -537,6 +548,7 @@ impl Peeked {
             file,
             lines: p.lines,
             skipped: p.skipped,
+            skipped_more: p.skipped_more,
             size,
         })
     }
@@ -550,9 +562,14 @@ impl Peeked {
         self.size
     }
 
-    /// `(line number, why)` for each line skipped.
+    /// `(line number, why)` for the first lines skipped (at most 100).
     fn skipped(&self) -> Vec<(u64, String)> {
         self.skipped.clone()
+    }
+
+    /// How many more lines were skipped than `skipped()` lists.
+    fn skipped_more(&self) -> u64 {
+        self.skipped_more
     }
 
     /// `kind(i, /)`: whether envelope `i` is a message (1), a session-meta (2) or other (0).
