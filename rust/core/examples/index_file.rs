@@ -16,7 +16,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let load_time = start.elapsed();
     println!(
         "{path}: {size} bytes, {} envelopes ({} skipped) indexed in {peek_time:?}; load {} in {load_time:?}",
-        peeked.lines.len(),
+        peeked.index.len(),
         peeked.skipped.len(),
         match &loaded {
             Ok(t) => format!("ok, {} live messages", t.live.len()),

@@ -44,6 +44,61 @@ impl EnvelopeType {
             _ => Self::Other,
         }
     }
+
+    /// The wire `type` string; None for [`EnvelopeType::Other`], whose name is
+    /// the line's own.
+    pub fn wire_name(self) -> Option<&'static str> {
+        Some(match self {
+            Self::SessionMeta => "session-meta",
+            Self::Message => "message",
+            Self::Grants => "grants",
+            Self::Compaction => "compaction",
+            Self::Elision => "elision",
+            Self::ToolDispatched => "tool-dispatched",
+            Self::ToolSettled => "tool-settled",
+            Self::RunContext => "run-context",
+            Self::Other => return None,
+        })
+    }
+}
+
+/// A message's role: the four every chat API has, or another one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// `system`.
+    System,
+    /// `user`.
+    User,
+    /// `assistant`.
+    Assistant,
+    /// `tool`.
+    Tool,
+    /// Any other role (`developer`, say): its name is the line's own.
+    Other,
+}
+
+impl Role {
+    /// The role named by a wire `role` string.
+    pub fn from_wire(name: &str) -> Self {
+        match name {
+            "system" => Self::System,
+            "user" => Self::User,
+            "assistant" => Self::Assistant,
+            "tool" => Self::Tool,
+            _ => Self::Other,
+        }
+    }
+
+    /// The wire `role` string; None for [`Role::Other`].
+    pub fn wire_name(self) -> Option<&'static str> {
+        Some(match self {
+            Self::System => "system",
+            Self::User => "user",
+            Self::Assistant => "assistant",
+            Self::Tool => "tool",
+            Self::Other => return None,
+        })
+    }
 }
 
 /// A byte range inside one line.
@@ -62,6 +117,8 @@ pub enum Detail {
     None,
     /// A message: whether compaction keeps it, and the call it answers.
     Message {
+        /// `role`.
+        role: String,
         /// `sticky`, `sysprompt` or a `depth`.
         sticky: bool,
         /// `tool_call_id`, when it is a string and the role is `"tool"`: only a
@@ -102,6 +159,9 @@ pub struct Envelope {
     pub id: String,
     /// The envelope type.
     pub kind: EnvelopeType,
+    /// The wire `type`, kept only for [`EnvelopeType::Other`] (the others'
+    /// names are fixed).
+    pub other_type: Option<Box<str>>,
     /// What replay needs from the payload.
     pub detail: Detail,
 }
@@ -152,8 +212,7 @@ struct PayloadFields {
     sticky: bool,
     sysprompt: bool,
     depth: bool,
-    role: Option<bool>,
-    tool_role: bool,
+    role: Option<String>,
     tool_call_id: Option<String>,
     through: Option<String>,
     items: Option<Result<Vec<(String, Span)>, String>>,
@@ -177,6 +236,7 @@ pub fn parse_line(line: &[u8]) -> Result<Envelope, LineError> {
     r.begin_object()?;
     let mut id = None;
     let mut kind = None;
+    let mut other_type = None;
     let mut ts = false;
     let mut v: Option<Result<(), String>> = None;
     let mut payload = None;
@@ -197,13 +257,17 @@ pub fn parse_line(line: &[u8]) -> Result<Envelope, LineError> {
                 }
             }
             b"type" => {
-                kind = match r.peek()? {
+                (kind, other_type) = match r.peek()? {
                     Kind::String => {
-                        Some(EnvelopeType::from_wire(r.string(&mut scratch)?.as_bytes()))
+                        let name = r.string(&mut scratch)?;
+                        let kind = EnvelopeType::from_wire(name.as_bytes());
+                        let other =
+                            (kind == EnvelopeType::Other).then(|| owned(name).into_boxed_str());
+                        (Some(kind), other)
                     }
                     _ => {
                         r.skip_value()?;
-                        None
+                        (None, None)
                     }
                 }
             }
@@ -254,7 +318,12 @@ pub fn parse_line(line: &[u8]) -> Result<Envelope, LineError> {
         return invalid("no 'payload'");
     };
     let detail = detail_of(kind, p)?;
-    Ok(Envelope { id, kind, detail })
+    Ok(Envelope {
+        id,
+        kind,
+        other_type,
+        detail,
+    })
 }
 
 fn detail_of(kind: EnvelopeType, p: PayloadFields) -> Result<Detail, LineError> {
@@ -268,12 +337,14 @@ fn detail_of(kind: EnvelopeType, p: PayloadFields) -> Result<Detail, LineError> 
     Ok(match kind {
         EnvelopeType::SessionMeta | EnvelopeType::Grants | EnvelopeType::Other => Detail::None,
         EnvelopeType::Message => {
-            if p.role != Some(true) {
+            let Some(role) = p.role else {
                 return invalid("a message payload needs a string 'role'");
-            }
+            };
+            let tool = role == "tool";
             Detail::Message {
+                role,
                 sticky: p.sticky || p.sysprompt || p.depth,
-                tool_call_id: if p.tool_role { p.tool_call_id } else { None },
+                tool_call_id: if tool { p.tool_call_id } else { None },
             }
         }
         EnvelopeType::Compaction => match p.through {
@@ -356,6 +427,100 @@ fn span(start: usize, end: usize) -> Span {
     }
 }
 
+/// Where the members named `keys` are in the JSON object `value`: one span per
+/// key, in `keys` order (the last of duplicate members wins), None for a key it
+/// does not have; all None when `value` is not an object. Nothing but the keys
+/// is decoded, so a reader can decode the few members it wants and no more.
+pub fn member_spans(value: &[u8], keys: &[&str]) -> Result<Vec<Option<Span>>, JsonError> {
+    let mut spans = vec![None; keys.len()];
+    let mut r = Reader::from_bytes(value)?;
+    if r.peek()? != Kind::Object {
+        return Ok(spans);
+    }
+    r.begin_object()?;
+    let mut key_buf = Vec::new();
+    loop {
+        let wanted = match r.next_key(&mut key_buf)? {
+            None => break,
+            Some(k) => keys.iter().position(|w| w.as_bytes() == k.as_bytes()),
+        };
+        r.peek()?;
+        let start = r.offset();
+        r.skip_value()?;
+        if let Some(at) = wanted {
+            spans[at] = Some(span(start, r.offset()));
+        }
+    }
+    Ok(spans)
+}
+
+/// Where the value at `path` is in the JSON value `value`: each step names a
+/// member of an object (the last of duplicate members wins); None when a step
+/// is missing or not an object. One pass, nothing decoded but the keys:
+/// `&["payload", "content"]` finds a message's content.
+pub fn member_span_at(value: &[u8], path: &[&str]) -> Result<Option<Span>, JsonError> {
+    let mut r = Reader::from_bytes(value)?;
+    visit_at(&mut r, path, &mut |r| {
+        r.peek()?;
+        let start = r.offset();
+        r.skip_value()?;
+        Ok(span(start, r.offset()))
+    })
+}
+
+/// The decoded UTF-8 size of the string at `path` in `value` (see
+/// [`member_span_at`]), measured in the same pass without building it:
+/// `Some(Some(n))` for a string, `Some(Some(0))` for null, `Some(None)` for
+/// any other value, None when there is nothing at `path`.
+pub fn string_size_at(value: &[u8], path: &[&str]) -> Result<Option<Option<u64>>, JsonError> {
+    let mut r = Reader::from_bytes(value)?;
+    visit_at(&mut r, path, &mut |r| {
+        Ok(match r.peek()? {
+            Kind::String => Some(r.string_size()?),
+            Kind::Null => {
+                r.null()?;
+                Some(0)
+            }
+            _ => {
+                r.skip_value()?;
+                None
+            }
+        })
+    })
+}
+
+// Walks `path` down from the value `r` is at, calling `leaf` (which must read
+// the value it is at) on each value found there; answers the last call's
+// result. `r` ends past the value it started at.
+fn visit_at<T>(
+    r: &mut Reader<'_>,
+    path: &[&str],
+    leaf: &mut impl FnMut(&mut Reader<'_>) -> Result<T, JsonError>,
+) -> Result<Option<T>, JsonError> {
+    let Some((step, rest)) = path.split_first() else {
+        return leaf(r).map(Some);
+    };
+    if r.peek()? != Kind::Object {
+        r.skip_value()?;
+        return Ok(None);
+    }
+    r.begin_object()?;
+    let mut found = None;
+    let mut key_buf = Vec::new();
+    loop {
+        let hit = match r.next_key(&mut key_buf)? {
+            None => break,
+            Some(k) => k.as_bytes() == step.as_bytes(),
+        };
+        if hit {
+            found = visit_at(r, rest, leaf)?;
+        } else {
+            r.skip_value()?;
+        }
+    }
+    Ok(found)
+}
+
 fn read_payload(r: &mut Reader<'_>) -> Result<PayloadFields, LineError> {
     let mut p = PayloadFields::default();
     if r.peek()? != Kind::Object {
@@ -372,11 +537,7 @@ fn read_payload(r: &mut Reader<'_>) -> Result<PayloadFields, LineError> {
             Some(k) => k,
         };
         match key.as_bytes() {
-            b"role" => {
-                let role = string_or_skip(r, &mut inner)?;
-                p.tool_role = role.as_deref() == Some("tool");
-                p.role = Some(role.is_some());
-            }
+            b"role" => p.role = string_or_skip(r, &mut inner)?,
             b"sticky" => p.sticky = truthy(r, &mut inner)?,
             b"sysprompt" => p.sysprompt = truthy(r, &mut inner)?,
             b"depth" => {
@@ -495,10 +656,37 @@ mod tests {
         assert_eq!(
             e.detail,
             Detail::Message {
+                role: "tool".into(),
                 sticky: false,
                 tool_call_id: Some("c1".into())
             }
         );
+        assert_eq!(e.other_type, None);
+    }
+
+    #[test]
+    fn an_unknown_type_keeps_its_name_and_the_known_ones_have_theirs() {
+        let e = parse(r#"{"id":"z","payload":null,"ts":"t","type":"later-thing","v":1}"#).unwrap();
+        assert_eq!(e.kind, EnvelopeType::Other);
+        assert_eq!(e.other_type.as_deref(), Some("later-thing"));
+        assert_eq!(e.kind.wire_name(), None);
+        for name in [
+            "session-meta",
+            "message",
+            "grants",
+            "compaction",
+            "elision",
+            "tool-dispatched",
+            "tool-settled",
+            "run-context",
+        ] {
+            let kind = EnvelopeType::from_wire(name.as_bytes());
+            assert_eq!(kind.wire_name(), Some(name));
+        }
+        for name in ["system", "user", "assistant", "tool"] {
+            assert_eq!(Role::from_wire(name).wire_name(), Some(name));
+        }
+        assert_eq!(Role::from_wire("developer"), Role::Other);
     }
 
     #[test]
@@ -592,6 +780,48 @@ mod tests {
             parse(r#"{"id":"a","payload":{"content":"x"},"ts":"t","type":"message","v":1}"#),
             Err(LineError::Invalid(_))
         ));
+    }
+
+    #[test]
+    fn member_spans_find_members_without_decoding_them() {
+        let line = r#"{"id":"a","payload":{"content":"x\ny","role":"tool","role":"user","n":[1,{"role":2}]},"ts":"t","type":"message","v":1}"#;
+        let spans = member_spans(line.as_bytes(), &["v", "payload", "nope", "id"]).unwrap();
+        let text: Vec<_> = spans
+            .iter()
+            .map(|s| s.map(|s| &line[s.start as usize..s.end as usize]))
+            .collect();
+        assert_eq!(text[0], Some("1"));
+        assert!(text[1].unwrap().starts_with(r#"{"content""#));
+        assert_eq!((text[2], text[3]), (None, Some(r#""a""#)));
+        let at = |line: &str, path: &[&str]| {
+            member_span_at(line.as_bytes(), path)
+                .unwrap()
+                .map(|s| line[s.start as usize..s.end as usize].to_string())
+        };
+        assert_eq!(
+            at(line, &["payload", "role"]).as_deref(),
+            Some(r#""user""#),
+            "the last duplicate wins"
+        );
+        assert_eq!(
+            at(line, &["payload", "content"]).as_deref(),
+            Some(r#""x\ny""#)
+        );
+        assert_eq!(at(line, &["payload", "x"]), None);
+        assert_eq!(at(line, &["v"]).as_deref(), Some("1"));
+        let not_object = r#"{"id":"a","payload":[1],"ts":"t","type":"x","v":1}"#;
+        assert_eq!(at(not_object, &["payload", "role"]), None);
+        let twice = r#"{"payload":{"role":"a"},"payload":{"n":1}}"#;
+        assert_eq!(at(twice, &["payload", "role"]), None);
+        let size = |line: &str, path: &[&str]| string_size_at(line.as_bytes(), path).unwrap();
+        assert_eq!(size(line, &["payload", "content"]), Some(Some(3)));
+        assert_eq!(size(line, &["payload", "n"]), Some(None));
+        assert_eq!(size(line, &["payload", "x"]), None);
+        assert_eq!(
+            size(r#"{"payload":{"content":null}}"#, &["payload", "content"]),
+            Some(Some(0))
+        );
+        assert_eq!(member_spans(b"[1]", &["a"]).unwrap(), vec![None]);
     }
 
     #[test]

@@ -311,6 +311,45 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Reads a string and answers its size once decoded, in UTF-8 bytes (a lone
+    /// surrogate counts its three WTF-8 bytes), without building it.
+    pub fn string_size(&mut self) -> Result<u64, JsonError> {
+        self.skip_ws();
+        if self.input.get(self.pos) != Some(&b'"') {
+            return self.err("expected a string");
+        }
+        self.pos += 1;
+        let mut size = 0u64;
+        let mut one = Vec::with_capacity(4);
+        loop {
+            let at = self.plain_run();
+            size += (at - self.pos) as u64;
+            self.pos = at;
+            match self.input.get(at) {
+                Some(b'"') => {
+                    self.pos = at + 1;
+                    return Ok(size);
+                }
+                Some(b'\\') => {
+                    self.pos = at + 1;
+                    if let Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') =
+                        self.input.get(self.pos)
+                    {
+                        // One byte, whatever it is: the common case, counted here.
+                        self.pos += 1;
+                        size += 1;
+                    } else {
+                        one.clear();
+                        self.escape(&mut one)?;
+                        size += one.len() as u64;
+                    }
+                }
+                Some(_) => return self.err("control character in string"),
+                None => return self.err("unterminated string"),
+            }
+        }
+    }
+
     /// Skips a string without decoding it, checking it all the same.
     fn skip_string(&mut self) -> Result<(), JsonError> {
         // The opening quote was seen by the caller.
@@ -638,6 +677,18 @@ fn push_code_point(out: &mut Vec<u8>, code: u32) {
     }
 }
 
+/// The size of a JSON string value once decoded, in UTF-8 bytes (a lone
+/// surrogate counts its three WTF-8 bytes, as Python's `surrogatepass` does);
+/// 0 for `null`; None for any other value. Nothing is built.
+pub fn string_size(value: &[u8]) -> Result<Option<u64>, JsonError> {
+    let mut r = Reader::from_bytes(value)?;
+    Ok(match r.peek()? {
+        Kind::String => Some(r.string_size()?),
+        Kind::Null => Some(0),
+        _ => None,
+    })
+}
+
 /// True when `line` is exactly one JSON value (whitespace around it allowed).
 ///
 /// This is the tail check's question, so it is about syntax alone: a number
@@ -715,6 +766,22 @@ mod tests {
             "[01]",
         ] {
             assert!(!valid(s), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn string_size_is_the_decoded_utf8_length() {
+        for (text, size) in [
+            (r#""abc""#, Some(3)),
+            (r#""a\nb""#, Some(3)),
+            (r#""\u00e9é""#, Some(4)),
+            (r#""\ud83d\ude00""#, Some(4)),
+            (r#""\ud800""#, Some(3)),
+            ("null", Some(0)),
+            ("[1]", None),
+            ("7", None),
+        ] {
+            assert_eq!(string_size(text.as_bytes()).unwrap(), size, "{text}");
         }
     }
 

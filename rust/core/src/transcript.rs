@@ -2,9 +2,11 @@
 //! append extends, through the same code, so that the state after a load is the
 //! state the writer had.
 //!
-//! The index keeps a few words per line (where it is, its number and type) and
-//! an id table; payloads stay in the file. Replay keeps the live message list as
-//! references to lines, plus what an elision put in place of a message's content.
+//! The index keeps a few words per line (where it is, its number, type and, for
+//! a message, role) and an id table; payloads stay in the file. Replay keeps the
+//! live message list as references to lines, plus what an elision put in place
+//! of a message's content. A reader that shows a transcript can also ask replay
+//! to keep its [`History`]: what each compaction, elision and settle did.
 
 use std::collections::BTreeMap;
 
@@ -14,7 +16,10 @@ use rustc_hash::FxHashMap as HashMap;
 use std::fmt;
 use std::io;
 
-use crate::envelope::{parse_line, Detail, Envelope, EnvelopeType, LineError, Span};
+use crate::envelope::{
+    parse_line, string_size_at, Detail, Envelope, EnvelopeType, LineError, Role, Span,
+};
+use crate::json::string_size;
 use crate::scan::{is_blank, ReadAt};
 
 /// Where one envelope is in the file.
@@ -28,6 +33,150 @@ pub struct LineRec {
     pub number: u64,
     /// Its type.
     pub kind: EnvelopeType,
+    /// A message's role; None for every other type.
+    pub role: Option<Role>,
+}
+
+impl LineRec {
+    /// The record of `env`, read from `len` bytes at `offset` on line `number`.
+    pub fn new(env: &Envelope, offset: u64, len: usize, number: u64) -> Self {
+        LineRec {
+            offset,
+            len: u32::try_from(len).unwrap_or(u32::MAX),
+            number,
+            kind: env.kind,
+            role: match &env.detail {
+                Detail::Message { role, .. } => Some(Role::from_wire(role)),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// How many envelopes of one type a file has, and their bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeTotal<'a> {
+    /// The wire type.
+    pub name: &'a str,
+    /// Envelopes of that type.
+    pub count: u64,
+    /// Their bytes, each line's `\n` included.
+    pub bytes: u64,
+}
+
+/// Every envelope's place in the file, and the names its records cannot hold:
+/// the wire type of an unknown type, the role of a message whose role is not
+/// one of the four. Enough to count, size and pick envelopes by type or role
+/// without reading a payload.
+#[derive(Debug, Default)]
+pub struct Index {
+    /// Every envelope, in file order.
+    pub lines: Vec<LineRec>,
+    // Line index -> name, for EnvelopeType::Other and Role::Other only.
+    other_types: HashMap<u32, Box<str>>,
+    other_roles: HashMap<u32, Box<str>>,
+}
+
+impl Index {
+    /// Adds `env`, read at `rec`.
+    pub fn push(&mut self, rec: LineRec, env: &Envelope) {
+        let at = u32::try_from(self.lines.len()).unwrap_or(u32::MAX);
+        if let Some(name) = &env.other_type {
+            self.other_types.insert(at, name.clone());
+        }
+        if let (Some(Role::Other), Detail::Message { role, .. }) = (rec.role, &env.detail) {
+            self.other_roles.insert(at, role.as_str().into());
+        }
+        self.lines.push(rec);
+    }
+
+    /// The number of envelopes.
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Whether there is no envelope.
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// Envelope `i`'s record.
+    pub fn get(&self, i: usize) -> Option<&LineRec> {
+        self.lines.get(i)
+    }
+
+    /// Envelope `i`'s wire type.
+    pub fn type_name(&self, i: usize) -> Option<&str> {
+        let rec = self.lines.get(i)?;
+        match rec.kind.wire_name() {
+            Some(name) => Some(name),
+            None => self.other_types.get(&u32::try_from(i).ok()?).map(|n| &**n),
+        }
+    }
+
+    /// Envelope `i`'s role, if it is a message.
+    pub fn role(&self, i: usize) -> Option<&str> {
+        let role = self.lines.get(i)?.role?;
+        match role.wire_name() {
+            Some(name) => Some(name),
+            None => self.other_roles.get(&u32::try_from(i).ok()?).map(|n| &**n),
+        }
+    }
+
+    /// Envelope `i`'s bytes, its `\n` included, in a file whose first `end`
+    /// bytes were read (a last line without its `\n` is one byte shorter).
+    pub fn size_of(&self, i: usize, end: u64) -> Option<u64> {
+        let rec = self.lines.get(i)?;
+        let stop = rec.offset + u64::from(rec.len);
+        Some(u64::from(rec.len) + u64::from(stop < end))
+    }
+
+    /// Count and bytes per type, in the order each type first appears.
+    pub fn type_totals(&self, end: u64) -> Vec<TypeTotal<'_>> {
+        let mut totals: Vec<TypeTotal<'_>> = Vec::new();
+        let mut at: HashMap<&str, usize> = HashMap::default();
+        for i in 0..self.lines.len() {
+            let name = self.type_name(i).unwrap_or("");
+            let k = *at.entry(name).or_insert_with(|| {
+                totals.push(TypeTotal {
+                    name,
+                    count: 0,
+                    bytes: 0,
+                });
+                totals.len() - 1
+            });
+            totals[k].count += 1;
+            totals[k].bytes += self.size_of(i, end).unwrap_or(0);
+        }
+        totals
+    }
+
+    /// The indices of the envelopes of wire type `name`, in file order.
+    pub fn indices_of_type(&self, name: &str) -> Vec<u32> {
+        let kind = EnvelopeType::from_wire(name.as_bytes());
+        (0..self.lines.len())
+            .filter(|&i| {
+                self.lines[i].kind == kind
+                    && (kind != EnvelopeType::Other || self.type_name(i) == Some(name))
+            })
+            .filter_map(|i| u32::try_from(i).ok())
+            .collect()
+    }
+
+    /// Message count per role, in the order each role first appears.
+    pub fn role_counts(&self) -> Vec<(&str, u64)> {
+        let mut counts: Vec<(&str, u64)> = Vec::new();
+        let mut at: HashMap<&str, usize> = HashMap::default();
+        for i in 0..self.lines.len() {
+            let Some(role) = self.role(i) else { continue };
+            let k = *at.entry(role).or_insert_with(|| {
+                counts.push((role, 0));
+                counts.len() - 1
+            });
+            counts[k].1 += 1;
+        }
+        counts
+    }
 }
 
 /// One message of the live list: the line it comes from (a message line, or a
@@ -121,11 +270,46 @@ impl From<io::Error> for LoadError {
     }
 }
 
+/// What one compaction did to the live list, by line index, in live order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Compacted {
+    /// The messages it replaced (summaries of earlier compactions included).
+    pub replaced: Vec<u32>,
+    /// The sticky messages it kept.
+    pub kept: Vec<u32>,
+}
+
+/// One message an elision stubbed: its line, and the stub it carried before
+/// (an earlier elision's line and the stub's span), if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Elided {
+    /// Index of the message's line (a compaction line for a summary).
+    pub line: u32,
+    /// The stub it had before this elision.
+    pub stub_before: Option<(u32, Span)>,
+}
+
+/// What replay did, kept for a reader that shows a transcript (never by a
+/// writing session, which has no use for it). Keys and values are line indices.
+#[derive(Debug, Default)]
+pub struct History {
+    /// Compaction line -> what it replaced and kept.
+    pub compactions: HashMap<u32, Compacted>,
+    /// Elision line -> the messages it stubbed, in item order.
+    pub elisions: HashMap<u32, Vec<Elided>>,
+    /// Dispatch line -> the settle line that settled it.
+    pub settled_by: HashMap<u32, u32>,
+    /// Message (or compaction) line -> the first elision that stubbed it.
+    pub elided_by: HashMap<u32, u32>,
+    /// Message (or compaction) line -> the compaction that took it out of the live list.
+    pub compacted_by: HashMap<u32, u32>,
+}
+
 /// A transcript's index and replayed state.
 #[derive(Debug, Default)]
 pub struct Transcript {
-    /// Every envelope, in file order.
-    pub lines: Vec<LineRec>,
+    /// Every envelope, in file order, with its type and role.
+    pub index: Index,
     ids: HashMap<Box<str>, u32>,
     /// The live messages, compaction and elision applied.
     pub live: Vec<LiveMessage>,
@@ -139,6 +323,8 @@ pub struct Transcript {
     pub sections: HashMap<Box<str>, u32>,
     /// Lines in the file, blank ones included: the next line's number less one.
     pub line_count: u64,
+    /// What replay did, when asked to keep it (see [`inspect`]).
+    pub history: Option<History>,
 }
 
 const NOT_LIVE: u32 = u32::MAX;
@@ -166,7 +352,7 @@ impl Transcript {
     /// Checks that `env` can follow what is there; `strict` also refuses settles
     /// of unknown or settled operations (an append does; a load tolerates them).
     pub fn check(&self, env: &Envelope, strict: bool) -> Result<(), ReplayError> {
-        if self.lines.is_empty() {
+        if self.index.is_empty() {
             if env.kind != EnvelopeType::SessionMeta {
                 return Err(ReplayError::NoMeta);
             }
@@ -192,7 +378,10 @@ impl Transcript {
             },
             Detail::ToolSettled { op_id } if strict => match self.line_of(op_id) {
                 Some(l) if self.pending.contains_key(&l) => Ok(()),
-                Some(l) if self.lines[l as usize].kind == EnvelopeType::ToolDispatched => {
+                Some(l)
+                    if self.index.get(l as usize).map(|r| r.kind)
+                        == Some(EnvelopeType::ToolDispatched) =>
+                {
                     Err(ReplayError::AlreadySettled(op_id.clone()))
                 }
                 _ => Err(ReplayError::UnknownOperation(op_id.clone())),
@@ -204,9 +393,9 @@ impl Transcript {
     /// Checks `env` (see [`Transcript::check`]) and, if it may, adds it at `rec`.
     pub fn push(&mut self, env: Envelope, rec: LineRec, strict: bool) -> Result<(), ReplayError> {
         self.check(&env, strict)?;
-        let index = u32::try_from(self.lines.len()).unwrap_or(u32::MAX);
+        let index = u32::try_from(self.index.len()).unwrap_or(u32::MAX);
         self.line_count = self.line_count.max(rec.number);
-        self.lines.push(rec);
+        self.index.push(rec, &env);
         self.live_pos.push(NOT_LIVE);
         self.ids.insert(env.id.into_boxed_str(), index);
         match env.detail {
@@ -218,6 +407,7 @@ impl Transcript {
             Detail::Message {
                 sticky,
                 tool_call_id,
+                ..
             } => {
                 self.live_pos[index as usize] = self.live.len() as u32;
                 self.live.push(LiveMessage {
@@ -247,6 +437,18 @@ impl Transcript {
                     sticky: false,
                 });
                 live.extend_from_slice(&self.live[cut + 1..]);
+                if let Some(h) = &mut self.history {
+                    let mut done = Compacted::default();
+                    for m in &self.live[..=cut] {
+                        if m.sticky {
+                            done.kept.push(m.line);
+                        } else {
+                            done.replaced.push(m.line);
+                            h.compacted_by.insert(m.line, index);
+                        }
+                    }
+                    h.compactions.insert(index, done);
+                }
                 for m in &self.live {
                     self.live_pos[m.line as usize] = NOT_LIVE;
                 }
@@ -256,10 +458,22 @@ impl Transcript {
                 self.live = live;
             }
             Detail::Elision { items } => {
+                let mut elided = Vec::with_capacity(items.len());
                 for (id, span) in items {
                     if let Some(pos) = self.line_of(&id).and_then(|l| self.live_position(l)) {
-                        self.live[pos as usize].stub = Some((index, span));
+                        let m = &mut self.live[pos as usize];
+                        elided.push(Elided {
+                            line: m.line,
+                            stub_before: m.stub,
+                        });
+                        m.stub = Some((index, span));
                     }
+                }
+                if let Some(h) = &mut self.history {
+                    for e in &elided {
+                        h.elided_by.entry(e.line).or_insert(index);
+                    }
+                    h.elisions.insert(index, elided);
                 }
             }
             Detail::ToolDispatched { call_id } => {
@@ -273,7 +487,11 @@ impl Transcript {
             }
             Detail::ToolSettled { op_id } => {
                 if let Some(l) = self.line_of(&op_id) {
-                    self.pending.remove(&l);
+                    if self.pending.remove(&l).is_some() {
+                        if let Some(h) = &mut self.history {
+                            h.settled_by.insert(l, index);
+                        }
+                    }
                 }
             }
             Detail::RunContext { carried } => {
@@ -285,6 +503,117 @@ impl Transcript {
             }
         }
         Ok(())
+    }
+}
+
+impl Transcript {
+    /// For each elision line in `elisions` (in that order), the decoded UTF-8
+    /// size of the content each message it stubbed had just before (its
+    /// earlier stub, a summary, or its own content), in item order: what a
+    /// reader reports as the bytes an elision took out of the conversation.
+    /// `Some(0)` for a null or missing content, None for one that is neither a
+    /// string nor null. Lines are read on every core; nothing is built. Empty
+    /// for a line that is not an elision, or without the [`History`].
+    pub fn elided_sizes<R: ReadAt + Sync + ?Sized>(
+        &self,
+        src: &R,
+        elisions: &[u32],
+    ) -> Result<Vec<Vec<Option<u64>>>, LoadError> {
+        let cores = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8);
+        let per = elisions.len().div_ceil(cores).max(64);
+        if elisions.len() <= per {
+            return elisions.iter().map(|&e| self.sizes_of(src, e)).collect();
+        }
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = elisions
+                .chunks(per)
+                .map(|part| {
+                    scope.spawn(move || {
+                        part.iter()
+                            .map(|&e| self.sizes_of(src, e))
+                            .collect::<Result<Vec<_>, _>>()
+                    })
+                })
+                .collect();
+            let mut out = Vec::with_capacity(elisions.len());
+            for h in handles {
+                let part = h
+                    .join()
+                    .unwrap_or_else(|_| Err(io::Error::other("a reader thread failed").into()))?;
+                out.extend(part);
+            }
+            Ok(out)
+        })
+    }
+
+    fn sizes_of<R: ReadAt + ?Sized>(
+        &self,
+        src: &R,
+        elision: u32,
+    ) -> Result<Vec<Option<u64>>, LoadError> {
+        let Some(items) = self.history.as_ref().and_then(|h| h.elisions.get(&elision)) else {
+            return Ok(Vec::new());
+        };
+        let mut buf = Vec::new();
+        let mut sizes = Vec::with_capacity(items.len());
+        for e in items {
+            let (line, found) = match e.stub_before {
+                Some((line, at)) => {
+                    let bytes = self.read_rec(src, line, &mut buf)?;
+                    let stub = bytes
+                        .get(at.start as usize..at.end as usize)
+                        .unwrap_or_default();
+                    (line, string_size(stub).map(Some))
+                }
+                None => {
+                    let kind = self.index.get(e.line as usize).map(|r| r.kind);
+                    let key = if kind == Some(EnvelopeType::Compaction) {
+                        "summary"
+                    } else {
+                        "content"
+                    };
+                    let bytes = self.read_rec(src, e.line, &mut buf)?;
+                    (e.line, string_size_at(bytes, &["payload", key]))
+                }
+            };
+            let number = self.index.get(line as usize).map_or(0, |r| r.number);
+            let size = found.map_err(|error| LoadError::Line {
+                line: number,
+                error: LineError::Malformed(error),
+            })?;
+            // Nothing there: the content is None, of size 0.
+            sizes.push(size.unwrap_or(Some(0)));
+        }
+        Ok(sizes)
+    }
+
+    // The bytes of envelope `line`, read into `buf`.
+    fn read_rec<'b, R: ReadAt + ?Sized>(
+        &self,
+        src: &R,
+        line: u32,
+        buf: &'b mut Vec<u8>,
+    ) -> io::Result<&'b [u8]> {
+        let rec = self
+            .index
+            .get(line as usize)
+            .ok_or_else(|| io::Error::other("no such envelope"))?;
+        buf.resize(rec.len as usize, 0);
+        let mut filled = 0;
+        while filled < buf.len() {
+            let n = src.read_at(&mut buf[filled..], rec.offset + filled as u64)?;
+            if n == 0 {
+                let shrank = io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the file shrank while it was read",
+                );
+                return Err(shrank);
+            }
+            filled += n;
+        }
+        Ok(buf)
     }
 }
 
@@ -413,17 +742,8 @@ fn parse_segment<R: ReadAt + ?Sized>(
     let counted = for_each_line(src, start, end, |line, offset, number| {
         match parse_line(line) {
             Ok(env) => {
-                let len = u32::try_from(line.len()).unwrap_or(u32::MAX);
-                let kind = env.kind;
-                seg.items.push((
-                    env,
-                    LineRec {
-                        offset,
-                        len,
-                        number,
-                        kind,
-                    },
-                ));
+                let rec = LineRec::new(&env, offset, line.len(), number);
+                seg.items.push((env, rec));
             }
             Err(_) if seg.bad.len() >= SKIPPED_KEPT => seg.bad_more += 1,
             Err(e) => {
@@ -507,10 +827,27 @@ fn parse_all<R: ReadAt + Sync + ?Sized>(
 /// replay must accept it. The tail must already have been repaired. Lines are
 /// parsed on every core; replay then runs over them in file order.
 pub fn load<R: ReadAt + Sync + ?Sized>(src: &R, size: u64) -> Result<Transcript, LoadError> {
-    let mut t = Transcript::default();
+    load_into(Transcript::default(), src, size)
+}
+
+/// [`load`], keeping the [`History`] of what replay did: for a reader that shows
+/// a transcript (what each compaction replaced, which settle settled a dispatch).
+pub fn inspect<R: ReadAt + Sync + ?Sized>(src: &R, size: u64) -> Result<Transcript, LoadError> {
+    let t = Transcript {
+        history: Some(History::default()),
+        ..Transcript::default()
+    };
+    load_into(t, src, size)
+}
+
+fn load_into<R: ReadAt + Sync + ?Sized>(
+    mut t: Transcript,
+    src: &R,
+    size: u64,
+) -> Result<Transcript, LoadError> {
     let mut before = 0; // lines in the segments already replayed
     for seg in parse_all(src, size, false)? {
-        t.lines.reserve(seg.items.len());
+        t.index.lines.reserve(seg.items.len());
         for (env, mut rec) in seg.items {
             rec.number += before;
             let line = rec.number;
@@ -525,7 +862,7 @@ pub fn load<R: ReadAt + Sync + ?Sized>(src: &R, size: u64) -> Result<Transcript,
         }
         before += seg.lines;
     }
-    if t.lines.is_empty() {
+    if t.index.is_empty() {
         return Err(LoadError::Empty);
     }
     t.line_count = before;
@@ -537,11 +874,13 @@ pub fn load<R: ReadAt + Sync + ?Sized>(src: &R, size: u64) -> Result<Transcript,
 #[derive(Debug, Default)]
 pub struct Peeked {
     /// The envelopes that parsed, in file order.
-    pub lines: Vec<LineRec>,
+    pub index: Index,
     /// `(line number, why)` for the first [`SKIPPED_KEPT`] lines skipped.
     pub skipped: Vec<(u64, String)>,
     /// How many more lines were skipped.
     pub skipped_more: u64,
+    /// Lines in the bytes read, blank and skipped ones included.
+    pub line_count: u64,
 }
 
 /// Reads the first `size` bytes of `src` as peek does: no replay, and a line
@@ -550,10 +889,11 @@ pub fn peek<R: ReadAt + Sync + ?Sized>(src: &R, size: u64) -> Result<Peeked, io:
     let mut p = Peeked::default();
     let mut before = 0;
     for seg in parse_all(src, size, true)? {
-        p.lines.extend(seg.items.into_iter().map(|(_, mut rec)| {
+        p.index.lines.reserve(seg.items.len());
+        for (env, mut rec) in seg.items {
             rec.number += before;
-            rec
-        }));
+            p.index.push(rec, &env);
+        }
         for (n, e) in seg.bad {
             if p.skipped.len() < SKIPPED_KEPT {
                 p.skipped.push((before + n, e.to_string()));
@@ -564,6 +904,7 @@ pub fn peek<R: ReadAt + Sync + ?Sized>(src: &R, size: u64) -> Result<Peeked, io:
         p.skipped_more += seg.bad_more;
         before += seg.lines;
     }
+    p.line_count = before;
     Ok(p)
 }
 
@@ -749,6 +1090,176 @@ mod tests {
     }
 
     #[test]
+    fn the_index_knows_each_envelopes_type_role_and_size_without_its_payload() {
+        let lines = [
+            line("meta", "session-meta", "{}"),
+            msg("s", "system", ""),
+            line("z1", "later-thing", "null"),
+            msg("d", "developer", ""),
+            msg("u", "user", ""),
+            line("z2", "other-thing", "[]"),
+            line("z3", "later-thing", "1"),
+            msg("u2", "user", ""),
+        ];
+        // Blank lines between, and a last line without its newline.
+        let text = lines.join("\n \n");
+        let end = text.len() as u64;
+        let t = load(text.as_bytes(), end).unwrap();
+        let p = peek(text.as_bytes(), end).unwrap();
+        for index in [&t.index, &p.index] {
+            let names: Vec<_> = (0..index.len()).map(|i| index.type_name(i)).collect();
+            assert_eq!(
+                names,
+                [
+                    "session-meta",
+                    "message",
+                    "later-thing",
+                    "message",
+                    "message",
+                    "other-thing",
+                    "later-thing",
+                    "message"
+                ]
+                .map(Some)
+            );
+            assert_eq!(index.type_name(8), None);
+            let roles: Vec<_> = (0..index.len()).map(|i| index.role(i)).collect();
+            assert_eq!(
+                roles,
+                [
+                    None,
+                    Some("system"),
+                    None,
+                    Some("developer"),
+                    Some("user"),
+                    None,
+                    None,
+                    Some("user")
+                ]
+            );
+            assert_eq!(
+                index.role_counts(),
+                [("system", 1), ("developer", 1), ("user", 2)]
+            );
+            assert_eq!(index.indices_of_type("later-thing"), [2, 6]);
+            assert_eq!(index.indices_of_type("message"), [1, 3, 4, 7]);
+            assert_eq!(index.indices_of_type("grants"), [] as [u32; 0]);
+            let sizes: Vec<u64> = (0..index.len())
+                .map(|i| index.size_of(i, end).unwrap())
+                .collect();
+            let expected: Vec<u64> = lines
+                .iter()
+                .enumerate()
+                .map(|(i, l)| l.len() as u64 + u64::from(i + 1 < lines.len()))
+                .collect();
+            assert_eq!(sizes, expected);
+            let totals = index.type_totals(end);
+            let names: Vec<_> = totals.iter().map(|t| (t.name, t.count)).collect();
+            assert_eq!(
+                names,
+                [
+                    ("session-meta", 1),
+                    ("message", 4),
+                    ("later-thing", 2),
+                    ("other-thing", 1)
+                ]
+            );
+            let bytes: u64 = totals.iter().map(|t| t.bytes).sum();
+            assert_eq!(bytes, end - 7 * 2, "every byte but the blank lines'");
+        }
+        assert_eq!((t.line_count, p.line_count), (15, 15));
+    }
+
+    #[test]
+    fn inspect_keeps_what_compaction_elision_and_settles_did_and_load_does_not() {
+        let lines = vec![
+            line("meta", "session-meta", "{}"),
+            msg("s", "system", r#","sysprompt":true"#),
+            msg("u1", "user", ""),
+            line("op1", "tool-dispatched", r#"{"call-id":"c1","tool":"t"}"#),
+            msg("t1", "tool", r#","tool_call_id":"c1""#),
+            line(
+                "s1",
+                "tool-settled",
+                r#"{"op-id":"op1","outcome":"completed"}"#,
+            ),
+            line("e1", "elision", r#"{"items":[{"id":"t1","stub":"[a]"}]}"#),
+            line("e2", "elision", r#"{"items":[{"id":"t1","stub":"[b]"}]}"#),
+            msg("u2", "user", ""),
+            line(
+                "c1",
+                "compaction",
+                r#"{"replaces-through-id":"t1","summary":"S"}"#,
+            ),
+            line("op2", "tool-dispatched", r#"{"call-id":"c2","tool":"t"}"#),
+        ];
+        let text = lines.join("\n") + "\n";
+        assert!(load(text.as_bytes(), text.len() as u64)
+            .unwrap()
+            .history
+            .is_none());
+        let t = inspect(text.as_bytes(), text.len() as u64).unwrap();
+        let h = t.history.as_ref().unwrap();
+        assert_eq!(
+            h.compactions.get(&9),
+            Some(&Compacted {
+                replaced: vec![2, 4],
+                kept: vec![1]
+            })
+        );
+        assert_eq!(h.compacted_by.get(&2), Some(&9));
+        assert_eq!(h.compacted_by.get(&4), Some(&9));
+        assert_eq!(h.compacted_by.get(&1), None);
+        let e1 = &h.elisions[&6];
+        assert_eq!((e1.len(), e1[0].line, e1[0].stub_before), (1, 4, None));
+        let e2 = &h.elisions[&7];
+        assert_eq!(
+            (e2[0].line, e2[0].stub_before.map(|(l, _)| l)),
+            (4, Some(6))
+        );
+        assert_eq!(h.elided_by.get(&4), Some(&6), "the first elision");
+        assert_eq!(h.settled_by.get(&3), Some(&5));
+        assert_eq!(h.settled_by.get(&10), None);
+        assert_eq!(t.pending.keys().copied().collect::<Vec<_>>(), [10]);
+        // t1's content is "t1" (2 bytes); e2 stubbed the stub "[a]" (3 bytes).
+        let sizes = t.elided_sizes(text.as_bytes(), &[6, 7, 9]).unwrap();
+        assert_eq!(sizes, vec![vec![Some(2)], vec![Some(3)], vec![]]);
+    }
+
+    #[test]
+    fn elided_sizes_are_read_on_every_core_in_order() {
+        let mut lines = vec![line("meta", "session-meta", "{}")];
+        for i in 0..300 {
+            lines.push(msg(&format!("m{i}"), "tool", ""));
+            let stub = "x".repeat(i % 7);
+            lines.push(line(
+                &format!("e{i}"),
+                "elision",
+                &format!(r#"{{"items":[{{"id":"m{i}","stub":"{stub}"}}]}}"#),
+            ));
+        }
+        lines.push(line(
+            "c",
+            "compaction",
+            r#"{"replaces-through-id":"m0","summary":"ü"}"#,
+        ));
+        lines.push(line(
+            "ec",
+            "elision",
+            r#"{"items":[{"id":"c","stub":"s"}]}"#,
+        ));
+        let text = lines.join("\n") + "\n";
+        let t = inspect(text.as_bytes(), text.len() as u64).unwrap();
+        let elisions: Vec<u32> = (0..300).map(|i| 2 + 2 * i).chain([602]).collect();
+        let sizes = t.elided_sizes(text.as_bytes(), &elisions).unwrap();
+        let expected: Vec<Vec<Option<u64>>> = (0..300)
+            .map(|i| vec![Some(format!("m{i}").len() as u64)])
+            .chain([vec![Some(2)]])
+            .collect();
+        assert_eq!(sizes, expected);
+    }
+
+    #[test]
     fn lines_are_found_across_chunk_boundaries_and_blank_lines_are_counted() {
         let mut text = Vec::new();
         let mut expected = Vec::new();
@@ -787,7 +1298,7 @@ mod tests {
         );
         let t = load(text.as_bytes(), text.len() as u64).unwrap();
         assert_eq!(t.live.len(), 12_000);
-        assert_eq!(t.lines.last().map(|r| r.number), Some(2 * 12_000 + 1));
+        assert_eq!(t.index.lines.last().map(|r| r.number), Some(2 * 12_000 + 1));
         // Damage near the end, in the last stretch, and a second one after it.
         text.push_str("{oops\n");
         text.push_str(&msg("after", "user", ""));
@@ -799,7 +1310,8 @@ mod tests {
         let p = peek(text.as_bytes(), text.len() as u64).unwrap();
         let skipped: Vec<u64> = p.skipped.iter().map(|(n, _)| *n).collect();
         assert_eq!(skipped, vec![2 * 12_000 + 2, 2 * 12_000 + 4]);
-        assert_eq!(p.lines.len(), 12_000 + 2);
+        assert_eq!(p.index.len(), 12_000 + 2);
+        assert_eq!(p.line_count, 2 * 12_000 + 4);
     }
 
     #[test]

@@ -11,10 +11,13 @@ use std::os::fd::{BorrowedFd, RawFd};
 use pyo3::exceptions::{PyIndexError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
-use transcript_core::envelope::{parse_line, EnvelopeType, LineError};
+use transcript_core::envelope::{
+    member_span_at, member_spans, parse_line, EnvelopeType, LineError, Span,
+};
+use transcript_core::json::JsonError;
 use transcript_core::scan::{tail_scan, ReadAt, Tail};
 use transcript_core::stamp::{utc_timestamp, IdGen};
-use transcript_core::transcript::{self as core, LineRec, LoadError, ReplayError};
+use transcript_core::transcript::{self as core, Index, LineRec, LoadError, ReplayError};
 
 use crate::decode::loads;
 use crate::errors::{
@@ -70,6 +73,15 @@ fn line_error(error: &LineError, line: u64) -> PyErr {
     }
 }
 
+fn load_error(e: LoadError) -> PyErr {
+    match e {
+        LoadError::Io(e) => os_error(&e),
+        LoadError::Line { line, error } => line_error(&error, line),
+        LoadError::Replay { line, error } => CorruptTranscript::new_err((error.to_string(), line)),
+        LoadError::Empty => CorruptTranscript::new_err(("the transcript is empty",)),
+    }
+}
+
 /// The decoded envelope of one line, as a dict with `id, type, ts, v, payload`.
 fn decode_line<'py>(py: Python<'py>, file: &File, rec: &LineRec) -> PyResult<Bound<'py, PyDict>> {
     let bytes = read_line(file, rec)?;
@@ -120,6 +132,129 @@ fn event_tuple<'py>(py: Python<'py>, file: &File, rec: &LineRec) -> PyResult<Bou
         .into_any())
 }
 
+fn out_of_range() -> PyErr {
+    PyIndexError::new_err("envelope index out of range")
+}
+
+fn rec_at(index: &Index, i: usize) -> PyResult<&LineRec> {
+    index.get(i).ok_or_else(out_of_range)
+}
+
+/// A message of the live list as a payload dict: the message line's payload, or
+/// `{"role": "user", "content": summary}` for a compaction's summary; with the
+/// stub in place of the content when an elision stubbed it.
+fn message_dict<'py>(
+    py: Python<'py>,
+    file: &File,
+    index: &Index,
+    line: u32,
+    stub: Option<(u32, Span)>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let rec = rec_at(index, line as usize)?;
+    let payload = payload_of(py, file, index, line as usize)?;
+    let message = if rec.kind == EnvelopeType::Compaction {
+        let d = PyDict::new(py);
+        d.set_item("role", "user")?;
+        d.set_item("content", payload.get_item("summary").ok())?;
+        d
+    } else {
+        payload.cast_into::<PyDict>()?
+    };
+    if let Some((line, span)) = stub {
+        let stub = decode_span(
+            py,
+            file,
+            rec_at(index, line as usize)?,
+            span.start,
+            span.end,
+        )?;
+        message.set_item("content", stub)?;
+    }
+    Ok(message)
+}
+
+fn corrupt_at(rec: &LineRec) -> impl Fn(JsonError) -> PyErr + '_ {
+    move |e| CorruptTranscript::new_err((e.to_string(), rec.number))
+}
+
+/// Envelope `i`'s payload, decoded alone (None if the line has none).
+fn payload_of<'py>(
+    py: Python<'py>,
+    file: &File,
+    index: &Index,
+    i: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let rec = rec_at(index, i)?;
+    let bytes = read_line(file, rec)?;
+    match member_span_at(&bytes, &["payload"]).map_err(corrupt_at(rec))? {
+        Some(at) => loads(py, &bytes[at.start as usize..at.end as usize])
+            .map_err(crate::decode::DecodeError::into_pyerr),
+        None => Ok(py.None().into_bound(py)),
+    }
+}
+
+/// Envelope `i`'s id, read without decoding its payload.
+fn id_of<'py>(
+    py: Python<'py>,
+    file: &File,
+    index: &Index,
+    i: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let rec = rec_at(index, i)?;
+    let bytes = read_line(file, rec)?;
+    match member_span_at(&bytes, &["id"]).map_err(corrupt_at(rec))? {
+        Some(at) => loads(py, &bytes[at.start as usize..at.end as usize])
+            .map_err(crate::decode::DecodeError::into_pyerr),
+        None => Ok(py.None().into_bound(py)),
+    }
+}
+
+/// The members `keys` of envelope `i`'s payload that it has, decoded into a
+/// dict; nothing else of the line is decoded. Empty when the payload is not an
+/// object.
+fn fields_of<'py>(
+    py: Python<'py>,
+    file: &File,
+    index: &Index,
+    i: usize,
+    keys: Vec<String>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let rec = rec_at(index, i)?;
+    let bytes = read_line(file, rec)?;
+    let out = PyDict::new(py);
+    let Some(p) = member_span_at(&bytes, &["payload"]).map_err(corrupt_at(rec))? else {
+        return Ok(out);
+    };
+    let payload = &bytes[p.start as usize..p.end as usize];
+    let names: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let spans = member_spans(payload, &names).map_err(corrupt_at(rec))?;
+    for (key, at) in names.iter().zip(spans) {
+        if let Some(at) = at {
+            let value = loads(py, &payload[at.start as usize..at.end as usize])
+                .map_err(crate::decode::DecodeError::into_pyerr)?;
+            out.set_item(*key, value)?;
+        }
+    }
+    Ok(out)
+}
+
+/// `(type, count, bytes)` per type, in the order the types first appear.
+fn type_totals(index: &Index, end: u64) -> Vec<(String, u64, u64)> {
+    index
+        .type_totals(end)
+        .into_iter()
+        .map(|t| (t.name.to_owned(), t.count, t.bytes))
+        .collect()
+}
+
+fn role_counts(index: &Index) -> Vec<(String, u64)> {
+    index
+        .role_counts()
+        .into_iter()
+        .map(|(role, n)| (role.to_owned(), n))
+        .collect()
+}
+
 /// `tail_check(fd, /)`: the tail check of an open file, as
 /// `(kind, keep, line, removed, missing_newline, bytes_read)` with kind one of
 /// `"empty"`, `"whole"`, `"torn"`, `"corrupt"`.
@@ -159,13 +294,18 @@ pub struct Transcript {
 
 impl Transcript {
     fn rec(&self, index: usize) -> PyResult<&LineRec> {
-        self.core
-            .lines
-            .get(index)
-            .ok_or_else(|| PyIndexError::new_err("envelope index out of range"))
+        rec_at(&self.core.index, index)
     }
 
-    // Indexes and replays the first `size` bytes of `file`.
+    fn history(&self) -> PyResult<&core::History> {
+        self.core
+            .history
+            .as_ref()
+            .ok_or_else(|| PyValueError::new_err("only a read-only transcript keeps its history"))
+    }
+
+    // Indexes and replays the first `size` bytes of `file`; with `history`, the
+    // replay keeps what it did, for a reader (a writer has no use for it).
     fn replay(
         py: Python<'_>,
         file: File,
@@ -173,15 +313,16 @@ impl Transcript {
         fsync: bool,
         missing_newline: bool,
         broken: Option<String>,
+        history: bool,
     ) -> PyResult<Self> {
-        let core = py.detach(|| core::load(&file, size)).map_err(|e| match e {
-            LoadError::Io(e) => os_error(&e),
-            LoadError::Line { line, error } => line_error(&error, line),
-            LoadError::Replay { line, error } => {
-                CorruptTranscript::new_err((error.to_string(), line))
+        let loaded = py.detach(|| {
+            if history {
+                core::inspect(&file, size)
+            } else {
+                core::load(&file, size)
             }
-            LoadError::Empty => CorruptTranscript::new_err(("the transcript is empty",)),
-        })?;
+        });
+        let core = loaded.map_err(load_error)?;
         Ok(Transcript {
             core,
             file,
@@ -289,18 +430,20 @@ impl Transcript {
                 missing_newline: true
             }
         );
-        Self::replay(py, file, size, fsync, missing_newline, None)
+        Self::replay(py, file, size, fsync, missing_newline, None, false)
     }
 
     /// `Transcript.read_only(fd, size, /)`: what load would make of the first
     /// `size` bytes of an open file (its good prefix), without writing, locking
-    /// or repairing; appends are refused. For `check`, `stats` and `show`.
+    /// or repairing; appends are refused. It keeps the replay's history (see
+    /// `later`, `compaction_effect`, `elision_effect`). For `check`, `stats`
+    /// and `show`.
     #[staticmethod]
     #[pyo3(signature = (fd, size, /))]
     fn read_only(py: Python<'_>, fd: RawFd, size: u64) -> PyResult<Self> {
         let file = dup(fd)?;
         let refused = Some("opened read-only".to_string());
-        Self::replay(py, file, size, false, false, refused)
+        Self::replay(py, file, size, false, false, refused, true)
     }
     /// `Transcript.new(fd, fsync, /)`: a transcript for an empty file; the first
     /// append must be the session-meta.
@@ -377,12 +520,7 @@ impl Transcript {
         let offset = self.good_len - len as u64 - 1;
         self.missing_newline = false;
         let number = self.core.line_count + 1;
-        let rec = LineRec {
-            offset,
-            len: u32::try_from(len).unwrap_or(u32::MAX),
-            number,
-            kind: env.kind,
-        };
+        let rec = LineRec::new(&env, offset, len, number);
         // Checked above, so this cannot be refused.
         self.core
             .push(env, rec, true)
@@ -392,7 +530,7 @@ impl Transcript {
 
     /// The number of envelopes.
     fn __len__(&self) -> usize {
-        self.core.lines.len()
+        self.core.index.len()
     }
 
     /// `event(i, /)`: envelope `i` as `(id, type, ts, v, payload, line)`.
@@ -404,17 +542,25 @@ impl Transcript {
     /// `payload(i, /)`: envelope `i`'s payload.
     #[pyo3(signature = (index, /))]
     fn payload<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyAny>> {
-        let d = decode_line(py, &self.file, self.rec(index)?)?;
-        Ok(d.get_item("payload")?
-            .unwrap_or_else(|| py.None().into_bound(py)))
+        payload_of(py, &self.file, &self.core.index, index)
     }
 
-    /// `envelope_id(i, /)`.
+    /// `envelope_id(i, /)`: envelope `i`'s id (its payload is not decoded).
     #[pyo3(signature = (index, /))]
     fn envelope_id<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyAny>> {
-        let d = decode_line(py, &self.file, self.rec(index)?)?;
-        Ok(d.get_item("id")?
-            .unwrap_or_else(|| py.None().into_bound(py)))
+        id_of(py, &self.file, &self.core.index, index)
+    }
+
+    /// `payload_fields(i, keys, /)`: the members `keys` of envelope `i`'s
+    /// payload that it has, as a dict; nothing else is decoded.
+    #[pyo3(signature = (index, keys, /))]
+    fn payload_fields<'py>(
+        &self,
+        py: Python<'py>,
+        index: usize,
+        keys: Vec<String>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        fields_of(py, &self.file, &self.core.index, index, keys)
     }
 
     /// `index_of(id, /)`: the envelope index of `id`, or None.
@@ -443,29 +589,146 @@ impl Transcript {
     fn live_payloads<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
         for m in &self.core.live {
-            let rec = self.rec(m.line as usize)?;
-            let payload = self.payload(py, m.line as usize)?;
-            let message = if rec.kind == EnvelopeType::Compaction {
-                let d = PyDict::new(py);
-                d.set_item("role", "user")?;
-                d.set_item("content", payload.get_item("summary").ok())?;
-                d
-            } else {
-                payload.cast_into::<PyDict>()?
-            };
-            if let Some((line, span)) = m.stub {
-                let stub = decode_span(
-                    py,
-                    &self.file,
-                    self.rec(line as usize)?,
-                    span.start,
-                    span.end,
-                )?;
-                message.set_item("content", stub)?;
-            }
-            list.append(message)?;
+            list.append(message_dict(
+                py,
+                &self.file,
+                &self.core.index,
+                m.line,
+                m.stub,
+            )?)?;
         }
         Ok(list)
+    }
+
+    /// The live list without reading a line: `(envelope index, index of the
+    /// elision whose stub it carries or None, role)` per message, in order (a
+    /// compaction's summary is the compaction's index, role `"user"`).
+    fn live(&self) -> Vec<(u32, Option<u32>, String)> {
+        self.core
+            .live
+            .iter()
+            .map(|m| {
+                let role = match self.core.index.get(m.line as usize).map(|r| r.kind) {
+                    Some(EnvelopeType::Compaction) => "user",
+                    _ => self.core.index.role(m.line as usize).unwrap_or(""),
+                };
+                (m.line, m.stub.map(|(l, _)| l), role.to_owned())
+            })
+            .collect()
+    }
+
+    /// `live_message(k, /)`: the `k`-th live message as a payload dict (as
+    /// `live_payloads` has it).
+    #[pyo3(signature = (k, /))]
+    fn live_message<'py>(&self, py: Python<'py>, k: usize) -> PyResult<Bound<'py, PyDict>> {
+        let m = self
+            .core
+            .live
+            .get(k)
+            .ok_or_else(|| PyIndexError::new_err("live message index out of range"))?;
+        message_dict(py, &self.file, &self.core.index, m.line, m.stub)
+    }
+
+    /// `later(i, /)`: what later lines did to envelope `i`, as line indices:
+    /// `(the settle that settled this dispatch, the first elision that stubbed
+    /// this message, the compaction that took it out of the live list)`, each
+    /// or None. Read-only transcripts only.
+    #[pyo3(signature = (index, /))]
+    fn later(&self, index: u32) -> PyResult<(Option<u32>, Option<u32>, Option<u32>)> {
+        let h = self.history()?;
+        Ok((
+            h.settled_by.get(&index).copied(),
+            h.elided_by.get(&index).copied(),
+            h.compacted_by.get(&index).copied(),
+        ))
+    }
+
+    /// `compaction_effect(i, /)`: what compaction `i` did to the live list:
+    /// `(replaced, kept)`, envelope indices in live order. Read-only
+    /// transcripts only.
+    #[pyo3(signature = (index, /))]
+    fn compaction_effect(&self, index: u32) -> PyResult<(Vec<u32>, Vec<u32>)> {
+        let done = self
+            .history()?
+            .compactions
+            .get(&index)
+            .ok_or_else(|| PyValueError::new_err("not a compaction of this transcript"))?;
+        Ok((done.replaced.clone(), done.kept.clone()))
+    }
+
+    /// `elision_effect(i, /)`: the messages elision `i` stubbed, in item order,
+    /// as `(envelope index, the message as it was just before)`. Read-only
+    /// transcripts only.
+    #[pyo3(signature = (index, /))]
+    fn elision_effect<'py>(&self, py: Python<'py>, index: u32) -> PyResult<Bound<'py, PyList>> {
+        let items = self
+            .history()?
+            .elisions
+            .get(&index)
+            .ok_or_else(|| PyValueError::new_err("not an elision of this transcript"))?;
+        let list = PyList::empty(py);
+        for e in items {
+            let before = message_dict(py, &self.file, &self.core.index, e.line, e.stub_before)?;
+            list.append((e.line, before))?;
+        }
+        Ok(list)
+    }
+
+    /// `elided_sizes(indices, /)`: for each elision in `indices`, the UTF-8
+    /// size of the content each message it stubbed had just before (as
+    /// `elision_effect` has it), in item order, measured in the core on every
+    /// core without decoding it; None for a content that is neither a string
+    /// nor null. Read-only transcripts only.
+    #[pyo3(signature = (indices, /))]
+    fn elided_sizes(&self, py: Python<'_>, indices: Vec<u32>) -> PyResult<Vec<Vec<Option<u64>>>> {
+        self.history()?;
+        for &i in &indices {
+            if self.rec(i as usize)?.kind != EnvelopeType::Elision {
+                return Err(PyValueError::new_err("not an elision of this transcript"));
+            }
+        }
+        let (core, file) = (&self.core, &self.file);
+        py.detach(|| core.elided_sizes(file, &indices))
+            .map_err(load_error)
+    }
+
+    /// `type_name(i, /)`: envelope `i`'s type, read from the index.
+    #[pyo3(signature = (index, /))]
+    fn type_name(&self, index: usize) -> PyResult<String> {
+        self.core
+            .index
+            .type_name(index)
+            .map(str::to_owned)
+            .ok_or_else(out_of_range)
+    }
+
+    /// `role(i, /)`: envelope `i`'s role if it is a message, else None.
+    #[pyo3(signature = (index, /))]
+    fn role(&self, index: usize) -> PyResult<Option<String>> {
+        self.rec(index)?;
+        Ok(self.core.index.role(index).map(str::to_owned))
+    }
+
+    /// `indices_of_type(type, /)`: the indices of the envelopes of that type.
+    #[pyo3(signature = (r#type, /))]
+    fn indices_of_type(&self, r#type: &str) -> Vec<u32> {
+        self.core.index.indices_of_type(r#type)
+    }
+
+    /// `(type, count, bytes)` per type (a line's `\n` counted), in the order
+    /// the types first appear.
+    fn type_totals(&self) -> Vec<(String, u64, u64)> {
+        type_totals(&self.core.index, self.good_len)
+    }
+
+    /// `(role, count)` of the message lines, in the order the roles first appear.
+    fn role_counts(&self) -> Vec<(String, u64)> {
+        role_counts(&self.core.index)
+    }
+
+    /// Lines read, blank ones included.
+    fn line_count(&self) -> u64 {
+        self.core.line_count
     }
 
     /// The live message count.
@@ -527,9 +790,10 @@ impl Transcript {
 #[pyclass(module = "agent_transcript._core")]
 pub struct Peeked {
     file: File,
-    lines: Vec<LineRec>,
+    index: Index,
     skipped: Vec<(u64, String)>,
     skipped_more: u64,
+    line_count: u64,
     size: u64,
 }
 
@@ -546,15 +810,60 @@ impl Peeked {
             .map_err(|e| os_error(&e))?;
         Ok(Peeked {
             file,
-            lines: p.lines,
+            index: p.index,
             skipped: p.skipped,
             skipped_more: p.skipped_more,
+            line_count: p.line_count,
             size,
         })
     }
 
     fn __len__(&self) -> usize {
-        self.lines.len()
+        self.index.len()
+    }
+
+    /// Lines read, blank and skipped ones included.
+    fn line_count(&self) -> u64 {
+        self.line_count
+    }
+
+    /// `line_number(i, /)`: envelope `i`'s 1-based line number.
+    #[pyo3(signature = (index, /))]
+    fn line_number(&self, index: usize) -> PyResult<u64> {
+        Ok(rec_at(&self.index, index)?.number)
+    }
+
+    /// `type_name(i, /)`: envelope `i`'s type, read from the index.
+    #[pyo3(signature = (index, /))]
+    fn type_name(&self, index: usize) -> PyResult<String> {
+        self.index
+            .type_name(index)
+            .map(str::to_owned)
+            .ok_or_else(out_of_range)
+    }
+
+    /// `role(i, /)`: envelope `i`'s role if it is a message, else None.
+    #[pyo3(signature = (index, /))]
+    fn role(&self, index: usize) -> PyResult<Option<String>> {
+        rec_at(&self.index, index)?;
+        Ok(self.index.role(index).map(str::to_owned))
+    }
+
+    /// `indices_of_type(type, /)`: the indices of the envelopes of that type.
+    #[pyo3(signature = (r#type, /))]
+    fn indices_of_type(&self, r#type: &str) -> Vec<u32> {
+        self.index.indices_of_type(r#type)
+    }
+
+    /// `(type, count, bytes)` per type (a line's `\n` counted), in the order
+    /// the types first appear.
+    fn type_totals(&self) -> Vec<(String, u64, u64)> {
+        type_totals(&self.index, self.size)
+    }
+
+    /// `(role, count)` of the message lines, in the order the roles first appear.
+    fn role_counts(&self) -> Vec<(String, u64)> {
+        role_counts(&self.index)
     }
 
     /// The size read.
@@ -575,10 +884,7 @@ impl Peeked {
     /// `kind(i, /)`: whether envelope `i` is a message (1), a session-meta (2) or other (0).
     #[pyo3(signature = (index, /))]
     fn kind(&self, index: usize) -> PyResult<u8> {
-        let rec = self
-            .lines
-            .get(index)
-            .ok_or_else(|| PyIndexError::new_err("envelope index out of range"))?;
+        let rec = rec_at(&self.index, index)?;
         Ok(match rec.kind {
             EnvelopeType::Message => 1,
             EnvelopeType::SessionMeta => 2,
@@ -588,7 +894,8 @@ impl Peeked {
 
     /// Indices of the message envelopes.
     fn message_indices(&self) -> Vec<usize> {
-        self.lines
+        self.index
+            .lines
             .iter()
             .enumerate()
             .filter(|(_, r)| r.kind == EnvelopeType::Message)
@@ -599,11 +906,31 @@ impl Peeked {
     /// `event(i, /)`: envelope `i` as `(id, type, ts, v, payload, line)`.
     #[pyo3(signature = (index, /))]
     fn event<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyAny>> {
-        let rec = self
-            .lines
-            .get(index)
-            .ok_or_else(|| PyIndexError::new_err("envelope index out of range"))?;
-        event_tuple(py, &self.file, rec)
+        event_tuple(py, &self.file, rec_at(&self.index, index)?)
+    }
+
+    /// `payload(i, /)`: envelope `i`'s payload.
+    #[pyo3(signature = (index, /))]
+    fn payload<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyAny>> {
+        payload_of(py, &self.file, &self.index, index)
+    }
+
+    /// `envelope_id(i, /)`: envelope `i`'s id (its payload is not decoded).
+    #[pyo3(signature = (index, /))]
+    fn envelope_id<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyAny>> {
+        id_of(py, &self.file, &self.index, index)
+    }
+
+    /// `payload_fields(i, keys, /)`: the members `keys` of envelope `i`'s
+    /// payload that it has, as a dict; nothing else is decoded.
+    #[pyo3(signature = (index, keys, /))]
+    fn payload_fields<'py>(
+        &self,
+        py: Python<'py>,
+        index: usize,
+        keys: Vec<String>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        fields_of(py, &self.file, &self.index, index, keys)
     }
 }
 

@@ -1,0 +1,105 @@
+"""The private binding's read-only accessors (``_core.Transcript.read_only``, ``_core.Peeked``).
+
+What the command line asks of a file without decoding it: types, roles, sizes,
+and what replay did (what each compaction replaced, what each elision stubbed,
+which settle settled a dispatch). The rules are tested in the core's own tests;
+these hold the binding to them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_transcript import _core, canonical_json
+
+
+def line(env_id: str, env_type: str, payload: Any) -> str:
+    return canonical_json({"id": env_id, "payload": payload, "ts": "2026-08-09T13:10:08.542283Z", "type": env_type, "v": 1})
+
+
+LINES = [
+    line("meta", "session-meta", {"agent": "t"}),
+    line("s", "message", {"role": "system", "content": "sys", "sysprompt": True}),
+    line("u1", "message", {"role": "user", "content": "héllo"}),
+    line("a1", "message", {"role": "assistant", "content": None, "tool_calls": []}),
+    line("op1", "tool-dispatched", {"call-id": "c1", "tool": "grep", "arguments": {"q": "x" * 50}}),
+    line("t1", "message", {"role": "tool", "content": "result\n" * 3, "tool_call_id": "c1"}),
+    line("z", "later-thing", {"n": 1}),
+    line("st1", "tool-settled", {"op-id": "op1", "outcome": "completed", "duration": 0.5}),
+    line("e1", "elision", {"items": [{"id": "t1", "stub": "[gone]"}]}),
+    line("d", "message", {"role": "developer", "content": ["part"]}),
+    line("c", "compaction", {"replaces-through-id": "t1", "summary": "S", "tokens-before": 9, "tokens-after": 1, "fallback": False}),
+    line("e2", "elision", {"items": [{"id": "d", "stub": "[d]"}, {"id": "c", "stub": "[c]"}]}),
+    line("op2", "tool-dispatched", {"call-id": "c2", "tool": "ls", "arguments": {}}),
+]
+
+
+@pytest.fixture()
+def fd(tmp_path: Path) -> Iterator[int]:
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    fd = os.open(path, os.O_RDONLY)
+    yield fd
+    os.close(fd)
+
+
+def test_types_roles_and_sizes_come_from_the_index(fd: int) -> None:
+    size = os.fstat(fd).st_size
+    for index in (_core.Transcript.read_only(fd, size), _core.Peeked.open(fd)):
+        assert [index.type_name(i) for i in range(len(index))] == [
+            "session-meta", "message", "message", "message", "tool-dispatched", "message", "later-thing",
+            "tool-settled", "elision", "message", "compaction", "elision", "tool-dispatched",
+        ]
+        assert [index.role(i) for i in range(5)] == [None, "system", "user", "assistant", None]
+        assert index.role_counts() == [("system", 1), ("user", 1), ("assistant", 1), ("tool", 1), ("developer", 1)]
+        assert index.indices_of_type("later-thing") == [6]
+        assert index.indices_of_type("elision") == [8, 11]
+        totals = {name: (count, size_) for name, count, size_ in index.type_totals()}
+        assert totals["message"] == (5, sum(len(LINES[i].encode()) + 1 for i in (1, 2, 3, 5, 9)))
+        assert sum(b for _, b in totals.values()) == size
+        assert index.line_count() == len(LINES)
+        assert index.envelope_id(4) == "op1"
+        assert index.payload_fields(7, ["op-id", "duration", "missing"]) == {"op-id": "op1", "duration": 0.5}
+        assert index.payload_fields(0, ["agent"]) == {"agent": "t"}
+        with pytest.raises(IndexError):
+            index.type_name(len(LINES))
+
+
+def test_what_replay_did_is_kept_for_a_reader(fd: int) -> None:
+    t = _core.Transcript.read_only(fd, os.fstat(fd).st_size)
+    assert t.compaction_effect(10) == ([2, 3, 5], [1])
+    assert t.later(4) == (7, None, None)  # dispatch -> its settle
+    assert t.later(5) == (None, 8, 10)  # t1: elided by e1, then compacted away by c
+    assert t.later(12) == (None, None, None)
+    assert t.pending() == [(12, None)]
+    effect = t.elision_effect(8)
+    assert effect == [(5, {"role": "tool", "content": "result\n" * 3, "tool_call_id": "c1"})]
+    (d_before, c_before) = t.elision_effect(11)
+    assert d_before == (9, {"role": "developer", "content": ["part"]})
+    assert c_before == (10, {"role": "user", "content": "S"})
+    # The sizes, measured without decoding: None for a content that is not a string.
+    assert t.elided_sizes([8, 11]) == [[len("result\n" * 3)], [None, 1]]
+    assert t.live() == [(1, None, "system"), (10, 11, "user"), (9, 11, "developer")]
+    assert t.live_message(1) == {"role": "user", "content": "[c]"}
+    with pytest.raises(ValueError):
+        t.compaction_effect(8)
+    with pytest.raises(ValueError):
+        t.elided_sizes([7])
+
+
+def test_a_writing_session_keeps_no_history(tmp_path: Path) -> None:
+    path = tmp_path / "w.jsonl"
+    path.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    fd = os.open(path, os.O_RDWR | os.O_APPEND)
+    try:
+        t = _core.Transcript.load(fd, False)
+        assert t.type_name(6) == "later-thing"
+        with pytest.raises(ValueError):
+            t.later(4)
+    finally:
+        os.close(fd)
