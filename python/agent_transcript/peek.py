@@ -15,6 +15,26 @@ def _nothing(path: Path, size: int, error: str, warnings: list[str] | None = Non
                 error=error)
 
 
+def skipped_warning(line: int, why: str) -> str:
+    """The warning for a line peek skipped."""
+    return f"line {line}: skipped, {why}"
+
+
+def judge(index: _core.Peeked) -> tuple[list[str], str | None]:
+    """What peek says of an index: one warning per skipped line, and why there is
+    nothing to read (empty, no envelope, the first line not a session-meta), or None."""
+    skipped = index.skipped()
+    warnings = [skipped_warning(n, why) for n, why in skipped]
+    if index.skipped_more():
+        warnings.append(f"... and {index.skipped_more():,} more lines skipped")
+    if len(index) == 0:
+        return warnings, "no line of the file is an envelope" if warnings else "the file is empty"
+    first_line = index.line_number(0)
+    if any(n < first_line for n, _ in skipped) or index.kind(0) != 2:
+        return warnings, "the first line is not a session-meta"
+    return warnings, None
+
+
 def peek(path: Path) -> Peek:
     """See :meth:`agent_transcript.Session.peek`."""
     try:
@@ -29,17 +49,10 @@ def peek(path: Path) -> Peek:
             return _nothing(path, size, f"cannot read {path}: {e.strerror}")
     finally:
         os.close(fd)
-    warnings = [f"line {n}: skipped, {why}" for n, why in index.skipped()]
-    if index.skipped_more():
-        warnings.append(f"... and {index.skipped_more():,} more lines skipped")
-    if len(index) == 0:
-        if not warnings:
-            return _nothing(path, size, "the file is empty")
-        return _nothing(path, size, "no line of the file is an envelope", warnings)
+    warnings, error = judge(index)
+    if error is not None:
+        return _nothing(path, size, error, warnings)
     first = index.event(0)
-    skipped_before = [n for n, _ in index.skipped() if n < first[5]]
-    if skipped_before or index.kind(0) != 2:
-        return _nothing(path, size, "the first line is not a session-meta", warnings)
 
     def envelope(i: int) -> Envelope:
         return Envelope(*index.event(i))

@@ -416,24 +416,7 @@ class Session:
     def pending_tool_operations(self) -> list[PendingToolOperation]:
         """Every dispatched, unsettled tool operation, in dispatch order."""
         with self._lock:
-            out = []
-            for index, result in self._t.pending():
-                op_id, _, ts, _, payload, _ = self._t.event(index)
-                p = payload if isinstance(payload, dict) else {}
-                out.append(PendingToolOperation(
-                    op_id=op_id,
-                    call_id=p.get("call-id"),
-                    tool=p.get("tool"),
-                    arguments=p.get("arguments"),
-                    arguments_digest=p.get("arguments-digest"),
-                    idempotency=p.get("idempotency"),
-                    run_id=p.get("run-id"),
-                    round=p.get("round"),
-                    dispatched_ts=ts,
-                    state="dispatched" if result is None else "result-persisted",
-                    result_message_id=None if result is None else self._t.envelope_id(result),
-                ))
-            return out
+            return pending_operations(self._t)
 
     def resolve_tool_operation(self, op_id: str, outcome: str | None = None, *,
                                reason: str = "resolved after an interrupted run") -> str:
@@ -486,6 +469,28 @@ class Session:
             ValueError: a bad ``file`` name, or the bytes do not match ``digest``.
         """
         return self._artifacts.read(artifact)
+
+
+def pending_operations(t: _core.Transcript) -> list[PendingToolOperation]:
+    """The core's pending operations of ``t`` (``t.pending()``), as the public records."""
+    out = []
+    for index, result in t.pending():
+        op_id, _, ts, _, payload, _ = t.event(index)
+        p = payload if isinstance(payload, dict) else {}
+        out.append(PendingToolOperation(
+            op_id=op_id,
+            call_id=p.get("call-id"),
+            tool=p.get("tool"),
+            arguments=p.get("arguments"),
+            arguments_digest=p.get("arguments-digest"),
+            idempotency=p.get("idempotency"),
+            run_id=p.get("run-id"),
+            round=p.get("round"),
+            dispatched_ts=ts,
+            state="dispatched" if result is None else "result-persisted",
+            result_message_id=None if result is None else t.envelope_id(result),
+        ))
+    return out
 
 
 def _check_type(what: str, value: Any, kind: type) -> None:
