@@ -75,7 +75,7 @@ def test_follow_exits_0_on_ctrl_c(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("name", "needle"),
-    [("garbage.bin", "not a transcript"), ("future.jsonl", "envelope version 2"), ("text.txt", "not a transcript")],
+    [("garbage.bin", "not a transcript"), ("future.jsonl", "unsupported envelope version v=2"), ("text.txt", "not a transcript")],
 )
 def test_follow_refuses_what_is_not_a_transcript(name: str, needle: str) -> None:
     assert needle in one_error_line(run("follow", "--idle-timeout", "0.2", DATA / name))

@@ -166,7 +166,7 @@ def test_repair_json(tmp_path: Path) -> None:
     [
         ("corrupt_mid.jsonl", ":7: corrupt: not JSON"),
         ("two_bad_tails.jsonl", ":20: corrupt:"),
-        ("future.jsonl", ":1: envelope version 2 is not supported"),
+        ("future.jsonl", ":1: unsupported envelope version v=2"),
         ("empty.jsonl", "not a transcript: the file is empty"),
         ("garbage.bin", "not a transcript"),
     ],

@@ -1,10 +1,15 @@
 """The ``agent-transcript`` command line: show, check, repair, stats, follow, demo, bench.
 
-Every command but ``repair`` and ``demo`` is read-only: it reads with
-``Session.peek``/``Session.follow`` or over the file's bytes, and never locks,
+Every command but ``repair`` and ``demo`` is read-only: it never locks,
 repairs or writes, so it is safe on a transcript a writer holds and on a
-damaged one. Bad input (a missing file, a directory, not a transcript, a
-version from the future, ...) is one line on stderr and exit status 2.
+damaged one. What load would do (``check``) and what replay makes of a file
+(``show --replayed``, live counts, what a compaction replaced, pending
+operations) are the core's answers, read through ``_inspect``; a file load
+refuses is shown from peek's lenient index, with the refusal said. Only the
+envelopes a command prints are decoded, so ``show --tail`` and ``stats`` take
+about as long as a load on a big file. Bad input (a missing file, a
+directory, not a transcript, a version from the future, ...) is one line on
+stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -21,14 +26,16 @@ import textwrap
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TextIO
 
 from . import _inspect
-from ._inspect import CheckReport, LiveMessage, Replayer, ReplayError
+from ._inspect import CheckReport, Reading
+from .envelope import Envelope
 from .errors import CorruptTranscript, SessionLocked, TranscriptError, UnsupportedVersion
+from .message import Message
 
 if TYPE_CHECKING:
-    from . import Envelope, Peek, Session
+    from . import Session
 
 __all__ = ["main", "CliError"]
 
@@ -172,16 +179,9 @@ def _require_file(path: str) -> os.stat_result:
     return st
 
 
-def _open_bytes(path: str) -> BinaryIO:
-    _require_file(path)
-    try:
-        return open(path, "rb")
-    except OSError as exc:
-        raise CliError(_describe_os_error(exc, path)) from None
-
-
-def _peek(path: str) -> Peek:
-    """``Session.peek(path)``, or a :class:`CliError` when there is nothing to read.
+def _read(path: str) -> Reading:
+    """``path`` read for showing: what load makes of it, or peek's lenient index
+    of a file load refuses (see :func:`agent_transcript._inspect.read`).
 
     Raises:
         CliError: the file is missing, unreadable, not a transcript, or holds an
@@ -189,49 +189,20 @@ def _peek(path: str) -> Peek:
     """
     _require_file(path)
     try:
-        peek = _session().peek(path)
+        reading = _inspect.read(path, lenient=True)
     except OSError as exc:
         raise CliError(_describe_os_error(exc, path)) from None
-    if peek.error is not None or peek.warnings:
-        # peek skips a line it cannot read; one from a newer version is not
-        # damage but a file this cannot show: say so, as load would.
-        report = check_path(path)
-        if report.status == "unsupported":
-            raise CliError(_future(path, report.line, None, report.reason))
-    if peek.error is not None:
-        raise CliError(f"{path}: not a transcript: {peek.error}")
-    return peek
-
-
-def _future(path: str, line: int | None, v: Any, reason: str | None = None) -> str:
-    where = f"{path}:{line}" if line else path
-    return f"{where}: {reason or _inspect.unsupported_version_reason(v)}"
-
-
-def _line_sizes(path: str, upto: int) -> dict[int, int]:
-    """Bytes per line number (``\\n`` included) for lines 1..``upto``."""
-    sizes: dict[int, int] = {}
-    try:
-        with open(path, "rb") as f:
-            for number, raw in enumerate(f, 1):
-                if number > upto:
-                    break
-                sizes[number] = len(raw)
-    except OSError as exc:
-        raise CliError(_describe_os_error(exc, path)) from None
-    return sizes
+    refusal = reading.refusal
+    if refusal is not None and refusal.status == "unsupported":
+        # Not damage but a file this cannot show: say so, as load would.
+        where = f"{path}:{refusal.line}" if refusal.line else path
+        raise CliError(f"{where}: {refusal.reason}")
+    if reading.error is not None:
+        raise CliError(f"{path}: not a transcript: {reading.error}")
+    return reading
 
 
 # --------------------------------------------------------------------------- rendering
-
-
-@dataclass(frozen=True)
-class _Later:
-    """What the file says later about an envelope: a settle, an elision, a compaction."""
-
-    settled_line: int | None = None
-    elided_line: int | None = None
-    compacted_line: int | None = None
 
 
 def _content_text(content: Any) -> str | None:
@@ -324,15 +295,21 @@ def _tool_call_parts(call: Any) -> tuple[str, str, str]:
 
 
 class Renderer:
-    """Turns envelopes into readable blocks, in file order.
+    """Turns envelopes into readable blocks.
 
-    It keeps what it needs to join things up: dispatches (for settles), message
-    lines (for elisions), a tolerant replay (for what a compaction replaced),
-    and run-context sections (for ``rendered-in``). Call :meth:`block` for every
-    envelope in order, with ``show=False`` for the ones not printed.
+    Over a :class:`~agent_transcript._inspect.Reading` (``show``),
+    :meth:`block_at` renders envelope ``i`` and finds what its block needs in
+    the reading — a settle's dispatch, the tool a call went to, what replay
+    did at a compaction or an elision, what later lines did to it — decoding
+    only those envelopes. Streaming (``follow``), :meth:`block` renders each
+    envelope as it comes and remembers the little it needs to join later ones
+    up (dispatches, tool calls, message and section lines); what only replay
+    knows is not shown there.
     """
 
     INDENT = "      "
+    #: How far back (in envelopes) to look for the message that made a tool call.
+    CALL_LOOKBACK = 200
 
     def __init__(
         self,
@@ -340,17 +317,14 @@ class Renderer:
         width: int,
         *,
         full: bool = False,
-        later: dict[str, _Later] | None = None,
-        pending: Sequence[_inspect.PendingOperation] = (),
+        reading: Reading | None = None,
     ) -> None:
         self.s = style
-        self.pending = {op.op_id: op for op in pending}
         self.width = width
         self.full = full
-        self.later = later or {}
-        self.dispatches: dict[str, Any] = {}
-        self.replay = Replayer()
-        self.replay_error: str | None = None
+        self.reading = reading
+        self.transcript = reading.transcript if reading is not None else None
+        self.dispatches: dict[str, Envelope] = {}
         self.message_lines: dict[str, int] = {}
         self.call_tools: dict[str, str] = {}
         self.section_lines: dict[str, int] = {}
@@ -385,7 +359,7 @@ class Renderer:
             return value
         return _clip(value, max(20, self.width - len(self.INDENT) - 12))
 
-    def _head(self, env: Envelope | Any, kind_style: tuple[str, ...], detail: str) -> list[str]:
+    def _head(self, env: Any, kind_style: tuple[str, ...], detail: str) -> list[str]:
         out: list[str] = []
         when = _local_time(env.ts)
         if when is not None:
@@ -401,30 +375,124 @@ class Renderer:
         out.append(f"{number} {self.s(clock, 'dim')}  {kind}{'  ' + detail if detail else ''}")
         return out
 
+    # -- lookups: what a block needs from elsewhere in the file
+
+    def _dispatch_of(self, op_id: Any) -> Envelope | None:
+        """The tool-dispatched envelope of operation ``op_id``, or None."""
+        if not isinstance(op_id, str):
+            return None
+        if op_id in self.dispatches:
+            return self.dispatches[op_id]
+        r = self.reading
+        at = None if r is None else r.index_of(op_id)
+        if r is None or at is None or r.type_name(at) != "tool-dispatched":
+            return None
+        env = r.event(at)
+        self.dispatches[op_id] = env
+        return env
+
+    def _tool_of_call(self, call_id: str, index: int | None) -> str | None:
+        """The tool the assistant message before envelope ``index`` called as ``call_id``."""
+        if call_id in self.call_tools:
+            return self.call_tools[call_id]
+        r = self.reading
+        if r is None or index is None:
+            return None
+        for j in range(index - 1, max(-1, index - 1 - self.CALL_LOOKBACK), -1):
+            if r.role(j) != "assistant":
+                continue
+            p = r.payload(j)
+            for call in _calls(p if isinstance(p, dict) else {}):
+                cid, name, _ = _tool_call_parts(call)
+                self.call_tools.setdefault(cid, name)
+            if call_id in self.call_tools:
+                return self.call_tools[call_id]
+        return None
+
+    def _line_of(self, envelope_id: Any) -> int | None:
+        """The line of the envelope ``envelope_id`` (a message, for what a compaction names)."""
+        if not isinstance(envelope_id, str):
+            return None
+        if envelope_id in self.message_lines:
+            return self.message_lines[envelope_id]
+        r = self.reading
+        at = None if r is None else r.index_of(envelope_id)
+        return None if r is None or at is None else r.line_number(at)
+
+    def _section_line(self, digest: Any) -> int | None:
+        """The line carrying the text of the run-context section ``digest``."""
+        if not isinstance(digest, str):
+            return None
+        if digest in self.section_lines:
+            return self.section_lines[digest]
+        t = self.transcript
+        at = None if t is None else t.section_index(digest)
+        return None if t is None or at is None else t.line_number(at)
+
+    def _later(self, index: int | None) -> tuple[int | None, int | None, int | None]:
+        """Line numbers of what replay did later to envelope ``index``: the settle
+        of a dispatch, the first elision of a message, the compaction that replaced it."""
+        t = self.transcript
+        if t is None or index is None:
+            return None, None, None
+        settled, elided, compacted = t.later(index)
+        return (
+            None if settled is None else t.line_number(settled),
+            None if elided is None else t.line_number(elided),
+            None if compacted is None else t.line_number(compacted),
+        )
+
+    def _pending_state(self, op_id: str) -> str | None:
+        """The state load reports for pending operation ``op_id``, or None."""
+        ops = self.reading.pending() if self.reading is not None else None
+        for op in ops or ():
+            if op.op_id == op_id:
+                return op.state
+        return None
+
     # -- the block
 
-    def block(self, env: Envelope | Any, *, show: bool = True) -> list[str]:
-        """The lines that show ``env``; state is updated even when ``show`` is False."""
-        handler: Callable[[Any, bool], list[str]] = getattr(
-            self, "_" + env.type.replace("-", "_"), self._unknown
-        ) if env.type in _KNOWN else self._unknown
-        effect_error = None
-        try:
-            if self.replay_error is None:
-                self.replay.apply(env)
-        except ReplayError as exc:
-            self.replay_error = str(exc)
-            effect_error = exc.reason
-        lines = handler(_View.of(env) if show else env, show)
-        if show and effect_error:
-            lines.append(self._field("!!", self.s(f"load refuses this: {effect_error}", "red", "bold")))
+    def block_at(self, index: int) -> list[str]:
+        """The lines that show envelope ``index`` of the reading."""
+        if self.reading is None:
+            raise ValueError("block_at needs a reading")
+        return self._render(self.reading.event(index), index)
+
+    def block(self, env: Envelope, *, show: bool = True) -> list[str]:
+        """The lines that show ``env``, streamed (none when ``show`` is False).
+
+        What later blocks need of it is remembered either way.
+        """
+        self._remember(env)
+        return self._render(env, None) if show else []
+
+    def _remember(self, env: Envelope) -> None:
+        p = env.payload if isinstance(env.payload, dict) else {}
+        if env.type == "message":
+            self.message_lines[env.id] = env.line
+            for call in _calls(p):
+                call_id, name, _ = _tool_call_parts(call)
+                self.call_tools[call_id] = name
+        elif env.type == "tool-dispatched":
+            self.dispatches[env.id] = env
+        elif env.type == "run-context":
+            for sec in p["sections"] if isinstance(p.get("sections"), list) else []:
+                if isinstance(sec, dict) and "text" in sec and isinstance(sec.get("digest"), str):
+                    self.section_lines.setdefault(sec["digest"], env.line)
+
+    def _render(self, env: Envelope, index: int | None) -> list[str]:
+        handler: Callable[[_View, Envelope, int | None], list[str]] = (
+            getattr(self, "_" + env.type.replace("-", "_")) if env.type in _KNOWN else self._unknown
+        )
+        lines = handler(_View.of(env), env, index)
+        refusal = self.reading.refusal if self.reading is not None else None
+        if index is not None and refusal is not None and refusal.line == env.line:
+            lines.append(self._field("!!", self.s(f"load refuses this: {_printable(refusal.reason)}", "red", "bold")))
         return lines
 
-    def _session_meta(self, env: Any, show: bool) -> list[str]:
-        if not show:
-            return []
-        out = self._head(env, ("bold",), "")
-        payload = env.payload
+    def _session_meta(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
+        out = self._head(v, ("bold",), "")
+        payload = v.payload
         if isinstance(payload, dict):
             for key, value in payload.items():
                 text = value if isinstance(value, str) else _compact(value)
@@ -433,25 +501,30 @@ class Renderer:
             out.append(self._field("meta:", self._one_line(_compact(payload))))
         return out
 
-    def _message(self, env: Any, show: bool) -> list[str]:
-        p = env.payload if isinstance(env.payload, dict) else {}
-        self.message_lines[env.id] = env.line
-        for call in _calls(p):
-            call_id, name, _ = _tool_call_parts(call)
-            self.call_tools[call_id] = name
-        if not show:
-            return []
-        return self.message_lines_for(env, p)
+    def _message(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
+        return self.message_lines_for(v, v.payload if isinstance(v.payload, dict) else {}, index=index)
 
-    def message_lines_for(self, env: Any, p: dict[str, Any], *, replayed_note: str = "") -> list[str]:
-        """The block of one message payload ``p`` (also used for ``--replayed``)."""
+    def message_lines_for(
+        self,
+        env: Any,
+        p: dict[str, Any],
+        *,
+        index: int | None = None,
+        replayed_note: str = "",
+        later: bool = True,
+    ) -> list[str]:
+        """The block of one message payload ``p`` (also used for ``--replayed``).
+
+        ``index`` is its envelope index in the reading (to find the tool a
+        call went to); ``later`` adds what later lines did to it.
+        """
         role = str(p.get("role", "?"))
         bits = [self.s(role, *_ROLE_STYLE.get(role, ("bold",)))]
         if p.get("name"):
             bits.append(f"name={p['name']}")
         if p.get("tool_call_id"):
-            tool = self.call_tools.get(p["tool_call_id"])
-            bits.append(f"answers {p['tool_call_id']}" + (f" ({tool})" if tool else ""))
+            tool = self._tool_of_call(str(p["tool_call_id"]), index)
+            bits.append(f"answers {p['tool_call_id']}" + (f" ({_printable(tool)})" if tool else ""))
         flags = [f for f in ("sysprompt", "sticky") if p.get(f)]
         if p.get("depth") is not None:
             flags.append(f"depth={p['depth']}")
@@ -462,11 +535,12 @@ class Renderer:
             bits.append(self.s(f"{key}={value if isinstance(value, str) else _compact(value)}", "dim"))
         if replayed_note:
             bits.append(self.s(replayed_note, "yellow"))
-        later = self.later.get(env.id)
-        if later and later.elided_line:
-            bits.append(self.s(f"(elided at line {later.elided_line})", "yellow"))
-        if later and later.compacted_line:
-            bits.append(self.s(f"(compacted away at line {later.compacted_line})", "yellow"))
+        if later:
+            _, elided_line, compacted_line = self._later(index)
+            if elided_line:
+                bits.append(self.s(f"(elided at line {elided_line})", "yellow"))
+            if compacted_line:
+                bits.append(self.s(f"(compacted away at line {compacted_line})", "yellow"))
         out = self._head(env, ("cyan",), "  ".join(bits))
         text = _content_text(p.get("content"))
         if text is None:
@@ -479,57 +553,54 @@ class Renderer:
             out.append(f"{self.INDENT}{self.s('->', 'yellow')} {self.s(name, 'bold')} {self._one_line(args)}  {self.s(call_id, 'dim')}")
         return out
 
-    def _grants(self, env: Any, show: bool) -> list[str]:
-        if not show:
-            return []
-        out = self._head(env, ("green",), "snapshot (the last one wins)")
-        snapshot = env.payload.get("grants") if isinstance(env.payload, dict) else env.payload
+    def _grants(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
+        out = self._head(v, ("green",), "snapshot (the last one wins)")
+        snapshot = v.payload.get("grants") if isinstance(v.payload, dict) else v.payload
         out.extend(self._wrap(_compact(snapshot), max_lines=4))
         return out
 
-    def _compaction(self, env: Any, show: bool) -> list[str]:
-        effect = self.replay.last_effect if self.replay_error is None else None
-        if not show:
-            return []
-        p = env.payload if isinstance(env.payload, dict) else {}
+    def _compaction(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
+        p = v.payload if isinstance(v.payload, dict) else {}
         before, after = p.get("tokens-before"), p.get("tokens-after")
         detail = f"tokens {before:,} -> {after:,}" if isinstance(before, int) and isinstance(after, int) else ""
         if p.get("fallback"):
             detail += "  " + self.s("[fallback: hard-trimmed, no summary model]", "red")
-        out = self._head(env, ("magenta", "bold"), detail)
-        through = p.get("replaces-through-id")
-        through_line = self.message_lines.get(through) if isinstance(through, str) else None
-        if effect is not None and "replaced" in effect:
-            replaced: list[LiveMessage] = effect["replaced"]
-            kept: list[LiveMessage] = effect["kept"]
+        out = self._head(v, ("magenta", "bold"), detail)
+        through = raw.payload.get("replaces-through-id") if isinstance(raw.payload, dict) else None
+        through_line = self._line_of(through)
+        t = self.transcript
+        if t is not None and index is not None:
+            replaced, kept = t.compaction_effect(index)
             what = _plural(len(replaced), "message")
-            lines = sorted({m.line for m in replaced})
+            lines = sorted(t.line_number(i) for i in replaced)
             if lines:
                 what += f" ({_line_span(lines)})"
             out.append(self._field("replaced", what + (f", through line {through_line}" if through_line else "")))
             if kept:
-                out.append(self._field("kept", f"{_plural(len(kept), 'sticky message')} ({_line_span([m.line for m in kept])})"))
+                spans = _line_span([t.line_number(i) for i in kept])
+                out.append(self._field("kept", f"{_plural(len(kept), 'sticky message')} ({spans})"))
         else:
-            out.append(self._field("replaced", f"through {through}"))
+            where = f"line {through_line}" if through_line else str(p.get("replaces-through-id"))
+            out.append(self._field("replaced", f"through {where}"))
         out.append(self._field("summary", "").rstrip())
         out.extend(self._wrap(str(p.get("summary", "")), max_lines=4))
         return out
 
-    def _elision(self, env: Any, show: bool) -> list[str]:
-        effect = self.replay.last_effect if self.replay_error is None else None
-        if not show:
-            return []
-        items = env.payload.get("items") if isinstance(env.payload, dict) else None
+    def _elision(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
+        items = v.payload.get("items") if isinstance(v.payload, dict) else None
         items = items if isinstance(items, list) else []
-        out = self._head(env, ("magenta",), _plural(len(items), "item"))
-        if effect is not None and "items" in effect:
-            for before, stub in effect["items"]:
-                m = before.message
-                who = m.role + (f" {m.tool_call_id}" if m.tool_call_id else "")
-                size = _content_size(m.content)
+        out = self._head(v, ("magenta",), _plural(len(items), "item"))
+        if self.reading is not None and self.transcript is not None and index is not None:
+            effect = self.reading.elision_effect(index)
+            for (target, before), item in zip(effect, items):
+                role = _printable(str(before.get("role")))
+                call = before.get("tool_call_id")
+                who = role + (f" {_printable(str(call))}" if call else "")
+                size = _content_size(before.get("content"))
+                stub = item.get("stub") if isinstance(item, dict) else None
                 out.append(
                     self._field(
-                        f"line {before.line}",
+                        f"line {self.transcript.line_number(target)}",
                         f"{who}: {size:,} bytes of content -> stub {self._one_line(_compact(stub))}",
                     )
                 )
@@ -539,52 +610,48 @@ class Renderer:
                     out.append(self._field(str(item.get("id")), f"-> stub {self._one_line(_compact(item.get('stub')))}"))
         return out
 
-    def _tool_dispatched(self, env: Any, show: bool) -> list[str]:
-        p = env.payload if isinstance(env.payload, dict) else {}
-        self.dispatches[env.id] = env
-        if not show:
-            return []
+    def _tool_dispatched(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
+        p = v.payload if isinstance(v.payload, dict) else {}
         bits = [self.s(str(p.get("tool")), "bold"), self.s(str(p.get("call-id")), "dim")]
         if p.get("round") is not None:
             bits.append(f"round {p['round']}")
         if p.get("idempotency") is not None:
             bits.append(f"idempotency={p['idempotency']}")
-        out = self._head(env, ("yellow",), "  ".join(bits))
+        out = self._head(v, ("yellow",), "  ".join(bits))
         args = p.get("arguments")
         out.append(self._field("arguments", self._one_line(args if isinstance(args, str) else _compact(args))))
-        out.append(self._field("op", self.s(env.id, "dim") + (f"  run {p['run-id']}" if p.get("run-id") else "")))
-        later = self.later.get(env.id)
-        if later is None or later.settled_line is None:
-            pending = self.pending.get(env.id)
-            if pending is not None and pending.state == "result-persisted":
+        out.append(self._field("op", self.s(v.id, "dim") + (f"  run {p['run-id']}" if p.get("run-id") else "")))
+        settled_line, _, _ = self._later(index)
+        if settled_line is not None:
+            out.append(self._field("settled", f"at line {settled_line}"))
+        elif self.transcript is not None and index is not None:
+            # Load's own answer: pending, and whether its result is in the file.
+            if self._pending_state(raw.id) == "result-persisted":
                 what = "never settled, but its result is in the file (result-persisted: it completed)"
             else:
                 what = "never settled, and no result: it may or may not have run (dispatched)"
             out.append(self._field("!!", self.s(what, "red", "bold")))
-        else:
-            out.append(self._field("settled", f"at line {later.settled_line}"))
         return out
 
-    def _tool_settled(self, env: Any, show: bool) -> list[str]:
-        if not show:
-            return []
-        p = env.payload if isinstance(env.payload, dict) else {}
-        op = self.dispatches.get(p.get("op-id"))  # type: ignore[arg-type]
-        dp = op.payload if op is not None and isinstance(op.payload, dict) else {}
+    def _tool_settled(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
+        p = v.payload if isinstance(v.payload, dict) else {}
+        op_id = raw.payload.get("op-id") if isinstance(raw.payload, dict) else None
+        op = self._dispatch_of(op_id)
+        dp = _sanitized(op.payload) if op is not None and isinstance(op.payload, dict) else {}
         outcome = str(p.get("outcome"))
         style = {"completed": ("green",), "failed": ("red", "bold"), "outcome-unknown": ("yellow", "bold")}.get(outcome, ("red",))
         bits = [self.s(str(dp.get("tool", "?")), "bold"), self.s(outcome, *style)]
         duration = p.get("duration")
         if isinstance(duration, (int, float)) and not isinstance(duration, bool):
             bits.append(_seconds(float(duration)))
-        out = self._head(env, ("yellow",), "  ".join(bits))
+        out = self._head(v, ("yellow",), "  ".join(bits))
         if op is not None:
             lag = ""
-            t0, t1 = _local_time(op.ts), _local_time(env.ts)
+            t0, t1 = _local_time(op.ts), _local_time(v.ts)
             if t0 is not None and t1 is not None:
                 lag = f", {_seconds((t1 - t0).total_seconds())} later"
             out.append(self._field("dispatched", f"at line {op.line} ({dp.get('call-id')}){lag}"))
-        else:
+        elif self.reading is None or self.transcript is not None:
             out.append(self._field("!!", self.s(f"settles {p.get('op-id')!r}, which this file never dispatched", "red")))
         for key in ("reason", "error"):
             if p.get(key) is not None:
@@ -604,15 +671,10 @@ class Renderer:
             out.append(self._field("result", self.s(str(p["result-digest"]), "dim")))
         return out
 
-    def _run_context(self, env: Any, show: bool) -> list[str]:
-        p = env.payload if isinstance(env.payload, dict) else {}
+    def _run_context(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
+        p = v.payload if isinstance(v.payload, dict) else {}
         sections: list[Any] = p["sections"] if isinstance(p.get("sections"), list) else []
-        for sec in sections:
-            if isinstance(sec, dict) and "text" in sec and isinstance(sec.get("digest"), str):
-                self.section_lines.setdefault(sec["digest"], env.line)
-        if not show:
-            return []
-        out = self._head(env, ("blue",), "")
+        out = self._head(v, ("blue",), "")
         facts: list[Any] = p["facts"] if isinstance(p.get("facts"), list) else []
         if facts:
             shown = []
@@ -623,7 +685,8 @@ class Renderer:
                 else:
                     shown.append(_compact(fact))
             out.append(self._field("facts", self._one_line("  ".join(shown))))
-        for sec in sections:
+        raw_sections = raw.payload.get("sections") if isinstance(raw.payload, dict) else None
+        for k, sec in enumerate(sections):
             if not isinstance(sec, dict):
                 continue
             name = sec.get("name")
@@ -633,17 +696,15 @@ class Renderer:
                 if self.full:
                     out.extend(self._wrap(text))
             else:
-                carrier = sec.get("rendered-in")
-                line = self.section_lines.get(str(sec.get("digest")))
-                where = f"line {line}" if line else f"envelope {carrier}"
+                raw_sec = raw_sections[k] if isinstance(raw_sections, list) and k < len(raw_sections) else {}
+                line = self._section_line(raw_sec.get("digest") if isinstance(raw_sec, dict) else None)
+                where = f"line {line}" if line else f"envelope {sec.get('rendered-in')}"
                 out.append(self._field("section", f"{self.s(str(name), 'bold')}: unchanged, text at {where}"))
         return out
 
-    def _unknown(self, env: Any, show: bool) -> list[str]:
-        if not show:
-            return []
-        out = self._head(env, ("red",), self.s("(a type this version does not know; kept as it is)", "dim"))
-        out.extend(self._wrap(_compact(env.payload), max_lines=3))
+    def _unknown(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
+        out = self._head(v, ("red",), self.s("(a type this version does not know; kept as it is)", "dim"))
+        out.extend(self._wrap(_compact(v.payload), max_lines=3))
         return out
 
 
@@ -678,39 +739,6 @@ def _line_span(lines: Sequence[int]) -> str:
     return f"lines {lines[0]}…{lines[-1]}"
 
 
-def _later_map(envelopes: Iterable[Any]) -> dict[str, _Later]:
-    """For each envelope id, what later lines say about it."""
-    settled: dict[str, int] = {}
-    elided: dict[str, int] = {}
-    for env in envelopes:
-        p = env.payload if isinstance(env.payload, dict) else {}
-        if env.type == "tool-settled" and isinstance(p.get("op-id"), str):
-            settled.setdefault(p["op-id"], env.line)
-        elif env.type == "elision" and isinstance(p.get("items"), list):
-            for item in p["items"]:
-                if isinstance(item, dict) and isinstance(item.get("id"), str):
-                    elided.setdefault(item["id"], env.line)
-    out: dict[str, _Later] = {}
-    for key in set(settled) | set(elided):
-        out[key] = _Later(settled_line=settled.get(key), elided_line=elided.get(key))
-    return out
-
-
-def _compacted_map(envelopes: Iterable[Any], later: dict[str, _Later]) -> None:
-    """Adds, to ``later``, the line of the compaction that replaced each message."""
-    replay = Replayer()
-    for env in envelopes:
-        try:
-            replay.apply(env)
-        except ReplayError:
-            return
-        effect = replay.last_effect
-        if effect and "replaced" in effect:
-            for m in effect["replaced"]:
-                old = later.get(m.id, _Later())
-                later[m.id] = _Later(old.settled_line, old.elided_line, env.line)
-
-
 # --------------------------------------------------------------------------- show
 
 
@@ -718,12 +746,15 @@ def _envelope_json(env: Any) -> dict[str, Any]:
     return {"line": env.line, "id": env.id, "type": env.type, "ts": env.ts, "v": env.v, "payload": env.payload}
 
 
-def _select(envelopes: Sequence[Any], types: list[str] | None, tail: int | None) -> set[int]:
-    """Indices of the envelopes to print."""
-    chosen = [i for i, env in enumerate(envelopes) if not types or env.type in types]
+def _select(reading: Reading, types: list[str] | None, tail: int | None) -> list[int]:
+    """Indices of the envelopes to print, in file order; found in the index, none decoded."""
+    if types:
+        chosen: Sequence[int] = sorted(set().union(*(reading.indices_of_type(t) for t in types)))
+    else:
+        chosen = range(len(reading))
     if tail is not None:
         chosen = chosen[-tail:] if tail > 0 else []
-    return set(chosen)
+    return list(chosen)
 
 
 def _types_arg(values: list[str] | None) -> list[str] | None:
@@ -735,46 +766,56 @@ def _types_arg(values: list[str] | None) -> list[str] | None:
     return out
 
 
-def _header(
-    peek: Peek,
-    envelopes: Sequence[Envelope],
-    s: Style,
-    width: int,
-    lines: int,
-    replay: Replayer,
-    replay_error: str | None,
-) -> list[str]:
-    out = [s(_printable(str(peek.path)), "bold")]
+def _grants(reading: Reading) -> tuple[Any, int | None]:
+    """The grants snapshot load keeps (the last line's) and that line's number, or ``(None, None)``."""
+    at = reading.grants_index()
+    if at is None:
+        return None, None
+    payload = reading.payload(at)
+    return (payload.get("grants") if isinstance(payload, dict) else None), reading.line_number(at)
+
+
+def _op_line(reading: Reading, op_id: str) -> int | None:
+    at = reading.index_of(op_id)
+    return None if at is None else reading.line_number(at)
+
+
+def _header(reading: Reading, s: Style, width: int) -> list[str]:
+    out = [s(_printable(str(Path(reading.path))), "bold")]
 
     def row(label: str, value: str) -> None:
         out.append(f"  {s(label.ljust(9), 'dim')} {value}")
 
-    meta = _sanitized(peek.meta) if isinstance(peek.meta, dict) else {}
-    if meta:
+    meta = _sanitized(reading.meta)
+    if isinstance(meta, dict) and meta:
         text = "  ".join(f"{k}={v if isinstance(v, str) else _compact(v)}" for k, v in meta.items())
         row("meta", _clip(text, max(20, width - 12)))
-    row("size", f"{_human_bytes(peek.size)} ({peek.size:,} bytes), {_plural(lines, 'line')}, {_plural(len(envelopes), 'envelope')}")
-    written = sum(1 for e in envelopes if e.type == "message")
-    if replay_error is None:
-        row("messages", f"{written:,} written, {len(replay.live):,} live (what the model is sent next)")
+    n = len(reading)
+    row("size", f"{_human_bytes(reading.size)} ({reading.size:,} bytes), {_plural(reading.lines, 'line')}, {_plural(n, 'envelope')}")
+    written = sum(count for _, count in reading.role_counts())
+    t = reading.transcript
+    if t is not None:
+        row("messages", f"{written:,} written, {t.live_len():,} live (what the model is sent next)")
     else:
-        row("messages", f"{written:,} written; " + s(f"replay stops: {replay_error}", "red"))
-    if envelopes:
-        first, last = _local_time(envelopes[0].ts), _local_time(envelopes[-1].ts)
+        row("messages", f"{written:,} written; " + s(f"replay stops: {_printable(str(reading.refusal))}", "red"))
+    if n:
+        first, last = _local_time(reading.event(0).ts), _local_time(reading.event(n - 1).ts)
         if first and last:
             span = _seconds((last - first).total_seconds())
             row("time", f"{first.strftime('%Y-%m-%d %H:%M:%S %Z')} -> {last.strftime('%Y-%m-%d %H:%M:%S %Z')} ({span})")
-    if replay.has_grants:
-        grant_lines = [e.line for e in envelopes if e.type == "grants"]
-        row("grants", _clip(_printable(_compact(replay.grants)), max(20, width - 30)) + s(f"  (line {grant_lines[-1]})", "dim"))
+    grants, grants_line = _grants(reading)
+    if grants_line is not None:
+        row("grants", _clip(_printable(_compact(grants)), max(20, width - 30)) + s(f"  (line {grants_line})", "dim"))
     else:
         row("grants", s("none", "dim"))
-    pending = _inspect.pending_operations(envelopes)
-    if pending:
+    pending = reading.pending()
+    if pending is None:
+        row("pending", s("unknown: load refuses this file", "yellow"))
+    elif pending:
         row("pending", s(_plural(len(pending), "tool operation") + " never settled:", "yellow", "bold"))
         for op in pending:
-            out.append(f"            {_printable(f'{op.tool} {op.call_id}')} {s(op.state, 'yellow')} (line {op.line})")
-    for warning in peek.warnings:
+            out.append(f"            {_printable(f'{op.tool} {op.call_id}')} {s(op.state, 'yellow')} (line {_op_line(reading, op.op_id)})")
+    for warning in reading.warnings:
         row("warning", s(_printable(warning), "yellow"))
     return out
 
@@ -782,123 +823,92 @@ def _header(
 def cmd_show(args: argparse.Namespace) -> int:
     """``show PATH``: the transcript for a person (or ``--json``)."""
     path: str = args.path
-    peek = _peek(path)
     types = _types_arg(args.type)
     if args.tail is not None and args.tail < 0:
         raise CliError("--tail takes a number >= 0")
+    reading = _read(path)
     if args.replayed:
-        return _show_replayed(path, peek, args, types)
-    envelopes = list(peek.envelopes)
-    chosen = _select(envelopes, types, args.tail)
+        return _show_replayed(reading, args, types)
+    chosen = _select(reading, types, args.tail)
     if args.json:
         _write_json(
             {
-                "path": str(peek.path),
-                "size": peek.size,
-                "meta": peek.meta,
-                "grants": _last_grants(envelopes),
-                "warnings": list(peek.warnings),
-                "envelopes": [_envelope_json(e) for i, e in enumerate(envelopes) if i in chosen],
+                "path": str(Path(path)),
+                "size": reading.size,
+                "meta": reading.meta,
+                "grants": _grants(reading)[0],
+                "warnings": list(reading.warnings),
+                "envelopes": [_envelope_json(reading.event(i)) for i in chosen],
             }
         )
         return 0
     s = Style(_colour_enabled(args.color, sys.stdout))
     width = _width()
-    later = _later_map(envelopes)
-    _compacted_map(envelopes, later)
-    renderer = Renderer(s, width, full=args.full, later=later, pending=_inspect.pending_operations(envelopes))
-    body: list[str] = []
-    for i, env in enumerate(envelopes):
-        block = renderer.block(env, show=i in chosen)
-        if block:
-            body.extend(block)
-    with open(path, "rb") as f:
-        lines = _inspect.count_lines(f, peek.size)
-    out = _header(peek, envelopes, s, width, lines, renderer.replay, renderer.replay_error)
+    out = _header(reading, s, width)
     out.append("")
     if types or args.tail is not None:
-        out.append(s(f"showing {_plural(len(chosen), 'envelope')} of {len(envelopes):,}", "dim"))
-    out.extend(body)
+        out.append(s(f"showing {_plural(len(chosen), 'envelope')} of {len(reading):,}", "dim"))
     sys.stdout.write("\n".join(out) + "\n")
+    renderer = Renderer(s, width, full=args.full, reading=reading)
+    for i in chosen:
+        block = renderer.block_at(i)
+        if block:
+            sys.stdout.write("\n".join(block) + "\n")
     return 0
 
 
-def _last_grants(envelopes: Sequence[Any]) -> Any:
-    for env in reversed(envelopes):
-        if env.type == "grants":
-            return env.payload.get("grants") if isinstance(env.payload, dict) else None
-    return None
-
-
-def _show_replayed(path: str, peek: Peek, args: argparse.Namespace, types: list[str] | None) -> int:
-    """The messages load would hand back, found without loading (no lock, no repair)."""
-    with _open_bytes(path) as f:
-        report = _inspect.check_file(f, path)
-    if report.exit_code == 2:
-        raise CliError(_report_line(report) + "; there is no replay to show")
-    torn_line = report.tail.line if report.tail is not None and report.tail.kind == "torn" else None
-    replay = Replayer()
-    seen_lines = []
-    for env in peek.envelopes:
-        if torn_line is not None and env.line >= torn_line:
-            break
-        try:
-            replay.apply(env)
-        except ReplayError as exc:  # the file changed between the check and peek
-            raise CliError(f"{path}:{exc.line}: {exc.reason}") from None
-        seen_lines.append(env)
-    live = replay.live
-    if types:
-        roles = set(types)
-        live = [m for m in live if m.message.role in roles]
+def _show_replayed(reading: Reading, args: argparse.Namespace, types: list[str] | None) -> int:
+    """The messages load would hand back (the core's replay), found without loading."""
+    t = reading.transcript
+    if t is None:
+        raise CliError(_report_line(_inspect.check_report(reading)) + "; there is no replay to show")
+    torn_line = reading.tail.line if reading.tail.kind == "torn" else None
+    live = t.live()
+    chosen = [k for k, (_, _, role) in enumerate(live) if not types or role in types]
     if args.tail is not None:
-        live = live[-args.tail :] if args.tail > 0 else []
+        chosen = chosen[-args.tail :] if args.tail > 0 else []
     if args.json:
+        messages = []
+        for k in chosen:
+            env = reading.event(live[k][0])
+            message = Message.from_dict(reading.live_message(k))
+            messages.append({"id": env.id, "line": env.line, **message.to_dict()})
         _write_json(
             {
-                "path": str(peek.path),
-                "size": peek.size,
-                "meta": peek.meta,
-                "grants": replay.grants,
-                "torn_tail": None if torn_line is None else {"line": torn_line, "bytes": report.tail.removed if report.tail else None},
-                "messages": [{"id": m.id, "line": m.line, **m.message.to_dict()} for m in live],
+                "path": str(Path(reading.path)),
+                "size": reading.size,
+                "meta": reading.meta,
+                "grants": _grants(reading)[0],
+                "torn_tail": None if torn_line is None else {"line": torn_line, "bytes": reading.tail.removed},
+                "messages": messages,
             }
         )
         return 0
     s = Style(_colour_enabled(args.color, sys.stdout))
-    renderer = Renderer(s, _width(), full=args.full)
-    elided_by: dict[str, int] = {}
-    summaries: set[str] = set()
-    ts_by_line = {env.line: str(env.ts) for env in seen_lines}
-    for env in seen_lines:
-        if env.type == "message":
-            renderer.block(env, show=False)
-        elif env.type == "elision" and isinstance(env.payload, dict):
-            for item in env.payload.get("items") or []:
-                if isinstance(item, dict):
-                    elided_by[str(item.get("id"))] = env.line
-        elif env.type == "compaction":
-            summaries.add(env.id)
+    renderer = Renderer(s, _width(), full=args.full, reading=reading)
+    written = sum(count for _, count in reading.role_counts())
     out = [
-        s(str(peek.path), "bold"),
+        s(_printable(str(Path(reading.path))), "bold"),
         s(
-            f"  what the model would be sent next: {_plural(len(replay.live), 'message')} "
-            f"(from {_plural(sum(1 for e in seen_lines if e.type == 'message'), 'message line')}), "
-            "compaction and elision applied",
+            f"  what the model would be sent next: {_plural(len(live), 'message')} "
+            f"(from {_plural(written, 'message line')}), compaction and elision applied",
             "dim",
         ),
     ]
     if torn_line is not None:
         out.append(s(f"  line {torn_line} is a torn tail that load would remove; it is not in this replay", "yellow"))
     out.append("")
-    for m in live:
+    for k in chosen:
+        index, stub_at, _ = live[k]
+        env = reading.event(index)
         note = ""
-        if m.id in summaries:
-            note = f"(the compaction summary, line {m.line})"
-        elif m.id in elided_by:
-            note = f"(content elided at line {elided_by[m.id]})"
-        shown = _Shown(id=m.id, type="message", ts=ts_by_line.get(m.line, ""), line=m.line)
-        out.extend(renderer.message_lines_for(shown, _sanitized(m.message.to_dict()), replayed_note=note))
+        if reading.type_name(index) == "compaction":
+            note = f"(the compaction summary, line {env.line})"
+        elif stub_at is not None:
+            note = f"(content elided at line {reading.line_number(stub_at)})"
+        shown = _Shown(id=_printable(env.id), type="message", ts=env.ts, line=env.line)
+        message = _sanitized(Message.from_dict(reading.live_message(k)).to_dict())
+        out.extend(renderer.message_lines_for(shown, message, index=index, replayed_note=note, later=False))
     sys.stdout.write("\n".join(out) + "\n")
     return 0
 
@@ -939,16 +949,20 @@ def _report_line(r: CheckReport) -> str:
 
 
 def check_path(path: str) -> CheckReport:
-    """What load would do to ``path``, without writing; never raises for bad input."""
+    """What load would do to ``path``, without writing; never raises for bad input.
+
+    The verdict is the core's: its tail check, then its replay of the good prefix.
+    """
     try:
-        with _open_bytes(path) as f:
-            return _inspect.check_file(f, path)
+        _require_file(path)
+        reading = _inspect.read(path, lenient=False)
     except CliError as exc:
         message = str(exc)
         reason = message[len(path) + 2 :] if message.startswith(path + ": ") else message
         return CheckReport(path=path, status="unreadable", reason=reason)
     except OSError as exc:
         return CheckReport(path=path, status="unreadable", reason=_describe_os_error(exc, path)[len(path) + 2 :])
+    return _inspect.check_report(reading)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -1019,124 +1033,127 @@ def _percentile(values: Sequence[float], p: float) -> float | None:
     return ordered[rank - 1]
 
 
-def compute_stats(path: str, peek: Peek) -> dict[str, Any]:
-    """Everything ``stats`` reports, as the JSON object ``stats --json`` prints."""
-    envelopes = list(peek.envelopes)
-    last_line = envelopes[-1].line if envelopes else 0
-    sizes = _line_sizes(path, last_line)
-    types: dict[str, dict[str, int]] = {}
-    for env in envelopes:
-        counts = types.setdefault(env.type, {"count": 0, "bytes": 0})
-        counts["count"] += 1
-        counts["bytes"] += sizes.get(env.line, 0)
-    roles: dict[str, int] = {}
-    for env in envelopes:
-        if env.type == "message" and isinstance(env.payload, dict):
-            role = str(env.payload.get("role"))
-            roles[role] = roles.get(role, 0) + 1
-    replay = Replayer()
-    replay_error = None
+def compute_stats(reading: Reading) -> dict[str, Any]:
+    """Everything ``stats`` reports, as the JSON object ``stats --json`` prints.
+
+    Counts and bytes come from the index; what replay did (live messages,
+    what each compaction replaced, what each elision stubbed, pending
+    operations) from the core's replay, and is None when load refuses the
+    file. Only compactions, elisions, tool lines and what they name are decoded.
+    """
+    t = reading.transcript
+    types = {name: {"count": count, "bytes": size} for name, count, size in reading.type_totals()}
+    roles = dict(reading.role_counts())
     compactions: list[dict[str, Any]] = []
-    elided_bytes = 0
-    stub_bytes = 0
-    elided_items = 0
-    elisions = 0
-    for env in envelopes:
-        try:
-            replay.apply(env)
-        except ReplayError as exc:
-            replay_error = str(exc)
-            break
-        effect = replay.last_effect
+    for i in reading.indices_of_type("compaction"):
+        env = reading.event(i)
         p = env.payload if isinstance(env.payload, dict) else {}
-        if env.type == "compaction" and effect is not None:
-            compactions.append(
-                {
-                    "line": env.line,
-                    "id": env.id,
-                    "tokens_before": p.get("tokens-before"),
-                    "tokens_after": p.get("tokens-after"),
-                    "fallback": bool(p.get("fallback")),
-                    "messages_replaced": len(effect["replaced"]),
-                }
-            )
-        elif env.type == "elision" and effect is not None:
-            elisions += 1
-            for before, stub in effect["items"]:
-                elided_items += 1
-                elided_bytes += _content_size(before.message.content)
-                stub_bytes += _content_size(stub)
-    dispatched: dict[str, Any] = {}
+        compactions.append(
+            {
+                "line": env.line,
+                "id": env.id,
+                "tokens_before": p.get("tokens-before"),
+                "tokens_after": p.get("tokens-after"),
+                "fallback": bool(p.get("fallback")),
+                "messages_replaced": None if t is None else len(t.compaction_effect(i)[0]),
+            }
+        )
+    elision_at = reading.indices_of_type("elision")
+    elided_items = 0
+    elided_bytes: int | None = None if t is None else 0
+    stub_bytes = 0
+    # Replay's own record of what each message held just before, measured in the core.
+    elided_sizes = reading.elided_sizes(elision_at)
+    for i, sizes in zip(elision_at, elided_sizes):
+        payload = reading.payload(i)
+        items = payload.get("items") if isinstance(payload, dict) else None
+        items = items if isinstance(items, list) else []
+        elided_items += len(items)
+        stub_bytes += sum(_content_size(item.get("stub")) for item in items if isinstance(item, dict))
+        if elided_bytes is not None:
+            if any(size is None for size in sizes):  # not a string: decoded and measured here
+                sizes = [_content_size(before.get("content")) for _, before in reading.elision_effect(i)]
+            elided_bytes += sum(size or 0 for size in sizes)
+    dispatches = reading.indices_of_type("tool-dispatched")
+    dispatch_set = set(dispatches)
+    # A settle names its dispatch by id: load's id table finds it, else (a file
+    # load refuses) the dispatches' ids are read. Only dispatches before it count.
+    tool_of: dict[Any, Any] = {}
     tools: dict[str, dict[str, Any]] = {}  # name -> counts and percentiles
     durations: dict[str, list[float]] = {}
     art_count = 0
     art_bytes = 0
     art_missing = 0
-    art_dir = Path(path).parent / (Path(path).stem + ".artifacts")  # run.jsonl -> run.artifacts/
+    art_dir = Path(reading.path).parent / (Path(reading.path).stem + ".artifacts")  # run.jsonl -> run.artifacts/
     seen_art: set[str] = set()
-    for env in envelopes:
-        p = env.payload if isinstance(env.payload, dict) else {}
-        if env.type == "tool-dispatched":
-            dispatched[env.id] = p
+    for i in sorted(dispatches + reading.indices_of_type("tool-settled")):
+        if i in dispatch_set:
+            p = reading.payload_fields(i, ["tool"])
+            tool_of[i if t is not None else reading.envelope_id(i)] = p.get("tool", "?")
             name = str(p.get("tool"))
-            t = tools.setdefault(name, _tool_row())
-            t["calls"] += 1
-        elif env.type == "tool-settled":
-            dp = dispatched.get(str(p.get("op-id")), {})
-            name = str(dp.get("tool", "?"))
-            t = tools.setdefault(name, _tool_row())
-            outcome = str(p.get("outcome"))
-            t[outcome.replace("-", "_")] = t.get(outcome.replace("-", "_"), 0) + 1
-            d = p.get("duration")
-            if isinstance(d, (int, float)) and not isinstance(d, bool):
-                durations.setdefault(name, []).append(float(d))
-            art = p.get("artifact")
-            if isinstance(art, dict):
-                art_count += 1
-                if isinstance(art.get("bytes"), int):
-                    art_bytes += art["bytes"]
-                f = art.get("file")
-                if isinstance(f, str) and f not in seen_art:
-                    seen_art.add(f)
-                    if "/" in f or f in ("", ".", "..") or not (art_dir / f).is_file():
-                        art_missing += 1
+            if name not in tools:
+                tools[name] = _tool_row()
+            tools[name]["calls"] += 1
+            continue
+        p = reading.payload_fields(i, ["op-id", "outcome", "duration", "artifact"])
+        op_id = str(p.get("op-id"))
+        name = str(tool_of.get(reading.index_of(op_id) if t is not None else op_id, "?"))
+        if name not in tools:
+            tools[name] = _tool_row()
+        row = tools[name]
+        outcome = str(p.get("outcome")).replace("-", "_")
+        row[outcome] = row.get(outcome, 0) + 1
+        d = p.get("duration")
+        if isinstance(d, (int, float)) and not isinstance(d, bool):
+            durations.setdefault(name, []).append(float(d))
+        art = p.get("artifact")
+        if isinstance(art, dict):
+            art_count += 1
+            if isinstance(art.get("bytes"), int):
+                art_bytes += art["bytes"]
+            f = art.get("file")
+            if isinstance(f, str) and f not in seen_art:
+                seen_art.add(f)
+                if "/" in f or f in ("", ".", "..") or not (art_dir / f).is_file():
+                    art_missing += 1
     for name, row in tools.items():
         ds = durations.get(name, [])
         row["p50_s"] = _percentile(ds, 0.50)
         row["p95_s"] = _percentile(ds, 0.95)
-    pending = [
-        {
-            "op_id": op.op_id,
-            "call_id": op.call_id,
-            "tool": op.tool,
-            "state": op.state,
-            "line": op.line,
-            "dispatched_ts": op.dispatched_ts,
-            "result_message_id": op.result_message_id,
-        }
-        for op in _inspect.pending_operations(envelopes)
-    ]
-    with open(path, "rb") as fh:
-        lines = _inspect.count_lines(fh, peek.size)
+    ops = reading.pending()
+    pending = None
+    if ops is not None:
+        pending = [
+            {
+                "op_id": op.op_id,
+                "call_id": op.call_id,
+                "tool": op.tool,
+                "state": op.state,
+                "line": _op_line(reading, op.op_id),
+                "dispatched_ts": op.dispatched_ts,
+                "result_message_id": op.result_message_id,
+            }
+            for op in ops
+        ]
     return {
-        "path": str(peek.path),
-        "size": peek.size,
-        "lines": lines,
-        "envelopes": len(envelopes),
+        "path": str(Path(reading.path)),
+        "size": reading.size,
+        "lines": reading.lines,
+        "envelopes": len(reading),
         "types": types,
         "messages": {
             "written": sum(roles.values()),
-            "live": None if replay_error else len(replay.live),
+            "live": None if t is None else t.live_len(),
             "by_role": roles,
         },
-        "replay_error": replay_error,
+        "replay_error": None if reading.refusal is None else str(reading.refusal),
         "compactions": compactions,
-        "elisions": {"count": elisions, "items": elided_items, "elided_bytes": elided_bytes, "stub_bytes": stub_bytes},
+        "elisions": {"count": len(elision_at), "items": elided_items, "elided_bytes": elided_bytes, "stub_bytes": stub_bytes},
         "tools": tools,
         "pending": pending,
         "artifacts": {"count": art_count, "files": len(seen_art), "bytes": art_bytes, "missing": art_missing},
-        "grants": replay.grants if replay.has_grants else _last_grants(envelopes),
-        "warnings": list(peek.warnings),
+        "grants": _grants(reading)[0],
+        "warnings": list(reading.warnings),
     }
 
 
@@ -1146,9 +1163,7 @@ def _tool_row() -> dict[str, Any]:  # counts, then p50_s/p95_s (float or None)
 
 def cmd_stats(args: argparse.Namespace) -> int:
     """``stats PATH``: counts and sizes."""
-    path: str = args.path
-    peek = _peek(path)
-    st = compute_stats(path, peek)
+    st = compute_stats(_read(args.path))
     if args.json:
         _write_json(st)
         return 0
@@ -1165,6 +1180,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     def row(label: str, value: str) -> None:
         out.append(f"  {s(label.ljust(12), 'dim')} {value}")
 
+    unknown = s("unknown: load refuses this file", "yellow")
     m = st["messages"]
     roles = ", ".join(f"{r} {n:,}" for r, n in m["by_role"].items())
     live = f"{m['live']:,} live" if m["live"] is not None else s(f"live unknown: {st['replay_error']}", "red")
@@ -1173,12 +1189,16 @@ def cmd_stats(args: argparse.Namespace) -> int:
         for i, c in enumerate(st["compactions"]):
             tb, ta = c["tokens_before"], c["tokens_after"]
             tokens = f"tokens {tb:,} -> {ta:,}" if isinstance(tb, int) and isinstance(ta, int) else "tokens ?"
-            row("compactions" if i == 0 else "", f"line {c['line']}: {tokens}, {_plural(c['messages_replaced'], 'message')} replaced" + (" [fallback]" if c["fallback"] else ""))
+            n = c["messages_replaced"]
+            replaced = f", {_plural(n, 'message')} replaced" if n is not None else ""
+            row("compactions" if i == 0 else "", f"line {c['line']}: {tokens}{replaced}" + (" [fallback]" if c["fallback"] else ""))
     else:
         row("compactions", "none")
     e = st["elisions"]
-    if e["count"]:
+    if e["count"] and e["elided_bytes"] is not None:
         row("elisions", f"{e['count']:,} ({_plural(e['items'], 'message')}: {e['elided_bytes']:,} bytes of content stubbed to {e['stub_bytes']:,})")
+    elif e["count"]:
+        row("elisions", f"{e['count']:,} ({_plural(e['items'], 'message')} stubbed to {e['stub_bytes']:,} bytes)")
     else:
         row("elisions", "none")
     if st["tools"]:
@@ -1189,7 +1209,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
             row("", f"{_clip(name, 15):<16}{t['calls']:>6,}{t['completed']:>5,}{t['failed']:>7,}{t['outcome_unknown']:>8,}{p50:>10}{p95:>10}")
     else:
         row("tools", "none")
-    if st["pending"]:
+    if st["pending"] is None:
+        row("pending", unknown)
+    elif st["pending"]:
         for i, op in enumerate(st["pending"]):
             row("pending" if i == 0 else "", s(f"{op['tool']} {op['call_id']} {op['state']}", "yellow") + f" (line {op['line']}, op {op['op_id']})")
     else:
@@ -1214,17 +1236,18 @@ def cmd_follow(args: argparse.Namespace) -> int:
     path: str = args.path
     st = _require_file(path)
     if st.st_size > 0:
-        with _open_bytes(path) as f:
-            head = f.read(65536)
+        try:
+            with open(path, "rb") as f:
+                head = f.read(65536)
+        except OSError as exc:
+            raise CliError(_describe_os_error(exc, path)) from None
         if head.strip(b" \t\r\n"):
-            _peek(path)  # refuses what is not a transcript, or one from the future
+            _read(path)  # refuses what is not a transcript, or one from the future
     types = _types_arg(args.type)
     s = Style(_colour_enabled(args.color, sys.stdout))
     renderer = Renderer(s, _width(), full=args.full)
     try:
         for env in _session().follow(path, poll=args.poll, idle_timeout=args.idle_timeout):
-            if env.v != 1:
-                raise CliError(_future(path, env.line, env.v))
             show = not types or env.type in types
             if args.json:
                 if show:
