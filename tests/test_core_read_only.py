@@ -64,8 +64,14 @@ def test_types_roles_and_sizes_come_from_the_index(fd: int) -> None:
         assert sum(b for _, b in totals.values()) == size
         assert index.line_count() == len(LINES)
         assert index.envelope_id(4) == "op1"
-        assert index.payload_fields(7, ["op-id", "duration", "missing"]) == {"op-id": "op1", "duration": 0.5}
-        assert index.payload_fields(0, ["agent"]) == {"agent": "t"}
+        assert index.payload_fields([7, 0, 6, 7], ["op-id", "duration", "agent", "missing"]) == [
+            {"op-id": "op1", "duration": 0.5},
+            {"agent": "t"},
+            {},
+            {"op-id": "op1", "duration": 0.5},
+        ]
+        many = index.payload_fields([4] * 3000, ["tool"])  # read on every core, in order
+        assert many == [{"tool": "grep"}] * 3000
         with pytest.raises(IndexError):
             index.type_name(len(LINES))
 

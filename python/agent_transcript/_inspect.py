@@ -125,10 +125,11 @@ class Reading:
         self.decoded += 1
         return self._index().envelope_id(i)
 
-    def payload_fields(self, i: int, keys: list[str]) -> dict[str, Any]:
-        """The members ``keys`` of envelope ``i``'s payload that it has; nothing else is decoded."""
-        self.decoded += 1
-        return self._index().payload_fields(i, keys)
+    def payload_fields(self, indices: list[int], keys: list[str]) -> list[dict[str, Any]]:
+        """For each envelope in ``indices``, the members ``keys`` of its payload
+        that it has; nothing else is decoded (the lines are searched in the core)."""
+        self.decoded += len(indices)
+        return [] if self.index is None else self.index.payload_fields(indices, keys)
 
     def type_name(self, i: int) -> str:
         """Envelope ``i``'s type, from the index (nothing is decoded)."""

@@ -1075,6 +1075,9 @@ def compute_stats(reading: Reading) -> dict[str, Any]:
                 sizes = [_content_size(before.get("content")) for _, before in reading.elision_effect(i)]
             elided_bytes += sum(size or 0 for size in sizes)
     dispatches = reading.indices_of_type("tool-dispatched")
+    settles = reading.indices_of_type("tool-settled")
+    dispatch_fields = iter(reading.payload_fields(dispatches, ["tool"]))
+    settle_fields = iter(reading.payload_fields(settles, ["op-id", "outcome", "duration", "artifact"]))
     dispatch_set = set(dispatches)
     # A settle names its dispatch by id: load's id table finds it, else (a file
     # load refuses) the dispatches' ids are read. Only dispatches before it count.
@@ -1086,16 +1089,16 @@ def compute_stats(reading: Reading) -> dict[str, Any]:
     art_missing = 0
     art_dir = Path(reading.path).parent / (Path(reading.path).stem + ".artifacts")  # run.jsonl -> run.artifacts/
     seen_art: set[str] = set()
-    for i in sorted(dispatches + reading.indices_of_type("tool-settled")):
+    for i in sorted(dispatches + settles):
         if i in dispatch_set:
-            p = reading.payload_fields(i, ["tool"])
+            p = next(dispatch_fields)
             tool_of[i if t is not None else reading.envelope_id(i)] = p.get("tool", "?")
             name = str(p.get("tool"))
             if name not in tools:
                 tools[name] = _tool_row()
             tools[name]["calls"] += 1
             continue
-        p = reading.payload_fields(i, ["op-id", "outcome", "duration", "artifact"])
+        p = next(settle_fields)
         op_id = str(p.get("op-id"))
         name = str(tool_of.get(reading.index_of(op_id) if t is not None else op_id, "?"))
         if name not in tools:

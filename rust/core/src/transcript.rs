@@ -17,7 +17,8 @@ use std::fmt;
 use std::io;
 
 use crate::envelope::{
-    parse_line, string_size_at, Detail, Envelope, EnvelopeType, LineError, Role, Span,
+    member_span_at, member_spans, parse_line, string_size_at, Detail, Envelope, EnvelopeType,
+    LineError, Role, Span,
 };
 use crate::json::string_size;
 use crate::scan::{is_blank, ReadAt};
@@ -62,6 +63,48 @@ pub struct TypeTotal<'a> {
     pub count: u64,
     /// Their bytes, each line's `\n` included.
     pub bytes: u64,
+}
+
+/// One envelope's line, and where some members of its payload are in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Members {
+    /// The line, without its `\n`.
+    pub line: Vec<u8>,
+    /// Each member asked for, in the order asked, or None.
+    pub spans: Vec<Option<Span>>,
+}
+
+/// `each` of `items`, in order, split over every core (up to 8) when there are
+/// enough of them to be worth a thread.
+fn on_every_core<T, F>(items: &[u32], each: F) -> Result<Vec<T>, LoadError>
+where
+    T: Send,
+    F: Fn(u32) -> Result<T, LoadError> + Sync,
+{
+    let cores = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    let per = items.len().div_ceil(cores).max(256);
+    if items.len() <= per {
+        return items.iter().map(|&i| each(i)).collect();
+    }
+    let each = &each;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(per)
+            .map(|part| scope.spawn(move || part.iter().map(|&i| each(i)).collect::<Vec<_>>()))
+            .collect();
+        let mut out = Vec::with_capacity(items.len());
+        for h in handles {
+            let part = h
+                .join()
+                .map_err(|_| LoadError::Io(io::Error::other("a reader thread failed")))?;
+            for item in part {
+                out.push(item?);
+            }
+        }
+        Ok(out)
+    })
 }
 
 /// Every envelope's place in the file, and the names its records cannot hold:
@@ -161,6 +204,66 @@ impl Index {
             })
             .filter_map(|i| u32::try_from(i).ok())
             .collect()
+    }
+
+    /// The bytes of envelope `i` (its `\n` left out), read from `src` into `buf`.
+    pub fn read_line<'b, R: ReadAt + ?Sized>(
+        &self,
+        src: &R,
+        i: u32,
+        buf: &'b mut Vec<u8>,
+    ) -> io::Result<&'b [u8]> {
+        let rec = self
+            .lines
+            .get(i as usize)
+            .ok_or_else(|| io::Error::other("no such envelope"))?;
+        buf.resize(rec.len as usize, 0);
+        let mut filled = 0;
+        while filled < buf.len() {
+            let n = src.read_at(&mut buf[filled..], rec.offset + filled as u64)?;
+            if n == 0 {
+                let shrank = io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the file shrank while it was read",
+                );
+                return Err(shrank);
+            }
+            filled += n;
+        }
+        Ok(buf)
+    }
+
+    /// For each envelope in `indices` (in that order), its line and where the
+    /// members `keys` of its payload are in it (see [`member_spans`]; all None
+    /// when the payload is not an object): what a reader needs to decode those
+    /// members and nothing else. Lines are read on every core.
+    pub fn payload_members<R: ReadAt + Sync + ?Sized>(
+        &self,
+        src: &R,
+        indices: &[u32],
+        keys: &[&str],
+    ) -> Result<Vec<Members>, LoadError> {
+        on_every_core(indices, |i| {
+            let mut line = Vec::new();
+            self.read_line(src, i, &mut line)?;
+            let number = self.lines.get(i as usize).map_or(0, |r| r.number);
+            let malformed = |error| LoadError::Line {
+                line: number,
+                error: LineError::Malformed(error),
+            };
+            let mut spans = vec![None; keys.len()];
+            if let Some(p) = member_span_at(&line, &["payload"]).map_err(malformed)? {
+                let payload = &line[p.start as usize..p.end as usize];
+                let inner = member_spans(payload, keys).map_err(malformed)?;
+                for (out, at) in spans.iter_mut().zip(inner) {
+                    *out = at.map(|m| Span {
+                        start: p.start + m.start,
+                        end: p.start + m.end,
+                    });
+                }
+            }
+            Ok(Members { line, spans })
+        })
     }
 
     /// Message count per role, in the order each role first appears.
@@ -519,33 +622,7 @@ impl Transcript {
         src: &R,
         elisions: &[u32],
     ) -> Result<Vec<Vec<Option<u64>>>, LoadError> {
-        let cores = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(8);
-        let per = elisions.len().div_ceil(cores).max(64);
-        if elisions.len() <= per {
-            return elisions.iter().map(|&e| self.sizes_of(src, e)).collect();
-        }
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = elisions
-                .chunks(per)
-                .map(|part| {
-                    scope.spawn(move || {
-                        part.iter()
-                            .map(|&e| self.sizes_of(src, e))
-                            .collect::<Result<Vec<_>, _>>()
-                    })
-                })
-                .collect();
-            let mut out = Vec::with_capacity(elisions.len());
-            for h in handles {
-                let part = h
-                    .join()
-                    .unwrap_or_else(|_| Err(io::Error::other("a reader thread failed").into()))?;
-                out.extend(part);
-            }
-            Ok(out)
-        })
+        on_every_core(elisions, |e| self.sizes_of(src, e))
     }
 
     fn sizes_of<R: ReadAt + ?Sized>(
@@ -561,7 +638,7 @@ impl Transcript {
         for e in items {
             let (line, found) = match e.stub_before {
                 Some((line, at)) => {
-                    let bytes = self.read_rec(src, line, &mut buf)?;
+                    let bytes = self.index.read_line(src, line, &mut buf)?;
                     let stub = bytes
                         .get(at.start as usize..at.end as usize)
                         .unwrap_or_default();
@@ -574,7 +651,7 @@ impl Transcript {
                     } else {
                         "content"
                     };
-                    let bytes = self.read_rec(src, e.line, &mut buf)?;
+                    let bytes = self.index.read_line(src, e.line, &mut buf)?;
                     (e.line, string_size_at(bytes, &["payload", key]))
                 }
             };
@@ -587,33 +664,6 @@ impl Transcript {
             sizes.push(size.unwrap_or(Some(0)));
         }
         Ok(sizes)
-    }
-
-    // The bytes of envelope `line`, read into `buf`.
-    fn read_rec<'b, R: ReadAt + ?Sized>(
-        &self,
-        src: &R,
-        line: u32,
-        buf: &'b mut Vec<u8>,
-    ) -> io::Result<&'b [u8]> {
-        let rec = self
-            .index
-            .get(line as usize)
-            .ok_or_else(|| io::Error::other("no such envelope"))?;
-        buf.resize(rec.len as usize, 0);
-        let mut filled = 0;
-        while filled < buf.len() {
-            let n = src.read_at(&mut buf[filled..], rec.offset + filled as u64)?;
-            if n == 0 {
-                let shrank = io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the file shrank while it was read",
-                );
-                return Err(shrank);
-            }
-            filled += n;
-        }
-        Ok(buf)
     }
 }
 
@@ -1168,6 +1218,22 @@ mod tests {
             assert_eq!(bytes, end - 7 * 2, "every byte but the blank lines'");
         }
         assert_eq!((t.line_count, p.line_count), (15, 15));
+        let many: Vec<u32> = (0..1000).map(|k| [1, 3, 2][k % 3]).collect();
+        let members = t
+            .index
+            .payload_members(text.as_bytes(), &many, &["role", "nope"])
+            .unwrap();
+        assert_eq!(members.len(), 1000);
+        for (m, &i) in members.iter().zip(&many) {
+            let role = m.spans[0].map(|s| &m.line[s.start as usize..s.end as usize]);
+            let expected: &[u8] = match i {
+                1 => br#""system""#,
+                3 => br#""developer""#,
+                _ => b"",
+            };
+            assert_eq!(role, (i != 2).then_some(expected), "{i}");
+            assert_eq!(m.spans[1], None);
+        }
     }
 
     #[test]

@@ -11,9 +11,7 @@ use std::os::fd::{BorrowedFd, RawFd};
 use pyo3::exceptions::{PyIndexError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
-use transcript_core::envelope::{
-    member_span_at, member_spans, parse_line, EnvelopeType, LineError, Span,
-};
+use transcript_core::envelope::{member_span_at, parse_line, EnvelopeType, LineError, Span};
 use transcript_core::json::JsonError;
 use transcript_core::scan::{tail_scan, ReadAt, Tail};
 use transcript_core::stamp::{utc_timestamp, IdGen};
@@ -209,33 +207,34 @@ fn id_of<'py>(
     }
 }
 
-/// The members `keys` of envelope `i`'s payload that it has, decoded into a
-/// dict; nothing else of the line is decoded. Empty when the payload is not an
-/// object.
+/// For each envelope in `indices`, the members `keys` of its payload that it
+/// has, decoded into a dict (empty when the payload is not an object); nothing
+/// else is decoded. The lines are read and searched on every core without the
+/// GIL, then only those members are built.
 fn fields_of<'py>(
     py: Python<'py>,
     file: &File,
     index: &Index,
-    i: usize,
+    indices: Vec<u32>,
     keys: Vec<String>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let rec = rec_at(index, i)?;
-    let bytes = read_line(file, rec)?;
-    let out = PyDict::new(py);
-    let Some(p) = member_span_at(&bytes, &["payload"]).map_err(corrupt_at(rec))? else {
-        return Ok(out);
-    };
-    let payload = &bytes[p.start as usize..p.end as usize];
+) -> PyResult<Bound<'py, PyList>> {
     let names: Vec<&str> = keys.iter().map(String::as_str).collect();
-    let spans = member_spans(payload, &names).map_err(corrupt_at(rec))?;
-    for (key, at) in names.iter().zip(spans) {
-        if let Some(at) = at {
-            let value = loads(py, &payload[at.start as usize..at.end as usize])
-                .map_err(crate::decode::DecodeError::into_pyerr)?;
-            out.set_item(*key, value)?;
+    let found = py
+        .detach(|| index.payload_members(file, &indices, &names))
+        .map_err(load_error)?;
+    let list = PyList::empty(py);
+    for m in found {
+        let d = PyDict::new(py);
+        for (key, at) in names.iter().zip(&m.spans) {
+            if let Some(at) = at {
+                let value = loads(py, &m.line[at.start as usize..at.end as usize])
+                    .map_err(crate::decode::DecodeError::into_pyerr)?;
+                d.set_item(*key, value)?;
+            }
         }
+        list.append(d)?;
     }
-    Ok(out)
+    Ok(list)
 }
 
 /// `(type, count, bytes)` per type, in the order the types first appear.
@@ -551,16 +550,17 @@ impl Transcript {
         id_of(py, &self.file, &self.core.index, index)
     }
 
-    /// `payload_fields(i, keys, /)`: the members `keys` of envelope `i`'s
-    /// payload that it has, as a dict; nothing else is decoded.
-    #[pyo3(signature = (index, keys, /))]
+    /// `payload_fields(indices, keys, /)`: for each envelope in `indices`, the
+    /// members `keys` of its payload that it has, as a dict; nothing else is
+    /// decoded.
+    #[pyo3(signature = (indices, keys, /))]
     fn payload_fields<'py>(
         &self,
         py: Python<'py>,
-        index: usize,
+        indices: Vec<u32>,
         keys: Vec<String>,
-    ) -> PyResult<Bound<'py, PyDict>> {
-        fields_of(py, &self.file, &self.core.index, index, keys)
+    ) -> PyResult<Bound<'py, PyList>> {
+        fields_of(py, &self.file, &self.core.index, indices, keys)
     }
 
     /// `index_of(id, /)`: the envelope index of `id`, or None.
@@ -921,16 +921,17 @@ impl Peeked {
         id_of(py, &self.file, &self.index, index)
     }
 
-    /// `payload_fields(i, keys, /)`: the members `keys` of envelope `i`'s
-    /// payload that it has, as a dict; nothing else is decoded.
-    #[pyo3(signature = (index, keys, /))]
+    /// `payload_fields(indices, keys, /)`: for each envelope in `indices`, the
+    /// members `keys` of its payload that it has, as a dict; nothing else is
+    /// decoded.
+    #[pyo3(signature = (indices, keys, /))]
     fn payload_fields<'py>(
         &self,
         py: Python<'py>,
-        index: usize,
+        indices: Vec<u32>,
         keys: Vec<String>,
-    ) -> PyResult<Bound<'py, PyDict>> {
-        fields_of(py, &self.file, &self.index, index, keys)
+    ) -> PyResult<Bound<'py, PyList>> {
+        fields_of(py, &self.file, &self.index, indices, keys)
     }
 }
 
