@@ -26,7 +26,7 @@ import textwrap
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TextIO
 
 from . import _inspect
 from ._inspect import CheckReport, Reading
@@ -1076,8 +1076,8 @@ def compute_stats(reading: Reading) -> dict[str, Any]:
             elided_bytes += sum(size or 0 for size in sizes)
     dispatches = reading.indices_of_type("tool-dispatched")
     settles = reading.indices_of_type("tool-settled")
-    dispatch_fields = iter(reading.payload_fields(dispatches, ["tool"]))
-    settle_fields = iter(reading.payload_fields(settles, ["op-id", "outcome", "duration", "artifact"]))
+    dispatch_fields = _fields_in_chunks(reading, dispatches, ["tool"])
+    settle_fields = _fields_in_chunks(reading, settles, ["op-id", "outcome", "duration", "artifact"])
     dispatch_set = set(dispatches)
     # A settle names its dispatch by id: load's id table finds it, else (a file
     # load refuses) the dispatches' ids are read. Only dispatches before it count.
@@ -1158,6 +1158,13 @@ def compute_stats(reading: Reading) -> dict[str, Any]:
         "grants": _grants(reading)[0],
         "warnings": list(reading.warnings),
     }
+
+
+def _fields_in_chunks(reading: Reading, indices: list[int], keys: list[str], chunk: int = 4096) -> Iterator[dict[str, Any]]:
+    """``reading.payload_fields`` of ``indices``, asked for a chunk at a time so
+    that memory holds one chunk's lines, not every one's."""
+    for start in range(0, len(indices), chunk):
+        yield from reading.payload_fields(indices[start : start + chunk], keys)
 
 
 def _tool_row() -> dict[str, Any]:  # counts, then p50_s/p95_s (float or None)
