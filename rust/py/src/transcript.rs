@@ -175,20 +175,32 @@ fn corrupt_at(rec: &LineRec) -> impl Fn(JsonError) -> PyErr + '_ {
     move |e| CorruptTranscript::new_err((e.to_string(), rec.number))
 }
 
-/// Envelope `i`'s payload, decoded alone (None if the line has none).
+/// The member at `path` of envelope `i` (`["payload"]`, `["id"]`), decoded
+/// alone: the rest of the line is not built (None if the line has none).
+fn member_of<'py>(
+    py: Python<'py>,
+    file: &File,
+    index: &Index,
+    i: usize,
+    path: &[&str],
+) -> PyResult<Bound<'py, PyAny>> {
+    let rec = rec_at(index, i)?;
+    let bytes = read_line(file, rec)?;
+    match member_span_at(&bytes, path).map_err(corrupt_at(rec))? {
+        Some(at) => loads(py, &bytes[at.start as usize..at.end as usize])
+            .map_err(crate::decode::DecodeError::into_pyerr),
+        None => Ok(py.None().into_bound(py)),
+    }
+}
+
+/// Envelope `i`'s payload, decoded alone.
 fn payload_of<'py>(
     py: Python<'py>,
     file: &File,
     index: &Index,
     i: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let rec = rec_at(index, i)?;
-    let bytes = read_line(file, rec)?;
-    match member_span_at(&bytes, &["payload"]).map_err(corrupt_at(rec))? {
-        Some(at) => loads(py, &bytes[at.start as usize..at.end as usize])
-            .map_err(crate::decode::DecodeError::into_pyerr),
-        None => Ok(py.None().into_bound(py)),
-    }
+    member_of(py, file, index, i, &["payload"])
 }
 
 /// Envelope `i`'s id, read without decoding its payload.
@@ -198,13 +210,7 @@ fn id_of<'py>(
     index: &Index,
     i: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let rec = rec_at(index, i)?;
-    let bytes = read_line(file, rec)?;
-    match member_span_at(&bytes, &["id"]).map_err(corrupt_at(rec))? {
-        Some(at) => loads(py, &bytes[at.start as usize..at.end as usize])
-            .map_err(crate::decode::DecodeError::into_pyerr),
-        None => Ok(py.None().into_bound(py)),
-    }
+    member_of(py, file, index, i, &["id"])
 }
 
 /// For each envelope in `indices`, the members `keys` of its payload that it
