@@ -10,6 +10,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from . import _core, _storage
+from ._core import digest as _digest
 from .artifacts import ArtifactStore
 from .codec import canonical_json
 from .envelope import Envelope, LazySequence, Peek, PendingToolOperation
@@ -21,10 +22,6 @@ __all__ = ["Session"]
 Durability = Literal["flush", "fsync"]
 
 OUTCOMES = ("completed", "failed", "outcome-unknown")
-
-
-def _digest(data: str | bytes) -> str:
-    return _core.digest(data)
 
 
 def _durability(value: str) -> bool:
