@@ -103,7 +103,7 @@ def test_a_writing_session_keeps_no_history(tmp_path: Path) -> None:
     path.write_text("\n".join(LINES) + "\n", encoding="utf-8")
     fd = os.open(path, os.O_RDWR | os.O_APPEND)
     try:
-        t = _core.Transcript.load(fd, False)
+        t = _core.Transcript.load(fd, False, False)
         assert t.type_name(6) == "later-thing"
         with pytest.raises(ValueError):
             t.later(4)

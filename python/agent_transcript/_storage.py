@@ -96,6 +96,8 @@ class TailRepair:
 
     fd: int
     warning: str | None
+    #: The last line is whole but has no ``\n``: the next append writes one first.
+    missing_newline: bool
 
 
 def remove_leftover_repair(path: Path) -> None:
@@ -113,11 +115,6 @@ def repair_path(path: Path) -> Path:
     return path.with_name(path.name + ".repair")
 
 
-def check_tail(fd: int) -> tuple[str, int, int, int, bool, int]:
-    """The tail check of an open transcript (see ``_core.tail_check``)."""
-    return _core.tail_check(fd)
-
-
 def repair_tail(fd: int, path: Path) -> TailRepair:
     """Run load's repair on the locked ``fd`` of ``path``.
 
@@ -125,7 +122,7 @@ def repair_tail(fd: int, path: Path) -> TailRepair:
     the warning to report. Raises ``CorruptTranscript`` when the two last
     non-blank lines are both malformed; the file is then untouched.
     """
-    kind, keep, line, removed, _, _ = check_tail(fd)
+    kind, keep, line, removed, missing_newline, _ = _core.tail_check(fd)
     if kind == "corrupt":
         raise CorruptTranscript(
             "the last two non-blank lines are both malformed: damage, not a crash",
@@ -133,12 +130,13 @@ def repair_tail(fd: int, path: Path) -> TailRepair:
             str(path),
         )
     if kind != "torn":
-        return TailRepair(fd, None)
+        return TailRepair(fd, None, missing_newline)
     new_fd = _write_repair(fd, _resolved(fd, path), keep)
     os.close(fd)
     return TailRepair(
         new_fd,
         f"removed a torn last line: line {line}, {removed} bytes",
+        False,  # the good prefix ends with the newline before the torn line
     )
 
 

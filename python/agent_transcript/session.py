@@ -113,7 +113,7 @@ class Session:
             raise
         fd = repaired.fd
         try:
-            core = _core.Transcript.load(fd, fsync)
+            core = _core.Transcript.load(fd, fsync, repaired.missing_newline)
         except CorruptTranscript as e:
             os.close(fd)
             raise type(e)(e.message, e.line, str(path)) from None

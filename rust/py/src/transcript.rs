@@ -420,21 +420,14 @@ impl Transcript {
 
 #[pymethods]
 impl Transcript {
-    /// `Transcript.load(fd, fsync, /)`: index and replay an open, repaired file.
+    /// `Transcript.load(fd, fsync, missing_newline, /)`: index and replay an
+    /// open file that load's repair has already checked; `missing_newline` is
+    /// what that tail check found, so the tail is not read twice.
     #[staticmethod]
-    #[pyo3(signature = (fd, fsync, /))]
-    fn load(py: Python<'_>, fd: RawFd, fsync: bool) -> PyResult<Self> {
+    #[pyo3(signature = (fd, fsync, missing_newline, /))]
+    fn load(py: Python<'_>, fd: RawFd, fsync: bool, missing_newline: bool) -> PyResult<Self> {
         let file = dup(fd)?;
         let size = file_size(&file)?;
-        let (tail, _) = py
-            .detach(|| tail_scan(&file, size))
-            .map_err(|e| os_error(&e))?;
-        let missing_newline = matches!(
-            tail,
-            Tail::Whole {
-                missing_newline: true
-            }
-        );
         Self::replay(py, file, size, fsync, missing_newline, None, false)
     }
 
