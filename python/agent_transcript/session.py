@@ -198,8 +198,11 @@ class Session:
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._fd is None else "open"
-        return f"<Session {str(self._path)!r} {state}, {len(self._t)} envelopes>"
+        # Under the lock like every entry into the core: an fsync append lets go
+        # of the GIL mid-call, and the core must not be entered meanwhile.
+        with self._lock:
+            state = "closed" if self._fd is None else "open"
+            return f"<Session {str(self._path)!r} {state}, {len(self._t)} envelopes>"
 
     def _writable(self) -> _core.Transcript:
         if self._fd is None:

@@ -120,3 +120,51 @@ def test_mixed_appends_from_many_threads_replay_to_the_live_state(tmp_path: Path
     carriers = [sec for e in parsed(p) if e["type"] == "run-context" for sec in e["payload"]["sections"]
                 if "text" in sec and sec["text"] == "same every time"]
     assert len(carriers) == 1, "stored once even when threads race"
+
+
+def test_reading_from_other_threads_during_fsync_appends_never_meets_a_borrowed_core(
+        tmp_path: Path) -> None:
+    # An fsync append lets go of the GIL while it syncs; a reader in another
+    # thread (repr included) must wait for the session's lock, not find the
+    # native transcript mid-append ("Already mutably borrowed").
+    p = tmp_path / "run.jsonl"
+    s = Session.create(p, durability="fsync")
+    done = threading.Event()
+    errors: list[BaseException] = []
+    reads = [0]
+
+    def writer() -> None:
+        try:
+            for i in range(150):
+                s.append_message(Message.user(f"m{i}"))
+                if i % 10 == 0:
+                    s.append_tool_dispatched(f"c{i}", "t", {"i": i})
+        except BaseException as e:
+            errors.append(e)
+        finally:
+            done.set()
+
+    def reader() -> None:
+        try:
+            while not done.is_set():
+                repr(s)
+                events = s.events
+                len(events)
+                s.message_ids
+                s.pending_tool_operations()
+                s.grants
+                s.meta
+                reads[0] += 1
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer)] + [threading.Thread(target=reader) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads)
+    assert errors == []
+    assert reads[0] > 0
+    s.close()
+    assert repr(s).endswith("closed, 166 envelopes>")

@@ -11,7 +11,11 @@ mod decode;
 mod errors;
 mod transcript;
 
-#[pymodule]
+// The canonical writer walks lists and dicts with borrowed references, which
+// another thread could free on a free-threaded interpreter: keep the GIL on
+// there (`gil_used = true`) until that walk holds strong references inside
+// critical sections.
+#[pymodule(gil_used = true)]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(canonical::canonical_json, m)?)?;
     m.add_function(wrap_pyfunction!(canonical::envelope_line, m)?)?;
