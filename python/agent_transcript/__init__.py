@@ -8,6 +8,8 @@ touching it.
 
 from __future__ import annotations
 
+# First: on Windows this raises the ImportError that says why it is not supported.
+from . import _platform  # noqa: F401  # isort: skip
 from ._core import digest as _digest
 from .errors import (
     CorruptTranscript,

@@ -17,7 +17,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import _core
+from . import _core, _platform
 from .errors import CorruptTranscript, SessionLocked
 
 FILE_MODE = 0o600
@@ -160,7 +160,7 @@ def _write_repair(fd: int, path: Path, keep: int) -> int:
         os.fchmod(out, mode)
         _lock(out, repair)
         _copy_prefix(fd, out, keep)
-        os.fsync(out)
+        _platform.sync(out)
         os.rename(repair, path)
     except BaseException:
         os.close(out)
@@ -185,7 +185,7 @@ def _copy_prefix(src: int, dst: int, length: int) -> None:
     done = 0
     try:
         while done < length:
-            n = os.copy_file_range(src, dst, length - done, done, done)
+            n = _platform.copy_file_range(src, dst, length - done, done, done)
             if n == 0:
                 break
             done += n
@@ -204,6 +204,6 @@ def fsync_dir(directory: Path) -> None:
     """fsync a directory, so that names created or renamed in it are durable."""
     dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        os.fsync(dfd)
+        _platform.sync(dfd)
     finally:
         os.close(dfd)

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import _core, _storage
+from . import _core, _platform, _storage
 
 
 def check_basename(file: Any) -> str:
@@ -69,7 +69,7 @@ class ArtifactStore:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
-            os.fsync(fd)
+            _platform.sync(fd)
         except BaseException:
             os.close(fd)
             os.unlink(tmp)

@@ -9,7 +9,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from . import _core, _storage
+from . import _core, _platform, _storage
 from ._core import digest as _digest
 from .artifacts import ArtifactStore
 from .codec import canonical_json
@@ -178,15 +178,11 @@ class Session:
             # Reads go on through a fresh, unlocked descriptor of the same inode
             # (even if the path was renamed or deleted meanwhile): the lock dies
             # with the last descriptor of the locked open file, ours and the core's.
-            try:
-                ro: int | None = os.open(f"/proc/self/fd/{self._fd}", os.O_RDONLY | os.O_CLOEXEC)
-            except OSError:
-                ro = None
+            ro = _platform.unlocked_reader(self._fd)
             try:
                 self._t.close_writer(ro)
             finally:
-                if ro is not None:
-                    os.close(ro)
+                os.close(ro)
             os.close(self._fd)
             self._fd = None
 
