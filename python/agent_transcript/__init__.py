@@ -10,6 +10,7 @@ from __future__ import annotations
 
 # First: on Windows this raises the ImportError that says why it is not supported.
 from . import _platform  # noqa: F401  # isort: skip
+from ._core import __version__
 from ._core import digest as _digest
 from .errors import (
     CorruptTranscript,

@@ -2,8 +2,10 @@
 # defaults and its docstrings are in the package's Python modules.
 from typing import Any, final
 
+__version__: str
+
 __all__ = [
-    "canonical_json", "envelope_line", "digest", "loads", "tail_check", "parse_envelope",
+    "__version__", "canonical_json", "envelope_line", "digest", "loads", "tail_check", "parse_envelope",
     "Transcript", "Peeked",
 ]
 

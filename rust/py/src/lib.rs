@@ -17,6 +17,8 @@ mod transcript;
 // critical sections.
 #[pymodule(gil_used = true)]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The package's version, from the Cargo workspace: its only source.
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(canonical::canonical_json, m)?)?;
     m.add_function(wrap_pyfunction!(canonical::envelope_line, m)?)?;
     m.add_function(wrap_pyfunction!(digest, m)?)?;
