@@ -569,39 +569,72 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads and checks one whole value of any kind, building nothing.
+    ///
+    /// Iterative: the containers open inside the value are one bit each (set
+    /// for an object), so a value nested [`MAX_DEPTH`] deep costs a few words
+    /// of stack, not a frame per level, and a thread with a small stack can
+    /// check it.
     pub fn skip_value(&mut self) -> Result<(), JsonError> {
-        match self.peek()? {
-            Kind::Null => self.null(),
-            Kind::Bool => self.boolean().map(|_| ()),
-            Kind::Number => self.checked_number().map(|_| ()),
-            Kind::String => self.skip_string(),
-            Kind::Array => {
-                self.begin_array()?;
-                while self.next_item()? {
-                    self.skip_value()?;
+        let mut objects = [0u64; MAX_DEPTH.div_ceil(64)];
+        let base = self.depth;
+        loop {
+            // One value, or the opening of a container and its first member.
+            let opened = match self.peek()? {
+                Kind::Null => self.null().map(|()| false)?,
+                Kind::Bool => self.boolean().map(|_| false)?,
+                Kind::Number => self.checked_number().map(|_| false)?,
+                Kind::String => self.skip_string().map(|()| false)?,
+                Kind::Array => {
+                    self.begin_array()?;
+                    let level = self.depth - base - 1;
+                    objects[level / 64] &= !(1 << (level % 64));
+                    self.next_item()?
                 }
-                Ok(())
+                Kind::Object => {
+                    self.begin_object()?;
+                    let level = self.depth - base - 1;
+                    objects[level / 64] |= 1 << (level % 64);
+                    self.skip_key()?
+                }
+            };
+            if opened {
+                continue;
             }
-            Kind::Object => {
-                self.begin_object()?;
-                loop {
-                    if !self.more(b'}')? {
-                        return Ok(());
-                    }
-                    self.skip_ws();
-                    if self.input.get(self.pos) != Some(&b'"') {
-                        return self.err("expected a string");
-                    }
-                    self.skip_string()?;
-                    self.skip_ws();
-                    if self.input.get(self.pos) != Some(&b':') {
-                        return self.err("expected ':'");
-                    }
-                    self.pos += 1;
-                    self.skip_value()?;
+            // The value ended: close the containers it ended, up to the next
+            // member or item, or the end of the whole value.
+            loop {
+                if self.depth == base {
+                    return Ok(());
+                }
+                let level = self.depth - base - 1;
+                let more = if objects[level / 64] & (1 << (level % 64)) != 0 {
+                    self.skip_key()?
+                } else {
+                    self.next_item()?
+                };
+                if more {
+                    break;
                 }
             }
         }
+    }
+
+    // The next key of an object and its `:`, skipped; false at its `}`.
+    fn skip_key(&mut self) -> Result<bool, JsonError> {
+        if !self.more(b'}')? {
+            return Ok(false);
+        }
+        self.skip_ws();
+        if self.input.get(self.pos) != Some(&b'"') {
+            return self.err("expected a string");
+        }
+        self.skip_string()?;
+        self.skip_ws();
+        if self.input.get(self.pos) != Some(&b':') {
+            return self.err("expected ':'");
+        }
+        self.pos += 1;
+        Ok(true)
     }
 
     /// Checks that nothing but whitespace follows the value.

@@ -92,19 +92,79 @@ where
     std::thread::scope(|scope| {
         let handles: Vec<_> = items
             .chunks(per)
-            .map(|part| scope.spawn(move || part.iter().map(|&i| each(i)).collect::<Vec<_>>()))
+            .map(|part| {
+                spawn_or_run(scope, move || {
+                    part.iter().map(|&i| each(i)).collect::<Vec<_>>()
+                })
+            })
             .collect();
         let mut out = Vec::with_capacity(items.len());
         for h in handles {
             let part = h
                 .join()
-                .map_err(|_| LoadError::Io(io::Error::other("a reader thread failed")))?;
+                .map_err(|()| LoadError::Io(io::Error::other("a reader thread failed")))?;
             for item in part {
                 out.push(item?);
             }
         }
         Ok(out)
     })
+}
+
+/// A piece of work on a thread of its own, or already done: a thread that
+/// cannot be started (a process at its thread or memory limit) is not an error,
+/// the work is then done on the calling thread.
+enum Worker<'scope, T> {
+    Thread(std::thread::ScopedJoinHandle<'scope, T>),
+    Done(T),
+}
+
+impl<T> Worker<'_, T> {
+    /// The work's result; `Err` if its thread panicked.
+    fn join(self) -> Result<T, ()> {
+        match self {
+            Worker::Thread(h) => h.join().map_err(|_| ()),
+            Worker::Done(t) => Ok(t),
+        }
+    }
+}
+
+/// Runs `work` on a new thread of `scope`, or here and now if none can be
+/// started (`std::thread::Scope::spawn` would panic).
+fn spawn_or_run<'scope, 'env, T, F>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    work: F,
+) -> Worker<'scope, T>
+where
+    T: Send + 'scope,
+    F: FnOnce() -> T + Send + Copy + 'scope,
+{
+    match thread_builder().spawn_scoped(scope, work) {
+        Ok(h) => Worker::Thread(h),
+        Err(_) => Worker::Done(work()),
+    }
+}
+
+#[cfg(not(test))]
+fn thread_builder() -> std::thread::Builder {
+    std::thread::Builder::new()
+}
+
+#[cfg(test)]
+thread_local! {
+    // Set by a test: every thread this thread starts fails to start.
+    static SPAWN_FAILS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[cfg(test)]
+fn thread_builder() -> std::thread::Builder {
+    let b = std::thread::Builder::new();
+    if SPAWN_FAILS.with(std::cell::Cell::get) {
+        // A stack no system can map: the spawn fails with an error.
+        b.stack_size(1 << 60)
+    } else {
+        b
+    }
 }
 
 /// Every envelope's place in the file, and the names its records cannot hold:
@@ -817,7 +877,8 @@ fn parse_segment<R: ReadAt + ?Sized>(
 // Where to cut `0..size` into about `parts` stretches, each starting at a line.
 fn cut_points<R: ReadAt + ?Sized>(src: &R, size: u64, parts: u64) -> io::Result<Vec<u64>> {
     let mut cuts = vec![0];
-    let mut probe = [0u8; 64 * 1024];
+    // On the heap: a thread with a small stack (threading.stack_size) may load.
+    let mut probe = vec![0u8; 64 * 1024];
     for k in 1..parts {
         let mut at = (size * k / parts).max(*cuts.last().unwrap_or(&0));
         loop {
@@ -860,14 +921,14 @@ fn parse_all<R: ReadAt + Sync + ?Sized>(
             .windows(2)
             .map(|w| {
                 let (start, end) = (w[0], w[1]);
-                scope.spawn(move || parse_segment(src, start, end, lenient))
+                spawn_or_run(scope, move || parse_segment(src, start, end, lenient))
             })
             .collect();
         handles
             .into_iter()
             .map(|h| {
                 h.join()
-                    .unwrap_or_else(|_| Err(io::Error::other("a parser thread failed")))
+                    .unwrap_or_else(|()| Err(io::Error::other("a parser thread failed")))
             })
             .collect()
     })
@@ -1378,6 +1439,37 @@ mod tests {
         assert_eq!(skipped, vec![2 * 12_000 + 2, 2 * 12_000 + 4]);
         assert_eq!(p.index.len(), 12_000 + 2);
         assert_eq!(p.line_count, 2 * 12_000 + 4);
+    }
+
+    #[test]
+    fn work_meant_for_threads_is_done_here_when_no_thread_can_start() {
+        let mut lines = vec![line("meta", "session-meta", "{}")];
+        let filler = "x".repeat(2000);
+        for i in 0..9_000 {
+            lines.push(msg(&format!("m{i}-{filler}"), "user", ""));
+        }
+        let text = lines.join("\n") + "\n";
+        let size = text.len() as u64;
+        let every: Vec<u32> = (0..9_001).collect();
+        let alone = load(text.as_bytes(), size).unwrap();
+        let members = alone
+            .index
+            .payload_members(text.as_bytes(), &every, &["role"])
+            .unwrap();
+        SPAWN_FAILS.with(|f| f.set(true));
+        let refused = thread_builder().spawn(|| ()).is_err();
+        let here = std::thread::scope(|scope| spawn_or_run(scope, || 42).join());
+        let loaded = load(text.as_bytes(), size);
+        let peeked = peek(text.as_bytes(), size);
+        let found = alone
+            .index
+            .payload_members(text.as_bytes(), &every, &["role"]);
+        SPAWN_FAILS.with(|f| f.set(false));
+        assert!(refused, "the test's premise: no thread can start");
+        assert_eq!(here, Ok(42));
+        assert_eq!(loaded.unwrap().index.lines, alone.index.lines);
+        assert_eq!(peeked.unwrap().index.lines, alone.index.lines);
+        assert_eq!(found.unwrap(), members);
     }
 
     #[test]

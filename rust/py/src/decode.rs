@@ -65,8 +65,76 @@ fn int<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
     py.get_type::<pyo3::types::PyInt>().call1((text,))
 }
 
+// A container being filled: a list, or a dict and the key of the member being read.
+enum Open<'py> {
+    List(Bound<'py, PyList>),
+    Dict(Bound<'py, PyDict>, Bound<'py, PyAny>),
+}
+
 /// Decodes the value at the reader's position.
+///
+/// Iterative: the containers being filled are kept on the heap, so a value
+/// nested as deep as the reader allows costs a few frames of stack whatever its
+/// depth, and a thread with a small stack can decode it.
 pub fn value<'py>(
+    py: Python<'py>,
+    r: &mut Reader<'_>,
+    scratch: &mut Vec<u8>,
+) -> Result<Bound<'py, PyAny>, DecodeError> {
+    let mut open: Vec<Open<'py>> = Vec::new();
+    loop {
+        // One value, or the opening of a container and its first member.
+        let mut done = match r.peek()? {
+            Kind::Array => {
+                let list = PyList::empty(py);
+                r.begin_array()?;
+                if r.next_item()? {
+                    open.push(Open::List(list));
+                    continue;
+                }
+                list.into_any()
+            }
+            Kind::Object => {
+                let dict = PyDict::new(py);
+                r.begin_object()?;
+                if let Some(k) = r.next_key(scratch)? {
+                    let key = jstr(py, k)?;
+                    open.push(Open::Dict(dict, key));
+                    continue;
+                }
+                dict.into_any()
+            }
+            _ => scalar(py, r, scratch)?,
+        };
+        // Put it in its container; close each container it completes, up to the
+        // next member or item, or the end of the whole value.
+        loop {
+            match open.pop() {
+                None => return Ok(done),
+                Some(Open::List(list)) => {
+                    list.append(done)?;
+                    if r.next_item()? {
+                        open.push(Open::List(list));
+                        break;
+                    }
+                    done = list.into_any();
+                }
+                Some(Open::Dict(dict, key)) => {
+                    dict.set_item(key, done)?;
+                    if let Some(k) = r.next_key(scratch)? {
+                        let key = jstr(py, k)?;
+                        open.push(Open::Dict(dict, key));
+                        break;
+                    }
+                    done = dict.into_any();
+                }
+            }
+        }
+    }
+}
+
+// A value that is not a container.
+fn scalar<'py>(
     py: Python<'py>,
     r: &mut Reader<'_>,
     scratch: &mut Vec<u8>,
@@ -92,25 +160,11 @@ pub fn value<'py>(
             },
         },
         Kind::String => jstr(py, r.string(scratch)?)?,
-        Kind::Array => {
-            let list = PyList::empty(py);
-            r.begin_array()?;
-            while r.next_item()? {
-                list.append(value(py, r, scratch)?)?;
-            }
-            list.into_any()
-        }
-        Kind::Object => {
-            let dict = PyDict::new(py);
-            r.begin_object()?;
-            loop {
-                let key = match r.next_key(scratch)? {
-                    None => break,
-                    Some(k) => jstr(py, k)?,
-                };
-                dict.set_item(key, value(py, r, scratch)?)?;
-            }
-            dict.into_any()
+        Kind::Array | Kind::Object => {
+            return Err(DecodeError::Json(JsonError {
+                offset: r.offset(),
+                reason: "expected a value that is not a container",
+            }))
         }
     })
 }
