@@ -123,27 +123,27 @@ pub enum Detail {
         sticky: bool,
         /// `tool_call_id`, when it is a string and the role is `"tool"`: only a
         /// tool message answers a call.
-        tool_call_id: Option<String>,
+        tool_call_id: Option<Id>,
     },
     /// A compaction: the id of the last message it replaces.
     Compaction {
         /// `replaces-through-id`.
-        through: String,
+        through: Id,
     },
     /// An elision: each item's message id and where its stub is in the line.
     Elision {
         /// `(id, stub)` per item, in order.
-        items: Vec<(String, Span)>,
+        items: Vec<(Id, Span)>,
     },
     /// A dispatched tool operation: the model's call id.
     ToolDispatched {
         /// `call-id`, when it is a string.
-        call_id: Option<String>,
+        call_id: Option<Id>,
     },
     /// A settled tool operation: the operation it names.
     ToolSettled {
         /// `op-id`.
-        op_id: String,
+        op_id: Id,
     },
     /// A run context: the digests of the sections this line carries the text of.
     RunContext {
@@ -156,7 +156,7 @@ pub enum Detail {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Envelope {
     /// The envelope id.
-    pub id: String,
+    pub id: Id,
     /// The envelope type.
     pub kind: EnvelopeType,
     /// The wire `type`, kept only for [`EnvelopeType::Other`] (the others'
@@ -204,6 +204,52 @@ fn owned(s: JStr<'_>) -> String {
     String::from_utf8_lossy(s.as_bytes()).into_owned()
 }
 
+/// An id as its line has it, decoded: WTF-8 bytes, a lone surrogate escape
+/// (`"\ud800"`) kept as its three bytes. Ids are compared as these bytes, so
+/// two ids that differ only in lone surrogates stay two ids (a lossy decoding
+/// would make both U+FFFD).
+pub type Id = Vec<u8>;
+
+/// `id` as text for a message: itself, with each lone surrogate written as
+/// its `\uXXXX` escape.
+pub fn id_text(id: &[u8]) -> String {
+    let mut out = String::with_capacity(id.len());
+    let mut rest = id;
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(text) => {
+                out.push_str(text);
+                return out;
+            }
+            Err(e) => {
+                let (good, bad) = rest.split_at(e.valid_up_to());
+                out.push_str(std::str::from_utf8(good).unwrap_or_default());
+                match bad {
+                    // A surrogate in UTF-8's encoding scheme: ED A0..BF xx.
+                    [0xED, b1 @ 0xA0..=0xBF, b2 @ 0x80..=0xBF, ..] => {
+                        let code = 0xD000 | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F);
+                        out.push_str(&format!("\\u{code:04x}"));
+                        rest = &bad[3..];
+                    }
+                    _ => {
+                        out.push(char::REPLACEMENT_CHARACTER);
+                        rest = &bad[e.error_len().unwrap_or(bad.len())..];
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn id_or_skip(r: &mut Reader<'_>, scratch: &mut Vec<u8>) -> Result<Option<Id>, JsonError> {
+    if r.peek()? == Kind::String {
+        Ok(Some(r.string(scratch)?.as_bytes().to_vec()))
+    } else {
+        r.skip_value()?;
+        Ok(None)
+    }
+}
+
 /// The fields of a payload that replay may want, whatever the type: read in one
 /// pass because the payload comes before `type` in canonical key order.
 #[derive(Default)]
@@ -213,11 +259,11 @@ struct PayloadFields {
     sysprompt: bool,
     depth: bool,
     role: Option<String>,
-    tool_call_id: Option<String>,
-    through: Option<String>,
-    items: Option<Result<Vec<(String, Span)>, String>>,
-    call_id: Option<String>,
-    op_id: Option<String>,
+    tool_call_id: Option<Id>,
+    through: Option<Id>,
+    items: Option<Result<Vec<(Id, Span)>, String>>,
+    call_id: Option<Id>,
+    op_id: Option<Id>,
     carried: Option<Result<Vec<String>, String>>,
 }
 
@@ -247,15 +293,7 @@ pub fn parse_line(line: &[u8]) -> Result<Envelope, LineError> {
             Some(k) => k,
         };
         match key.as_bytes() {
-            b"id" => {
-                id = match r.peek()? {
-                    Kind::String => Some(owned(r.string(&mut scratch)?)),
-                    _ => {
-                        r.skip_value()?;
-                        None
-                    }
-                }
-            }
+            b"id" => id = id_or_skip(&mut r, &mut scratch)?,
             b"type" => {
                 (kind, other_type) = match r.peek()? {
                     Kind::String => {
@@ -544,10 +582,10 @@ fn read_payload(r: &mut Reader<'_>) -> Result<PayloadFields, LineError> {
                 p.depth = r.peek()? != Kind::Null;
                 r.skip_value()?;
             }
-            b"tool_call_id" => p.tool_call_id = string_or_skip(r, &mut inner)?,
-            b"replaces-through-id" => p.through = string_or_skip(r, &mut inner)?,
-            b"call-id" => p.call_id = string_or_skip(r, &mut inner)?,
-            b"op-id" => p.op_id = string_or_skip(r, &mut inner)?,
+            b"tool_call_id" => p.tool_call_id = id_or_skip(r, &mut inner)?,
+            b"replaces-through-id" => p.through = id_or_skip(r, &mut inner)?,
+            b"call-id" => p.call_id = id_or_skip(r, &mut inner)?,
+            b"op-id" => p.op_id = id_or_skip(r, &mut inner)?,
             b"items" => p.items = Some(read_items(r, &mut inner)?),
             b"sections" => p.carried = Some(read_sections(r, &mut inner)?),
             _ => r.skip_value()?,
@@ -559,7 +597,7 @@ fn read_payload(r: &mut Reader<'_>) -> Result<PayloadFields, LineError> {
 fn read_items(
     r: &mut Reader<'_>,
     scratch: &mut Vec<u8>,
-) -> Result<Result<Vec<(String, Span)>, String>, JsonError> {
+) -> Result<Result<Vec<(Id, Span)>, String>, JsonError> {
     if r.peek()? != Kind::Array {
         r.skip_value()?;
         return Ok(Err("an elision's 'items' is not a list".into()));
@@ -581,7 +619,7 @@ fn read_items(
             key.clear();
             key.extend_from_slice(k.as_bytes());
             match key.as_slice() {
-                b"id" => id = string_or_skip(r, scratch)?,
+                b"id" => id = id_or_skip(r, scratch)?,
                 b"stub" => {
                     r.peek()?;
                     let start = r.offset();
@@ -649,9 +687,27 @@ mod tests {
     }
 
     #[test]
+    fn ids_keep_their_lone_surrogates_and_are_shown_with_them_escaped() {
+        let e = parse(r#"{"id":"\ud800","payload":{"content":"hi","role":"tool","tool_call_id":"\udc00x"},"ts":"t","type":"message","v":1}"#).unwrap();
+        assert_eq!(e.id, b"\xed\xa0\x80");
+        match &e.detail {
+            Detail::Message { tool_call_id, .. } => {
+                assert_eq!(tool_call_id.as_deref(), Some(&b"\xed\xb0\x80x"[..]))
+            }
+            other => panic!("{other:?}"),
+        }
+        // A pair of escapes is one code point; U+FFFD is itself.
+        let pair =
+            parse(r#"{"id":"\ud83d\ude00\ufffd","payload":{},"ts":"t","type":"x","v":1}"#).unwrap();
+        assert_eq!(pair.id, "\u{1f600}\u{fffd}".as_bytes());
+        assert_eq!(id_text(&e.id), "\\ud800");
+        assert_eq!(id_text(b"a\xed\xbf\xbfb\xc3\xa9"), "a\\udfffb\u{e9}");
+    }
+
+    #[test]
     fn a_message_line() {
         let e = parse(r#"{"id":"a1","payload":{"content":"hi","role":"tool","tool_call_id":"c1"},"ts":"t","type":"message","v":1}"#).unwrap();
-        assert_eq!(e.id, "a1");
+        assert_eq!(e.id, b"a1");
         assert_eq!(e.kind, EnvelopeType::Message);
         assert_eq!(
             e.detail,
@@ -730,7 +786,7 @@ mod tests {
     #[test]
     fn any_key_order_and_whitespace_and_the_last_duplicate_wins() {
         let e = parse(r#" { "v" : 1 , "type":"grants", "id":"x", "payload" : {"grants": []}, "ts":"t", "id":"y" } "#).unwrap();
-        assert_eq!((e.id.as_str(), e.kind), ("y", EnvelopeType::Grants));
+        assert_eq!((e.id.as_slice(), e.kind), (&b"y"[..], EnvelopeType::Grants));
     }
 
     #[test]

@@ -687,6 +687,22 @@ fn stop_mask16(input: &[u8], at: usize) -> u32 {
     }
 }
 
+/// WTF-8 from UTF-16 code units (a Python str's, with `surrogatepass`): a
+/// high surrogate followed by a low one is one code point, any other surrogate
+/// is kept alone; the bytes the reader decodes from that string's JSON
+/// (canonical JSON writes each lone surrogate as an escape, and the reader
+/// joins an escaped pair).
+pub fn wtf8_from_utf16(units: impl IntoIterator<Item = u16>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for c in char::decode_utf16(units) {
+        match c {
+            Ok(c) => push_code_point(&mut out, u32::from(c)),
+            Err(e) => push_code_point(&mut out, u32::from(e.unpaired_surrogate())),
+        }
+    }
+    out
+}
+
 /// Appends `code` (a scalar value or a surrogate) in UTF-8's encoding scheme.
 fn push_code_point(out: &mut Vec<u8>, code: u32) {
     // Truncating casts are intended: each byte takes its bits of `code`.
@@ -835,6 +851,21 @@ mod tests {
         assert!(!valid(&hostile));
         let objects = "{\"a\":".repeat(100_000);
         assert!(!valid(&objects));
+    }
+
+    #[test]
+    fn utf16_with_lone_surrogates_is_the_wtf8_the_reader_decodes() {
+        let mut scratch = Vec::new();
+        for text in [r#""a\ud800b""#, r#""\ud83d\ude00\udc00\ud83d""#, r#""é""#] {
+            let mut r = Reader::new(text);
+            let decoded = r.string(&mut scratch).unwrap().as_bytes().to_vec();
+            let units: Vec<u16> = match text {
+                r#""a\ud800b""# => vec![0x61, 0xD800, 0x62],
+                r#""é""# => vec![0xE9],
+                _ => vec![0xD83D, 0xDE00, 0xDC00, 0xD83D],
+            };
+            assert_eq!(wtf8_from_utf16(units), decoded, "{text}");
+        }
     }
 
     #[test]

@@ -17,8 +17,8 @@ use std::fmt;
 use std::io;
 
 use crate::envelope::{
-    member_span_at, member_spans, parse_line, string_size_at, Detail, Envelope, EnvelopeType,
-    LineError, Role, Span,
+    id_text, member_span_at, member_spans, parse_line, string_size_at, Detail, Envelope,
+    EnvelopeType, Id, LineError, Role, Span,
 };
 use crate::json::string_size;
 use crate::scan::{is_blank, ReadAt};
@@ -358,7 +358,7 @@ pub struct LiveMessage {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingOp {
     /// The model's call id.
-    pub call_id: Option<String>,
+    pub call_id: Option<Id>,
     /// The line of the tool message answering it, written after the dispatch.
     pub result: Option<u32>,
 }
@@ -473,7 +473,8 @@ pub struct History {
 pub struct Transcript {
     /// Every envelope, in file order, with its type and role.
     pub index: Index,
-    ids: HashMap<Box<str>, u32>,
+    // Ids as their lines have them, decoded (WTF-8: see [`Id`]).
+    ids: HashMap<Box<[u8]>, u32>,
     /// The live messages, compaction and elision applied.
     pub live: Vec<LiveMessage>,
     // Line index -> position in `live`, or NOT_LIVE.
@@ -500,13 +501,13 @@ impl Transcript {
             .filter(|&p| p != NOT_LIVE)
     }
 
-    /// The line index of envelope `id`.
-    pub fn line_of(&self, id: &str) -> Option<u32> {
-        self.ids.get(id).copied()
+    /// The line index of envelope `id` (its decoded bytes: see [`Id`]).
+    pub fn line_of(&self, id: impl AsRef<[u8]>) -> Option<u32> {
+        self.ids.get(id.as_ref()).copied()
     }
 
     /// Whether `id` names a live message.
-    pub fn is_live(&self, id: &str) -> bool {
+    pub fn is_live(&self, id: impl AsRef<[u8]>) -> bool {
         self.line_of(id)
             .and_then(|l| self.live_position(l))
             .is_some()
@@ -522,19 +523,19 @@ impl Transcript {
         } else if env.kind == EnvelopeType::SessionMeta {
             return Err(ReplayError::MetaNotFirst);
         }
-        if self.ids.contains_key(env.id.as_str()) {
-            return Err(ReplayError::DuplicateId(env.id.clone()));
+        if self.ids.contains_key(env.id.as_slice()) {
+            return Err(ReplayError::DuplicateId(id_text(&env.id)));
         }
         match &env.detail {
             Detail::Compaction { through } if !self.is_live(through) => {
                 Err(ReplayError::UnknownId {
-                    id: through.clone(),
+                    id: id_text(through),
                     by: "compaction",
                 })
             }
             Detail::Elision { items } => match items.iter().find(|(id, _)| !self.is_live(id)) {
                 Some((id, _)) => Err(ReplayError::UnknownId {
-                    id: id.clone(),
+                    id: id_text(id),
                     by: "elision",
                 }),
                 None => Ok(()),
@@ -545,9 +546,9 @@ impl Transcript {
                     if self.index.get(l as usize).map(|r| r.kind)
                         == Some(EnvelopeType::ToolDispatched) =>
                 {
-                    Err(ReplayError::AlreadySettled(op_id.clone()))
+                    Err(ReplayError::AlreadySettled(id_text(op_id)))
                 }
-                _ => Err(ReplayError::UnknownOperation(op_id.clone())),
+                _ => Err(ReplayError::UnknownOperation(id_text(op_id))),
             },
             _ => Ok(()),
         }
@@ -560,7 +561,7 @@ impl Transcript {
         self.line_count = self.line_count.max(rec.number);
         self.index.push(rec, &env);
         self.live_pos.push(NOT_LIVE);
-        self.ids.insert(env.id.into_boxed_str(), index);
+        self.ids.insert(env.id.into_boxed_slice(), index);
         match env.detail {
             Detail::None => {
                 if env.kind == EnvelopeType::Grants {
@@ -580,7 +581,7 @@ impl Transcript {
                 });
                 if let Some(call) = tool_call_id {
                     for op in self.pending.values_mut() {
-                        if op.result.is_none() && op.call_id.as_deref() == Some(call.as_str()) {
+                        if op.result.is_none() && op.call_id.as_deref() == Some(call.as_slice()) {
                             op.result = Some(index);
                         }
                     }
@@ -1152,6 +1153,40 @@ mod tests {
                 error: ReplayError::NoMeta
             })
         ));
+    }
+
+    #[test]
+    fn ids_that_differ_only_in_lone_surrogates_are_different_ids() {
+        let lines = vec![
+            line("meta", "session-meta", "{}"),
+            line(r"\ud800", "message", r#"{"content":"a","role":"user"}"#),
+            line(r"\udc00", "message", r#"{"content":"b","role":"user"}"#),
+            line(
+                "op",
+                "tool-dispatched",
+                r#"{"call-id":"\ud800","tool":"t","arguments":{}}"#,
+            ),
+            line(
+                "m",
+                "message",
+                r#"{"content":"x","role":"tool","tool_call_id":"\udfff"}"#,
+            ),
+        ];
+        let t = load_str(&lines).unwrap();
+        assert_eq!(t.live.len(), 3);
+        assert_eq!(t.line_of(b"\xed\xa0\x80"), Some(1));
+        assert_eq!(t.line_of(b"\xed\xb0\x80"), Some(2));
+        assert_eq!(t.line_of("\u{fffd}"), None);
+        assert_eq!(t.pending.get(&3).map(|op| op.result), Some(None));
+        let mut dup = lines.clone();
+        dup.push(line(r"\udc00", "grants", "{}"));
+        match load_str(&dup) {
+            Err(LoadError::Replay { line, error }) => {
+                assert_eq!(line, 6);
+                assert_eq!(error.to_string(), r#"duplicate envelope id "\\udc00""#);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -4,15 +4,16 @@
 //! side indexes the file, replays it, writes each new line with one `write(2)`,
 //! and decodes lines into Python objects only when they are asked for.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{BorrowedFd, RawFd};
 
 use pyo3::exceptions::{PyIndexError, PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use transcript_core::envelope::{member_span_at, parse_line, EnvelopeType, LineError, Span};
-use transcript_core::json::JsonError;
+use transcript_core::json::{wtf8_from_utf16, JsonError};
 use transcript_core::scan::{tail_scan, ReadAt, Tail};
 use transcript_core::stamp::{utc_timestamp, IdGen};
 use transcript_core::transcript::{self as core, Index, LineRec, LoadError, ReplayError};
@@ -128,6 +129,21 @@ fn event_tuple<'py>(py: Python<'py>, file: &File, rec: &LineRec) -> PyResult<Bou
     Ok((id, kind, ts, v, payload, rec.number)
         .into_pyobject(py)?
         .into_any())
+}
+
+/// An id from Python as the core compares ids: the bytes its line decodes to
+/// (WTF-8, see `transcript_core::envelope::Id`), lone surrogates included.
+fn id_key<'a>(id: &'a Bound<'_, PyString>) -> PyResult<Cow<'a, [u8]>> {
+    if let Ok(text) = id.to_str() {
+        return Ok(Cow::Borrowed(text.as_bytes()));
+    }
+    let utf16 = id.call_method1("encode", ("utf-16-le", "surrogatepass"))?;
+    let units = utf16.cast::<PyBytes>()?.as_bytes();
+    Ok(Cow::Owned(wtf8_from_utf16(
+        units
+            .chunks_exact(2)
+            .map(|u| u16::from_le_bytes([u[0], u[1]])),
+    )))
 }
 
 fn out_of_range() -> PyErr {
@@ -564,14 +580,14 @@ impl Transcript {
 
     /// `index_of(id, /)`: the envelope index of `id`, or None.
     #[pyo3(signature = (id, /))]
-    fn index_of(&self, id: &str) -> Option<u32> {
-        self.core.line_of(id)
+    fn index_of(&self, id: &Bound<'_, PyString>) -> PyResult<Option<u32>> {
+        Ok(self.core.line_of(id_key(id)?))
     }
 
     /// `is_live(id, /)`: whether `id` is a live message.
     #[pyo3(signature = (id, /))]
-    fn is_live(&self, id: &str) -> bool {
-        self.core.is_live(id)
+    fn is_live(&self, id: &Bound<'_, PyString>) -> PyResult<bool> {
+        Ok(self.core.is_live(id_key(id)?))
     }
 
     /// The live messages' ids.
