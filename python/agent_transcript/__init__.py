@@ -23,7 +23,7 @@ from .errors import (
     UnsupportedVersion,
 )
 from .codec import canonical_json
-from .envelope import Envelope, Peek, PendingToolOperation
+from .envelope import Entry, Envelope, Peek, PendingToolOperation
 from .message import Message
 from .session import Session
 
@@ -31,6 +31,7 @@ __all__ = [
     "Session",
     "Message",
     "Envelope",
+    "Entry",
     "Peek",
     "PendingToolOperation",
     "canonical_json",

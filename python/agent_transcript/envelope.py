@@ -1,4 +1,4 @@
-"""The records a transcript is read as: Envelope, Peek, PendingToolOperation."""
+"""The records a transcript is read as: Envelope, Entry, Peek, PendingToolOperation."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any, TypeVar, overload
 
 from .message import Message
 
-__all__ = ["Envelope", "Peek", "PendingToolOperation"]
+__all__ = ["Envelope", "Entry", "Peek", "PendingToolOperation"]
 
 T = TypeVar("T")
 
@@ -33,6 +33,32 @@ class Envelope:
     v: int
     payload: Any
     line: int
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One live message, with its id, its extras and where it came from.
+
+    ``Session.entries`` is parallel to ``Session.messages``: replay (compactions,
+    elisions and rewinds) is already applied.
+
+    Attributes:
+        id: the message's id: its envelope's, a compaction's for its summary,
+            ``"<compaction id>:<k>"`` for the k-th message of a replacement.
+        message: the message, as ``Session.messages`` has it.
+        extra: the rest of the message's payload (the keys that are not
+            Message fields: what ``append_message(extra=...)`` wrote); ``{}``
+            for a compaction's summary.
+        line: the 1-based line of the envelope it came from (the compaction's
+            line for a summary or a replacement message).
+        elided: an elision replaced its content.
+    """
+
+    id: str
+    message: Message
+    extra: dict[str, Any]
+    line: int
+    elided: bool
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from . import _core, _platform, _storage
 from ._core import digest as _digest
 from .artifacts import ArtifactStore
 from .codec import canonical_json
-from .envelope import Envelope, LazySequence, Peek, PendingToolOperation
+from .envelope import Entry, Envelope, LazySequence, Peek, PendingToolOperation
 from .errors import CorruptTranscript, SessionClosed, ToolOperationError
 from .message import MESSAGE_FIELDS, Message
 
@@ -222,9 +222,25 @@ class Session:
 
     @property
     def messages(self) -> list[Message]:
-        """The live messages, compaction and elision applied (a fresh list each call)."""
+        """The live messages, compactions (with or without a replacement),
+        elisions and rewinds applied (a fresh list each call)."""
         with self._lock:
             return [Message.from_dict(d) for d in self._t.live_payloads()]
+
+    @property
+    def entries(self) -> list[Entry]:
+        """The live messages with their ids, extras and lines, parallel to
+        :attr:`messages` (a fresh list each call, decoded when asked for).
+
+        ``extra`` is what ``append_message(extra=...)`` (or a replacement's
+        ``(message, extra)`` pair) wrote beside the message; ``{}`` for a
+        compaction's summary.
+        """
+        with self._lock:
+            rows = self._t.live_entries()
+        return [Entry(id=mid, message=Message.from_dict(d), line=line, elided=elided,
+                      extra={k: v for k, v in d.items() if k not in MESSAGE_FIELDS})
+                for mid, d, line, elided in rows]
 
     @property
     def message_ids(self) -> list[str]:
@@ -273,13 +289,7 @@ class Session:
         """
         if not isinstance(message, Message):
             raise TypeError(f"append_message takes a Message, not {type(message).__name__}")
-        if extra is None:
-            payload = message.to_dict()
-        elif isinstance(extra, dict):
-            payload = {k: v for k, v in extra.items() if k not in MESSAGE_FIELDS}
-            payload.update(message.to_dict())
-        else:
-            raise TypeError(f"extra must be a dict or None, not {type(extra).__name__}")
+        payload = _message_payload(message, extra)
         with self._lock:
             return self._writable().append("message", payload, None)
 
@@ -289,9 +299,18 @@ class Session:
             return self._writable().append("grants", {"grants": snapshot}, None)
 
     def append_compaction(self, summary: str, replaces_through_id: str, tokens_before: int,
-                          tokens_after: int, fallback: bool = False) -> str:
+                          tokens_after: int, fallback: bool = False, *,
+                          replacement: Iterable[Message | tuple[Message, dict[str, Any] | None]]
+                          | None = None) -> str:
         """Append a compaction: the live messages up to ``replaces_through_id`` are
         replaced by their sticky ones and one user message carrying ``summary``.
+
+        With ``replacement`` (an empty one included), the messages it lists go
+        where the summary would have (the summary is recorded, not replayed):
+        each a Message or a ``(message, extra)`` pair, written as
+        :meth:`append_message` writes one. The k-th has the id
+        ``f"{compaction_id}:{k}"``, which later lines may name. One line: a
+        crash never leaves half a swap.
 
         Raises:
             UnknownId: ``replaces_through_id`` is not a live message.
@@ -301,15 +320,30 @@ class Session:
         _check_int("tokens_before", tokens_before)
         _check_int("tokens_after", tokens_after)
         _check_type("fallback", fallback, bool)
-        payload = {
+        payload: dict[str, Any] = {
             "summary": summary,
             "replaces-through-id": replaces_through_id,
             "tokens-before": tokens_before,
             "tokens-after": tokens_after,
             "fallback": fallback,
         }
+        if replacement is not None:
+            payload["replacement"] = _replacement_payloads(replacement)
         with self._lock:
             return self._writable().append("compaction", payload, None)
+
+    def append_rewind(self, through_id: str | None) -> str:
+        """Append a rewind: the live messages after ``through_id`` are dropped
+        (every one of them, with None). Earlier lines stay as they are; grants,
+        tool operations and run context are untouched.
+
+        Raises:
+            UnknownId: ``through_id`` is not a live message.
+        """
+        if through_id is not None:
+            _check_type("through_id", through_id, str)
+        with self._lock:
+            return self._writable().append("rewind", {"through-id": through_id}, None)
 
     def append_elision(self, items: Iterable[tuple[str, str]]) -> str:
         """Append an elision: each ``(id, stub)`` replaces that live message's content.
@@ -486,6 +520,34 @@ def pending_operations(t: _core.Transcript) -> list[PendingToolOperation]:
             state="dispatched" if result is None else "result-persisted",
             result_message_id=None if result is None else t.envelope_id(result),
         ))
+    return out
+
+
+def _message_payload(message: Message, extra: dict[str, Any] | None) -> dict[str, Any]:
+    """A message line's payload: ``{**extra, **message.to_dict()}``, a message key
+    dropping an extra of the same name even when the message leaves it unset."""
+    if extra is None:
+        return message.to_dict()
+    if not isinstance(extra, dict):
+        raise TypeError(f"extra must be a dict or None, not {type(extra).__name__}")
+    payload = {k: v for k, v in extra.items() if k not in MESSAGE_FIELDS}
+    payload.update(message.to_dict())
+    return payload
+
+
+def _replacement_payloads(replacement: Iterable[Any]) -> list[dict[str, Any]]:
+    """A compaction's ``replacement`` as message payloads, or a TypeError."""
+    if isinstance(replacement, (Message, str, bytes, dict)):
+        raise TypeError("replacement is an iterable of messages or (message, extra) pairs, "
+                        f"not a {type(replacement).__name__}")
+    out = []
+    for item in replacement:
+        if isinstance(item, Message):
+            out.append(item.to_dict())
+        elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], Message):
+            out.append(_message_payload(item[0], item[1]))
+        else:
+            raise TypeError(f"each replacement item is a Message or a (Message, extra) pair, not {item!r}")
     return out
 
 

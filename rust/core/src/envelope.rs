@@ -25,6 +25,8 @@ pub enum EnvelopeType {
     ToolSettled,
     /// `run-context`: what the run was told about the world.
     RunContext,
+    /// `rewind`: the live messages after one dropped.
+    Rewind,
     /// A type this version does not know: kept, not replayed.
     Other,
 }
@@ -41,6 +43,7 @@ impl EnvelopeType {
             b"tool-dispatched" => Self::ToolDispatched,
             b"tool-settled" => Self::ToolSettled,
             b"run-context" => Self::RunContext,
+            b"rewind" => Self::Rewind,
             _ => Self::Other,
         }
     }
@@ -57,6 +60,7 @@ impl EnvelopeType {
             Self::ToolDispatched => "tool-dispatched",
             Self::ToolSettled => "tool-settled",
             Self::RunContext => "run-context",
+            Self::Rewind => "rewind",
             Self::Other => return None,
         })
     }
@@ -110,6 +114,18 @@ pub struct Span {
     pub end: u32,
 }
 
+/// One message of a compaction's `replacement`: where its payload is in the
+/// line, and what replay needs from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Part {
+    /// The message payload's span in the line.
+    pub span: Span,
+    /// `sticky`, `sysprompt` or a `depth`, as for a message line.
+    pub sticky: bool,
+    /// `role`.
+    pub role: Box<str>,
+}
+
 /// What replay needs from a payload, by type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Detail {
@@ -125,10 +141,19 @@ pub enum Detail {
         /// tool message answers a call.
         tool_call_id: Option<Id>,
     },
-    /// A compaction: the id of the last message it replaces.
+    /// A compaction: the id of the last message it replaces, and the messages
+    /// it puts in their place when it carries a `replacement`.
     Compaction {
         /// `replaces-through-id`.
         through: Id,
+        /// `replacement`, when the payload has one (an empty list included):
+        /// then these go where the summary would have.
+        replacement: Option<Vec<Part>>,
+    },
+    /// A rewind: the last live message it keeps, or None for none.
+    Rewind {
+        /// `through-id`.
+        through: Option<Id>,
     },
     /// An elision: each item's message id and where its stub is in the line.
     Elision {
@@ -261,6 +286,9 @@ struct PayloadFields {
     role: Option<String>,
     tool_call_id: Option<Id>,
     through: Option<Id>,
+    replacement: Option<Result<Vec<Part>, String>>,
+    // `through-id`: Some(Ok(None)) for null, Some(Err) for neither a string nor null.
+    rewind_through: Option<Result<Option<Id>, ()>>,
     items: Option<Result<Vec<(Id, Span)>, String>>,
     call_id: Option<Id>,
     op_id: Option<Id>,
@@ -385,9 +413,23 @@ fn detail_of(kind: EnvelopeType, p: PayloadFields) -> Result<Detail, LineError> 
                 tool_call_id: if tool { p.tool_call_id } else { None },
             }
         }
-        EnvelopeType::Compaction => match p.through {
-            Some(through) => Detail::Compaction { through },
-            None => return invalid("a compaction needs a string 'replaces-through-id'"),
+        EnvelopeType::Compaction => {
+            let Some(through) = p.through else {
+                return invalid("a compaction needs a string 'replaces-through-id'");
+            };
+            let replacement = match p.replacement {
+                None => None,
+                Some(Ok(parts)) => Some(parts),
+                Some(Err(why)) => return invalid(why),
+            };
+            Detail::Compaction {
+                through,
+                replacement,
+            }
+        }
+        EnvelopeType::Rewind => match p.rewind_through {
+            Some(Ok(through)) => Detail::Rewind { through },
+            _ => return invalid("a rewind needs a 'through-id' that is a string or null"),
         },
         EnvelopeType::Elision => match p.items {
             Some(Ok(items)) => Detail::Elision { items },
@@ -584,6 +626,20 @@ fn read_payload(r: &mut Reader<'_>) -> Result<PayloadFields, LineError> {
             }
             b"tool_call_id" => p.tool_call_id = id_or_skip(r, &mut inner)?,
             b"replaces-through-id" => p.through = id_or_skip(r, &mut inner)?,
+            b"through-id" => {
+                p.rewind_through = Some(match r.peek()? {
+                    Kind::Null => {
+                        r.null()?;
+                        Ok(None)
+                    }
+                    Kind::String => Ok(id_or_skip(r, &mut inner)?),
+                    _ => {
+                        r.skip_value()?;
+                        Err(())
+                    }
+                })
+            }
+            b"replacement" => p.replacement = Some(read_replacement(r, &mut inner)?),
             b"call-id" => p.call_id = id_or_skip(r, &mut inner)?,
             b"op-id" => p.op_id = id_or_skip(r, &mut inner)?,
             b"items" => p.items = Some(read_items(r, &mut inner)?),
@@ -592,6 +648,59 @@ fn read_payload(r: &mut Reader<'_>) -> Result<PayloadFields, LineError> {
         }
     }
     Ok(p)
+}
+
+// A compaction's `replacement`: a list of message payloads, each an object
+// with a string `role`. Only what replay needs is read from each.
+fn read_replacement(
+    r: &mut Reader<'_>,
+    scratch: &mut Vec<u8>,
+) -> Result<Result<Vec<Part>, String>, JsonError> {
+    if r.peek()? != Kind::Array {
+        r.skip_value()?;
+        return Ok(Err("a compaction's 'replacement' is not a list".into()));
+    }
+    let mut parts = Vec::new();
+    let mut bad = None;
+    let mut key = Vec::new();
+    r.begin_array()?;
+    while r.next_item()? {
+        r.peek()?;
+        let start = r.offset();
+        if r.peek()? != Kind::Object {
+            r.skip_value()?;
+            bad = Some("a replacement message is not an object");
+            continue;
+        }
+        let (mut role, mut sticky, mut sysprompt, mut depth) = (None, false, false, false);
+        r.begin_object()?;
+        while let Some(k) = r.next_key(scratch)? {
+            key.clear();
+            key.extend_from_slice(k.as_bytes());
+            match key.as_slice() {
+                b"role" => role = string_or_skip(r, scratch)?,
+                b"sticky" => sticky = truthy(r, scratch)?,
+                b"sysprompt" => sysprompt = truthy(r, scratch)?,
+                b"depth" => {
+                    depth = r.peek()? != Kind::Null;
+                    r.skip_value()?;
+                }
+                _ => r.skip_value()?,
+            }
+        }
+        match role {
+            Some(role) => parts.push(Part {
+                span: span(start, r.offset()),
+                sticky: sticky || sysprompt || depth,
+                role: role.into_boxed_str(),
+            }),
+            None => bad = Some("a replacement message needs a string 'role'"),
+        }
+    }
+    Ok(match bad {
+        Some(why) => Err(why.into()),
+        None => Ok(parts),
+    })
 }
 
 fn read_items(
@@ -735,6 +844,7 @@ mod tests {
             "tool-dispatched",
             "tool-settled",
             "run-context",
+            "rewind",
         ] {
             let kind = EnvelopeType::from_wire(name.as_bytes());
             assert_eq!(kind.wire_name(), Some(name));
@@ -878,6 +988,97 @@ mod tests {
             Some(Some(0))
         );
         assert_eq!(member_spans(b"[1]", &["a"]).unwrap(), vec![None]);
+    }
+
+    #[test]
+    fn a_rewind_names_an_id_or_null_and_nothing_else() {
+        let rewind = |through: &str| {
+            parse(&format!(
+                r#"{{"id":"r","payload":{{"through-id":{through}}},"ts":"t","type":"rewind","v":1}}"#
+            ))
+        };
+        assert_eq!(
+            rewind(r#""m1""#).unwrap().detail,
+            Detail::Rewind {
+                through: Some("m1".into())
+            }
+        );
+        assert_eq!(
+            rewind("null").unwrap().detail,
+            Detail::Rewind { through: None }
+        );
+        for bad in ["1", "[]", r#"{"id":"m1"}"#] {
+            assert!(matches!(rewind(bad), Err(LineError::Invalid(_))), "{bad}");
+        }
+        assert!(matches!(
+            parse(r#"{"id":"r","payload":{},"ts":"t","type":"rewind","v":1}"#),
+            Err(LineError::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn a_replacement_records_where_each_message_is_and_whether_it_is_sticky() {
+        let line = r#"{"id":"c","payload":{"replacement":[{"content":"a","role":"user"}, {"role":"system","sysprompt":true,"x":[1]},{"depth":0,"role":"tool"}],"replaces-through-id":"m","summary":"s"},"ts":"t","type":"compaction","v":1}"#;
+        let Detail::Compaction {
+            through,
+            replacement: Some(parts),
+        } = parse(line).unwrap().detail
+        else {
+            panic!()
+        };
+        assert_eq!(through, b"m");
+        let got: Vec<_> = parts
+            .iter()
+            .map(|p| {
+                (
+                    &line[p.span.start as usize..p.span.end as usize],
+                    p.sticky,
+                    &*p.role,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (r#"{"content":"a","role":"user"}"#, false, "user"),
+                (
+                    r#"{"role":"system","sysprompt":true,"x":[1]}"#,
+                    true,
+                    "system"
+                ),
+                (r#"{"depth":0,"role":"tool"}"#, true, "tool"),
+            ]
+        );
+        let compaction = |replacement: &str| {
+            parse(&format!(
+                r#"{{"id":"c","payload":{{"replaces-through-id":"m","summary":"s"{replacement}}},"ts":"t","type":"compaction","v":1}}"#
+            ))
+        };
+        let Detail::Compaction { replacement, .. } = compaction("").unwrap().detail else {
+            panic!()
+        };
+        assert_eq!(replacement, None, "no replacement");
+        let Detail::Compaction { replacement, .. } =
+            compaction(r#","replacement":[]"#).unwrap().detail
+        else {
+            panic!()
+        };
+        assert_eq!(replacement, Some(vec![]), "an empty one");
+        for bad in [
+            "null",
+            "{}",
+            "[1]",
+            r#"[{"content":"x"}]"#,
+            r#"[{"role":1}]"#,
+        ] {
+            assert!(
+                matches!(
+                    compaction(&format!(r#","replacement":{bad}"#)),
+                    Err(LineError::Invalid(_))
+                ),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -4,11 +4,17 @@
 //!
 //! The index keeps a few words per line (where it is, its number, type and, for
 //! a message, role) and an id table; payloads stay in the file. Replay keeps the
-//! live message list as references to lines, plus what an elision put in place
-//! of a message's content. A reader that shows a transcript can also ask replay
-//! to keep its [`History`]: what each compaction, elision and settle did.
+//! live message list as references to lines (or to one message of a
+//! compaction's replacement), plus what an elision put in place of a message's
+//! content: enough to build `messages` and `entries` without a second pass. A
+//! reader that shows a transcript can also ask replay to keep its [`History`]:
+//! what each compaction, elision, rewind and settle did.
+//!
+//! Messages, compactions (with or without a replacement), elisions and rewinds
+//! compose in file order, each applied to the live list the lines before it left.
 
 use std::collections::BTreeMap;
+use std::num::NonZeroU32;
 
 // Ids are ours or another writer's random hex: no need for SipHash's DoS
 // resistance on the hot path of every append and every load.
@@ -18,7 +24,7 @@ use std::io;
 
 use crate::envelope::{
     id_text, member_span_at, member_spans, parse_line, string_size_at, Detail, Envelope,
-    EnvelopeType, Id, LineError, Role, Span,
+    EnvelopeType, Id, LineError, Part, Role, Span,
 };
 use crate::json::string_size;
 use crate::scan::{is_blank, ReadAt};
@@ -342,16 +348,67 @@ impl Index {
     }
 }
 
-/// One message of the live list: the line it comes from (a message line, or a
-/// compaction line for a summary) and, if an elision stubbed it, where the stub is.
+/// [`Source::part`] of a message that is a whole line: a message line, or a
+/// compaction's summary.
+pub const WHOLE: u32 = u32::MAX;
+
+/// Where a message comes from: a message line, a compaction line (its summary),
+/// or the `part`-th message of a compaction's replacement (whose id is
+/// `"<compaction id>:<part>"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Source {
+    /// Index into [`Index::lines`].
+    pub line: u32,
+    /// [`WHOLE`], or the replacement message's position in its compaction.
+    pub part: u32,
+}
+
+impl Source {
+    /// A whole line.
+    pub fn whole(line: u32) -> Self {
+        Source { line, part: WHOLE }
+    }
+}
+
+/// One message of the live list: where it comes from and, if an elision
+/// stubbed it, where the stub is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LiveMessage {
-    /// Index into [`Transcript::lines`].
+    /// Index into [`Index::lines`]: the message line, or the compaction line
+    /// of a summary or a replacement message.
     pub line: u32,
-    /// The elision line and the stub's span in it.
-    pub stub: Option<(u32, Span)>,
+    /// [`WHOLE`], or the replacement message's position in compaction `line`.
+    pub part: u32,
+    // The elision line (never line 0, the session-meta: so the Option costs
+    // nothing) and the stub's span in it.
+    stub_at: Option<(NonZeroU32, Span)>,
     /// Kept by compaction.
     pub sticky: bool,
+}
+
+impl LiveMessage {
+    fn new(line: u32, part: u32, sticky: bool) -> Self {
+        LiveMessage {
+            line,
+            part,
+            stub_at: None,
+            sticky,
+        }
+    }
+
+    /// Where it comes from.
+    pub fn source(&self) -> Source {
+        Source {
+            line: self.line,
+            part: self.part,
+        }
+    }
+
+    /// The elision line whose stub replaced its content, and the stub's span
+    /// in that line; None when no elision stubbed it.
+    pub fn stub(&self) -> Option<(u32, Span)> {
+        self.stub_at.map(|(line, span)| (line.get(), span))
+    }
 }
 
 /// A dispatched tool operation with no settle line yet.
@@ -372,13 +429,16 @@ pub enum ReplayError {
     MetaNotFirst,
     /// An id that an earlier envelope already has.
     DuplicateId(String),
-    /// A compaction or elision naming an id that is not a live message.
+    /// A compaction, elision or rewind naming an id that is not a live message.
     UnknownId {
         /// The id named.
         id: String,
-        /// `"compaction"` or `"elision"`.
+        /// `"compaction"`, `"elision"` or `"rewind"`.
         by: &'static str,
     },
+    /// An id that is both an envelope's and a replacement message's
+    /// (`"<compaction id>:<k>"`), whichever came first.
+    IdClash(String),
     /// A settle naming an operation this transcript does not have.
     UnknownOperation(String),
     /// A settle naming an operation already settled.
@@ -391,6 +451,10 @@ impl fmt::Display for ReplayError {
             ReplayError::NoMeta => write!(f, "the first line is not a session-meta"),
             ReplayError::MetaNotFirst => write!(f, "a session-meta that is not the first line"),
             ReplayError::DuplicateId(id) => write!(f, "duplicate envelope id {id:?}"),
+            ReplayError::IdClash(id) => write!(
+                f,
+                "{id:?} is the id of an envelope and of a compaction's replacement message"
+            ),
             ReplayError::UnknownId { id, by } => {
                 write!(f, "{by} names {id:?}, which is not a live message")
             }
@@ -433,39 +497,57 @@ impl From<io::Error> for LoadError {
     }
 }
 
-/// What one compaction did to the live list, by line index, in live order.
+/// What one compaction did to the live list, in live order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Compacted {
-    /// The messages it replaced (summaries of earlier compactions included).
-    pub replaced: Vec<u32>,
+    /// The messages it replaced (summaries and replacements of earlier
+    /// compactions included).
+    pub replaced: Vec<Source>,
     /// The sticky messages it kept.
-    pub kept: Vec<u32>,
+    pub kept: Vec<Source>,
 }
 
-/// One message an elision stubbed: its line, and the stub it carried before
-/// (an earlier elision's line and the stub's span), if any.
+/// One message an elision stubbed, and the stub it carried before (an earlier
+/// elision's line and the stub's span), if any.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Elided {
-    /// Index of the message's line (a compaction line for a summary).
+    /// Index of the message's line (a compaction line for a summary or a
+    /// replacement message).
     pub line: u32,
+    /// [`WHOLE`], or the replacement message's position in its compaction.
+    pub part: u32,
     /// The stub it had before this elision.
     pub stub_before: Option<(u32, Span)>,
 }
 
+impl Elided {
+    /// The message it stubbed.
+    pub fn source(&self) -> Source {
+        Source {
+            line: self.line,
+            part: self.part,
+        }
+    }
+}
+
 /// What replay did, kept for a reader that shows a transcript (never by a
-/// writing session, which has no use for it). Keys and values are line indices.
+/// writing session, which has no use for it). Lines are line indices.
 #[derive(Debug, Default)]
 pub struct History {
     /// Compaction line -> what it replaced and kept.
     pub compactions: HashMap<u32, Compacted>,
     /// Elision line -> the messages it stubbed, in item order.
     pub elisions: HashMap<u32, Vec<Elided>>,
+    /// Rewind line -> the live messages it dropped, in live order.
+    pub rewinds: HashMap<u32, Vec<Source>>,
     /// Dispatch line -> the settle line that settled it.
     pub settled_by: HashMap<u32, u32>,
-    /// Message (or compaction) line -> the first elision that stubbed it.
-    pub elided_by: HashMap<u32, u32>,
-    /// Message (or compaction) line -> the compaction that took it out of the live list.
-    pub compacted_by: HashMap<u32, u32>,
+    /// Message -> the first elision line that stubbed it.
+    pub elided_by: HashMap<Source, u32>,
+    /// Message -> the compaction line that took it out of the live list.
+    pub compacted_by: HashMap<Source, u32>,
+    /// Message -> the rewind line that dropped it from the live list.
+    pub rewound_by: HashMap<Source, u32>,
 }
 
 /// A transcript's index and replayed state.
@@ -475,10 +557,15 @@ pub struct Transcript {
     pub index: Index,
     // Ids as their lines have them, decoded (WTF-8: see [`Id`]).
     ids: HashMap<Box<[u8]>, u32>,
-    /// The live messages, compaction and elision applied.
+    /// The live messages, compactions, elisions and rewinds applied.
     pub live: Vec<LiveMessage>,
     // Line index -> position in `live`, or NOT_LIVE.
     live_pos: Vec<u32>,
+    // Compaction line -> its replacement's messages, for the compactions that
+    // carry one (a transcript without any pays nothing).
+    parts: HashMap<u32, Box<[Part]>>,
+    // Replacement message -> its position in `live`, while it is live.
+    part_pos: HashMap<Source, u32>,
     /// Dispatched, unsettled operations by dispatch line, in dispatch order.
     pub pending: BTreeMap<u32, PendingOp>,
     /// The last grants line.
@@ -493,12 +580,41 @@ pub struct Transcript {
 
 const NOT_LIVE: u32 = u32::MAX;
 
+// `k` as `f"{k}"` writes it (no sign, no leading zero), or None.
+fn canonical_index(digits: &[u8]) -> Option<u32> {
+    let first = *digits.first()?;
+    if !digits.iter().all(u8::is_ascii_digit) || (first == b'0' && digits.len() > 1) {
+        return None;
+    }
+    std::str::from_utf8(digits)
+        .ok()?
+        .parse()
+        .ok()
+        .filter(|&k| k != WHOLE)
+}
+
 impl Transcript {
-    fn live_position(&self, line: u32) -> Option<u32> {
-        self.live_pos
-            .get(line as usize)
-            .copied()
-            .filter(|&p| p != NOT_LIVE)
+    fn live_position(&self, at: Source) -> Option<u32> {
+        if at.part == WHOLE {
+            self.live_pos
+                .get(at.line as usize)
+                .copied()
+                .filter(|&p| p != NOT_LIVE)
+        } else {
+            self.part_pos.get(&at).copied()
+        }
+    }
+
+    fn set_position(&mut self, at: Source, position: u32) {
+        if at.part == WHOLE {
+            if let Some(p) = self.live_pos.get_mut(at.line as usize) {
+                *p = position;
+            }
+        } else if position == NOT_LIVE {
+            self.part_pos.remove(&at);
+        } else {
+            self.part_pos.insert(at, position);
+        }
     }
 
     /// The line index of envelope `id` (its decoded bytes: see [`Id`]).
@@ -506,11 +622,52 @@ impl Transcript {
         self.ids.get(id.as_ref()).copied()
     }
 
+    /// What `id` names: an envelope's line, or a message of a compaction's
+    /// replacement (`"<compaction id>:<k>"`).
+    pub fn resolve(&self, id: impl AsRef<[u8]>) -> Option<Source> {
+        let id = id.as_ref();
+        match self.ids.get(id) {
+            Some(&line) => Some(Source::whole(line)),
+            None => self.part_named(id),
+        }
+    }
+
+    // The replacement message whose id is `id`, if there is one.
+    fn part_named(&self, id: &[u8]) -> Option<Source> {
+        if self.parts.is_empty() {
+            return None;
+        }
+        let colon = memchr::memrchr(b':', id)?;
+        let part = canonical_index(&id[colon + 1..])?;
+        let line = *self.ids.get(&id[..colon])?;
+        ((part as usize) < self.parts.get(&line)?.len()).then_some(Source { line, part })
+    }
+
+    /// The replacement messages of compaction line `line`, if it carries a
+    /// replacement.
+    pub fn parts_of(&self, line: u32) -> Option<&[Part]> {
+        self.parts.get(&line).map(|p| &**p)
+    }
+
+    /// Replacement message `part` of compaction line `line`.
+    pub fn part(&self, line: u32, part: u32) -> Option<&Part> {
+        self.parts_of(line)?.get(part as usize)
+    }
+
+    /// The position in [`Transcript::live`] of the message `id` names, if it is live.
+    pub fn position(&self, id: impl AsRef<[u8]>) -> Option<u32> {
+        self.resolve(id).and_then(|at| self.live_position(at))
+    }
+
     /// Whether `id` names a live message.
     pub fn is_live(&self, id: impl AsRef<[u8]>) -> bool {
-        self.line_of(id)
-            .and_then(|l| self.live_position(l))
-            .is_some()
+        self.position(id).is_some()
+    }
+
+    /// Whether a new envelope may not take `id`: an envelope or a replacement
+    /// message has it.
+    pub fn is_taken(&self, id: impl AsRef<[u8]>) -> bool {
+        self.resolve(id).is_some()
     }
 
     /// Checks that `env` can follow what is there; `strict` also refuses settles
@@ -526,11 +683,36 @@ impl Transcript {
         if self.ids.contains_key(env.id.as_slice()) {
             return Err(ReplayError::DuplicateId(id_text(&env.id)));
         }
+        if self.part_named(&env.id).is_some() {
+            return Err(ReplayError::IdClash(id_text(&env.id)));
+        }
         match &env.detail {
-            Detail::Compaction { through } if !self.is_live(through) => {
+            Detail::Compaction { through, .. } if !self.is_live(through) => {
                 Err(ReplayError::UnknownId {
                     id: id_text(through),
                     by: "compaction",
+                })
+            }
+            Detail::Compaction {
+                replacement: Some(parts),
+                ..
+            } => {
+                let mut id = Vec::with_capacity(env.id.len() + 4);
+                for k in 0..parts.len() {
+                    id.clear();
+                    id.extend_from_slice(&env.id);
+                    id.push(b':');
+                    id.extend_from_slice(itoa::Buffer::new().format(k).as_bytes());
+                    if self.ids.contains_key(id.as_slice()) {
+                        return Err(ReplayError::IdClash(id_text(&id)));
+                    }
+                }
+                Ok(())
+            }
+            Detail::Rewind { through: Some(id) } if !self.is_live(id) => {
+                Err(ReplayError::UnknownId {
+                    id: id_text(id),
+                    by: "rewind",
                 })
             }
             Detail::Elision { items } => match items.iter().find(|(id, _)| !self.is_live(id)) {
@@ -574,11 +756,7 @@ impl Transcript {
                 ..
             } => {
                 self.live_pos[index as usize] = self.live.len() as u32;
-                self.live.push(LiveMessage {
-                    line: index,
-                    stub: None,
-                    sticky,
-                });
+                self.live.push(LiveMessage::new(index, WHOLE, sticky));
                 if let Some(call) = tool_call_id {
                     for op in self.pending.values_mut() {
                         if op.result.is_none() && op.call_id.as_deref() == Some(call.as_slice()) {
@@ -587,55 +765,89 @@ impl Transcript {
                     }
                 }
             }
-            Detail::Compaction { through } => {
-                let cut = self
-                    .line_of(&through)
-                    .and_then(|l| self.live_position(l))
-                    .unwrap_or(0);
-                let cut = cut as usize;
-                let mut live = Vec::with_capacity(self.live.len() - cut + 1);
+            Detail::Compaction {
+                through,
+                replacement,
+            } => {
+                // [m for m in live[:i+1] if m.is_sticky] + (replacement or
+                // [summary]) + live[i+1:]
+                let cut = self.position(&through).unwrap_or(0) as usize;
+                let added = replacement.as_ref().map_or(1, Vec::len);
+                let mut live = Vec::with_capacity(self.live.len() - cut + added);
                 live.extend(self.live[..=cut].iter().filter(|m| m.sticky).copied());
-                live.push(LiveMessage {
-                    line: index,
-                    stub: None,
-                    sticky: false,
-                });
+                match &replacement {
+                    None => live.push(LiveMessage::new(index, WHOLE, false)),
+                    Some(parts) => live.extend(parts.iter().enumerate().map(|(k, p)| {
+                        let k = u32::try_from(k).unwrap_or(WHOLE - 1);
+                        LiveMessage::new(index, k, p.sticky)
+                    })),
+                }
                 live.extend_from_slice(&self.live[cut + 1..]);
                 if let Some(h) = &mut self.history {
                     let mut done = Compacted::default();
                     for m in &self.live[..=cut] {
                         if m.sticky {
-                            done.kept.push(m.line);
+                            done.kept.push(m.source());
                         } else {
-                            done.replaced.push(m.line);
-                            h.compacted_by.insert(m.line, index);
+                            done.replaced.push(m.source());
+                            h.compacted_by.insert(m.source(), index);
                         }
                     }
                     h.compactions.insert(index, done);
                 }
                 for m in &self.live {
-                    self.live_pos[m.line as usize] = NOT_LIVE;
+                    if m.part == WHOLE {
+                        self.live_pos[m.line as usize] = NOT_LIVE;
+                    }
+                }
+                self.part_pos.clear();
+                if let Some(parts) = replacement {
+                    self.parts.insert(index, parts.into_boxed_slice());
                 }
                 for (i, m) in live.iter().enumerate() {
-                    self.live_pos[m.line as usize] = i as u32;
+                    self.set_position(m.source(), i as u32);
                 }
                 self.live = live;
             }
+            Detail::Rewind { through } => {
+                // live[:i+1], or [] for null
+                let keep = match &through {
+                    None => 0,
+                    Some(id) => self
+                        .position(id)
+                        .map_or(self.live.len(), |p| p as usize + 1),
+                };
+                if let Some(h) = &mut self.history {
+                    let dropped: Vec<Source> =
+                        self.live[keep..].iter().map(LiveMessage::source).collect();
+                    for at in &dropped {
+                        h.rewound_by.insert(*at, index);
+                    }
+                    h.rewinds.insert(index, dropped);
+                }
+                for k in keep..self.live.len() {
+                    let at = self.live[k].source();
+                    self.set_position(at, NOT_LIVE);
+                }
+                self.live.truncate(keep);
+            }
             Detail::Elision { items } => {
                 let mut elided = Vec::with_capacity(items.len());
+                let stub_line = NonZeroU32::new(index);
                 for (id, span) in items {
-                    if let Some(pos) = self.line_of(&id).and_then(|l| self.live_position(l)) {
+                    if let Some(pos) = self.position(&id) {
                         let m = &mut self.live[pos as usize];
                         elided.push(Elided {
                             line: m.line,
-                            stub_before: m.stub,
+                            part: m.part,
+                            stub_before: m.stub(),
                         });
-                        m.stub = Some((index, span));
+                        m.stub_at = stub_line.map(|line| (line, span));
                     }
                 }
                 if let Some(h) = &mut self.history {
                     for e in &elided {
-                        h.elided_by.entry(e.line).or_insert(index);
+                        h.elided_by.entry(e.source()).or_insert(index);
                     }
                     h.elisions.insert(index, elided);
                 }
@@ -704,6 +916,17 @@ impl Transcript {
                         .get(at.start as usize..at.end as usize)
                         .unwrap_or_default();
                     (line, string_size(stub).map(Some))
+                }
+                None if e.part != WHOLE => {
+                    let bytes = self.index.read_line(src, e.line, &mut buf)?;
+                    let at = self
+                        .part(e.line, e.part)
+                        .map(|p| p.span)
+                        .unwrap_or_default();
+                    let payload = bytes
+                        .get(at.start as usize..at.end as usize)
+                        .unwrap_or_default();
+                    (e.line, string_size_at(payload, &["content"]))
                 }
                 None => {
                     let kind = self.index.get(e.line as usize).map(|r| r.kind);
@@ -1052,7 +1275,12 @@ mod tests {
                     .nth(3)
                     .unwrap_or("")
                     .to_string();
-                if m.stub.is_some() {
+                let id = if m.part == WHOLE {
+                    id
+                } else {
+                    format!("{id}:{}", m.part)
+                };
+                if m.stub().is_some() {
                     format!("{id}*")
                 } else {
                     id
@@ -1107,6 +1335,190 @@ mod tests {
         ];
         let t = load_str(&lines).unwrap();
         assert_eq!(live_ids(&t, &lines), ["c1*", "t1*", "u2"]);
+    }
+
+    fn rewind(id: &str, through: Option<&str>) -> String {
+        let through = through.map_or("null".to_string(), |t| format!("{t:?}"));
+        line(id, "rewind", &format!(r#"{{"through-id":{through}}}"#))
+    }
+
+    fn replacing(id: &str, through: &str, parts: &str) -> String {
+        line(
+            id,
+            "compaction",
+            &format!(
+                r#"{{"replacement":[{parts}],"replaces-through-id":"{through}","summary":"S"}}"#
+            ),
+        )
+    }
+
+    fn refused_at(lines: &[String]) -> (u64, ReplayError) {
+        match load_str(lines) {
+            Err(LoadError::Replay { line, error }) => (line, error),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_rewind_keeps_the_live_list_through_its_id_and_null_empties_it() {
+        let mut lines = vec![
+            line("meta", "session-meta", "{}"),
+            msg("s", "system", r#","sysprompt":true"#),
+            msg("u1", "user", ""),
+            msg("u2", "user", ""),
+            rewind("r1", Some("u1")),
+        ];
+        let t = load_str(&lines).unwrap();
+        assert_eq!(live_ids(&t, &lines), ["s", "u1"]);
+        assert!(!t.is_live("u2") && t.is_live("u1"));
+        lines.push(msg("u3", "user", ""));
+        lines.push(rewind("r2", Some("u3")));
+        assert_eq!(
+            live_ids(&load_str(&lines).unwrap(), &lines),
+            ["s", "u1", "u3"],
+            "through the last one: nothing dropped"
+        );
+        lines.push(rewind("r3", None));
+        lines.push(msg("u4", "user", ""));
+        assert_eq!(live_ids(&load_str(&lines).unwrap(), &lines), ["u4"]);
+        lines.push(rewind("r4", Some("u2")));
+        let (at, error) = refused_at(&lines);
+        assert_eq!(
+            (at, error),
+            (
+                10,
+                ReplayError::UnknownId {
+                    id: "u2".into(),
+                    by: "rewind"
+                }
+            )
+        );
+    }
+
+    #[test]
+    fn a_replacement_goes_where_the_summary_would_and_its_messages_can_be_named() {
+        let mut lines = vec![
+            line("meta", "session-meta", "{}"),
+            msg("s", "system", r#","sysprompt":true"#),
+            msg("u1", "user", ""),
+            msg("a1", "assistant", ""),
+            msg("u2", "user", ""),
+            replacing(
+                "c1",
+                "a1",
+                r#"{"content":"x","role":"user"},{"content":"y","role":"assistant","sticky":true}"#,
+            ),
+        ];
+        let t = load_str(&lines).unwrap();
+        assert_eq!(live_ids(&t, &lines), ["s", "c1:0", "c1:1", "u2"]);
+        assert!(t.is_live("c1:0") && !t.is_live("c1") && !t.is_live("c1:2"));
+        assert!(!t.is_live("c1:01") && !t.is_live("c1:+1") && !t.is_live("c1:"));
+        assert_eq!(t.resolve("c1:1"), Some(Source { line: 5, part: 1 }));
+        assert_eq!(t.parts_of(5).map(<[Part]>::len), Some(2));
+        lines.push(line(
+            "e1",
+            "elision",
+            r#"{"items":[{"id":"c1:0","stub":"[x]"}]}"#,
+        ));
+        lines.push(line(
+            "c2",
+            "compaction",
+            r#"{"replaces-through-id":"c1:0","summary":"S2"}"#,
+        ));
+        let t = load_str(&lines).unwrap();
+        assert_eq!(live_ids(&t, &lines), ["s", "c2", "c1:1", "u2"]);
+        lines.push(replacing("c3", "c1:1", ""));
+        let t = load_str(&lines).unwrap();
+        assert_eq!(
+            live_ids(&t, &lines),
+            ["s", "c1:1", "u2"],
+            "an empty replacement keeps the sticky ones, a sticky replacement message among them"
+        );
+        lines.push(rewind("r1", Some("c1:1")));
+        let t = load_str(&lines).unwrap();
+        assert_eq!(live_ids(&t, &lines), ["s", "c1:1"]);
+        for (bad, by) in [
+            ("c1", "compaction"),
+            ("c1:0", "compaction"),
+            ("c3:0", "compaction"),
+        ] {
+            let mut refused = lines.clone();
+            refused.push(line(
+                "c9",
+                "compaction",
+                &format!(r#"{{"replaces-through-id":"{bad}","summary":"S"}}"#),
+            ));
+            assert_eq!(
+                refused_at(&refused),
+                (11, ReplayError::UnknownId { id: bad.into(), by })
+            );
+        }
+    }
+
+    #[test]
+    fn a_replacement_message_id_that_is_an_envelope_id_is_fatal_either_way() {
+        let base = vec![
+            line("meta", "session-meta", "{}"),
+            msg("u1", "user", ""),
+            msg("c1:1", "user", ""),
+        ];
+        let mut later = base.clone();
+        later.push(replacing("c1", "u1", r#"{"role":"user"},{"role":"user"}"#));
+        assert_eq!(refused_at(&later), (4, ReplayError::IdClash("c1:1".into())));
+        let mut ok = base.clone();
+        ok.push(replacing("c1", "u1", r#"{"role":"user"}"#));
+        ok.push(msg("c1:01", "user", ""));
+        assert!(
+            load_str(&ok).is_ok(),
+            "c1:1 and c1:01 are not replacement ids here"
+        );
+        ok.push(msg("c1:0", "user", ""));
+        assert_eq!(refused_at(&ok), (6, ReplayError::IdClash("c1:0".into())));
+    }
+
+    #[test]
+    fn inspect_keeps_what_rewinds_and_replacements_did() {
+        let lines = vec![
+            line("meta", "session-meta", "{}"),
+            msg("u1", "user", ""),
+            msg("u2", "user", ""),
+            replacing(
+                "c1",
+                "u2",
+                r#"{"content":"ab","role":"user"},{"content":"x","role":"user"}"#,
+            ),
+            line("e1", "elision", r#"{"items":[{"id":"c1:0","stub":"[x]"}]}"#),
+            msg("u3", "user", ""),
+            rewind("r1", Some("c1:0")),
+            line(
+                "c2",
+                "compaction",
+                r#"{"replaces-through-id":"c1:0","summary":"S"}"#,
+            ),
+        ];
+        let text = lines.join("\n") + "\n";
+        let t = inspect(text.as_bytes(), text.len() as u64).unwrap();
+        let h = t.history.as_ref().unwrap();
+        assert_eq!(
+            h.rewinds.get(&6),
+            Some(&vec![Source { line: 3, part: 1 }, Source::whole(5)])
+        );
+        assert_eq!(h.rewound_by.get(&Source::whole(5)), Some(&6));
+        assert_eq!(
+            h.compactions.get(&3).map(|c| c.replaced.clone()),
+            Some(vec![Source::whole(1), Source::whole(2)])
+        );
+        assert_eq!(
+            h.compactions.get(&7).map(|c| c.replaced.clone()),
+            Some(vec![Source { line: 3, part: 0 }])
+        );
+        assert_eq!(h.elided_by.get(&Source { line: 3, part: 0 }), Some(&4));
+        assert_eq!(
+            t.elided_sizes(text.as_bytes(), &[4]).unwrap(),
+            vec![vec![Some(2)]],
+            "the replacement message's own content"
+        );
+        assert_eq!(live_ids(&t, &lines), ["c2"]);
     }
 
     #[test]
@@ -1365,13 +1777,13 @@ mod tests {
         assert_eq!(
             h.compactions.get(&9),
             Some(&Compacted {
-                replaced: vec![2, 4],
-                kept: vec![1]
+                replaced: vec![Source::whole(2), Source::whole(4)],
+                kept: vec![Source::whole(1)]
             })
         );
-        assert_eq!(h.compacted_by.get(&2), Some(&9));
-        assert_eq!(h.compacted_by.get(&4), Some(&9));
-        assert_eq!(h.compacted_by.get(&1), None);
+        assert_eq!(h.compacted_by.get(&Source::whole(2)), Some(&9));
+        assert_eq!(h.compacted_by.get(&Source::whole(4)), Some(&9));
+        assert_eq!(h.compacted_by.get(&Source::whole(1)), None);
         let e1 = &h.elisions[&6];
         assert_eq!((e1.len(), e1[0].line, e1[0].stub_before), (1, 4, None));
         let e2 = &h.elisions[&7];
@@ -1379,7 +1791,11 @@ mod tests {
             (e2[0].line, e2[0].stub_before.map(|(l, _)| l)),
             (4, Some(6))
         );
-        assert_eq!(h.elided_by.get(&4), Some(&6), "the first elision");
+        assert_eq!(
+            h.elided_by.get(&Source::whole(4)),
+            Some(&6),
+            "the first elision"
+        );
         assert_eq!(h.settled_by.get(&3), Some(&5));
         assert_eq!(h.settled_by.get(&10), None);
         assert_eq!(t.pending.keys().copied().collect::<Vec<_>>(), [10]);

@@ -16,7 +16,9 @@ use transcript_core::envelope::{member_span_at, parse_line, EnvelopeType, LineEr
 use transcript_core::json::{wtf8_from_utf16, JsonError};
 use transcript_core::scan::{tail_scan, ReadAt, Tail};
 use transcript_core::stamp::{utc_timestamp, IdGen};
-use transcript_core::transcript::{self as core, Index, LineRec, LoadError, ReplayError};
+use transcript_core::transcript::{
+    self as core, Index, LineRec, LoadError, ReplayError, Source, WHOLE,
+};
 
 use crate::decode::loads;
 use crate::errors::{
@@ -49,7 +51,14 @@ fn file_size(file: &File) -> PyResult<u64> {
 }
 
 fn read_line(file: &File, rec: &LineRec) -> PyResult<Vec<u8>> {
-    let mut buf = vec![0u8; rec.len as usize];
+    let mut buf = Vec::new();
+    read_line_into(file, rec, &mut buf)?;
+    Ok(buf)
+}
+
+fn read_line_into(file: &File, rec: &LineRec, buf: &mut Vec<u8>) -> PyResult<()> {
+    buf.clear();
+    buf.resize(rec.len as usize, 0);
     let mut filled = 0;
     while filled < buf.len() {
         let n = file
@@ -62,7 +71,39 @@ fn read_line(file: &File, rec: &LineRec) -> PyResult<Vec<u8>> {
         }
         filled += n;
     }
-    Ok(buf)
+    Ok(())
+}
+
+/// Reads the lines of one file, keeping the last one read: the messages of one
+/// compaction's replacement are next to each other in the live list and share
+/// their line, which is read once for all of them.
+struct Lines<'a> {
+    file: &'a File,
+    index: &'a Index,
+    at: Option<u32>,
+    bytes: Vec<u8>,
+}
+
+impl<'a> Lines<'a> {
+    fn new(file: &'a File, index: &'a Index) -> Self {
+        Lines {
+            file,
+            index,
+            at: None,
+            bytes: Vec::new(),
+        }
+    }
+
+    /// Envelope `line`'s record and bytes.
+    fn get(&mut self, line: u32) -> PyResult<(&'a LineRec, &[u8])> {
+        let rec = rec_at(self.index, line as usize)?;
+        if self.at != Some(line) {
+            self.at = None;
+            read_line_into(self.file, rec, &mut self.bytes)?;
+            self.at = Some(line);
+        }
+        Ok((rec, &self.bytes))
+    }
 }
 
 fn line_error(error: &LineError, line: u64) -> PyErr {
@@ -93,18 +134,6 @@ fn decode_line<'py>(py: Python<'py>, file: &File, rec: &LineRec) -> PyResult<Bou
     value
         .cast_into::<PyDict>()
         .map_err(|_| CorruptTranscript::new_err(("not an object", rec.number)))
-}
-
-fn decode_span<'py>(
-    py: Python<'py>,
-    file: &File,
-    rec: &LineRec,
-    start: u32,
-    end: u32,
-) -> PyResult<Bound<'py, PyAny>> {
-    let bytes = read_line(file, rec)?;
-    let part = bytes.get(start as usize..end as usize).unwrap_or_default();
-    loads(py, part).map_err(crate::decode::DecodeError::into_pyerr)
 }
 
 /// `(id, type, ts, v, payload)` of a decoded envelope; a missing key is None.
@@ -154,37 +183,77 @@ fn rec_at(index: &Index, i: usize) -> PyResult<&LineRec> {
     index.get(i).ok_or_else(out_of_range)
 }
 
-/// A message of the live list as a payload dict: the message line's payload, or
-/// `{"role": "user", "content": summary}` for a compaction's summary; with the
-/// stub in place of the content when an elision stubbed it.
+/// The value at `path` in `bytes`, the line of `rec` (None if it has none).
+fn decode_at<'py>(
+    py: Python<'py>,
+    rec: &LineRec,
+    bytes: &[u8],
+    path: &[&str],
+) -> PyResult<Bound<'py, PyAny>> {
+    match member_span_at(bytes, path).map_err(corrupt_at(rec))? {
+        Some(at) => decode_bytes(py, bytes, at),
+        None => Ok(py.None().into_bound(py)),
+    }
+}
+
+fn decode_bytes<'py>(py: Python<'py>, bytes: &[u8], at: Span) -> PyResult<Bound<'py, PyAny>> {
+    let part = bytes
+        .get(at.start as usize..at.end as usize)
+        .unwrap_or_default();
+    loads(py, part).map_err(crate::decode::DecodeError::into_pyerr)
+}
+
+/// A message as a payload dict: a message line's payload, a replacement
+/// message's payload, or `{"role": "user", "content": summary}` for a
+/// compaction's summary; with the stub in place of the content when an elision
+/// stubbed it. Lines are read through `lines` (the message's) and `stubs`.
 fn message_dict<'py>(
     py: Python<'py>,
-    file: &File,
-    index: &Index,
-    line: u32,
+    t: &core::Transcript,
+    lines: &mut Lines<'_>,
+    stubs: &mut Lines<'_>,
+    at: Source,
     stub: Option<(u32, Span)>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let rec = rec_at(index, line as usize)?;
-    let payload = payload_of(py, file, index, line as usize)?;
-    let message = if rec.kind == EnvelopeType::Compaction {
+    let (rec, bytes) = lines.get(at.line)?;
+    let message = if at.part != WHOLE {
+        let span = t
+            .part(at.line, at.part)
+            .map(|p| p.span)
+            .ok_or_else(|| PyValueError::new_err("no such replacement message"))?;
+        decode_bytes(py, bytes, span)?.cast_into::<PyDict>()?
+    } else if rec.kind == EnvelopeType::Compaction {
         let d = PyDict::new(py);
         d.set_item("role", "user")?;
-        d.set_item("content", payload.get_item("summary").ok())?;
+        d.set_item(
+            "content",
+            decode_at(py, rec, bytes, &["payload", "summary"])?,
+        )?;
         d
     } else {
-        payload.cast_into::<PyDict>()?
+        decode_at(py, rec, bytes, &["payload"])?.cast_into::<PyDict>()?
     };
     if let Some((line, span)) = stub {
-        let stub = decode_span(
-            py,
-            file,
-            rec_at(index, line as usize)?,
-            span.start,
-            span.end,
-        )?;
-        message.set_item("content", stub)?;
+        let (_, bytes) = stubs.get(line)?;
+        message.set_item("content", decode_bytes(py, bytes, span)?)?;
     }
     Ok(message)
+}
+
+/// The id of the message `at`: its line's envelope id, or `"<compaction id>:<k>"`
+/// for the `k`-th message of a compaction's replacement.
+fn message_id<'py>(
+    py: Python<'py>,
+    lines: &mut Lines<'_>,
+    at: Source,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (rec, bytes) = lines.get(at.line)?;
+    let id = decode_at(py, rec, bytes, &["id"])?;
+    if at.part == WHOLE {
+        Ok(id)
+    } else {
+        id.add(format!(":{}", at.part))
+    }
 }
 
 fn corrupt_at(rec: &LineRec) -> impl Fn(JsonError) -> PyErr + '_ {
@@ -482,7 +551,7 @@ impl Transcript {
     /// `new_id()`: a fresh envelope id, for a payload that must name its own line.
     fn new_id(&mut self) -> String {
         let mut id = self.ids.next_id();
-        while self.core.line_of(&id).is_some() {
+        while self.core.is_taken(&id) {
             id = self.ids.next_id();
         }
         id
@@ -590,44 +659,63 @@ impl Transcript {
         Ok(self.core.is_live(id_key(id)?))
     }
 
-    /// The live messages' ids.
+    /// The live messages' ids (`"<compaction id>:<k>"` for a replacement's).
     fn live_ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
+        let mut lines = Lines::new(&self.file, &self.core.index);
         for m in &self.core.live {
-            list.append(self.envelope_id(py, m.line as usize)?)?;
+            list.append(message_id(py, &mut lines, m.source())?)?;
         }
         Ok(list)
     }
 
-    /// The live messages as payload dicts: stubs in place of elided content, and
+    /// The live messages as payload dicts: stubs in place of elided content,
     /// `{"role": "user", "content": summary}` for a compaction's summary.
     fn live_payloads<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
+        let mut lines = Lines::new(&self.file, &self.core.index);
+        let mut stubs = Lines::new(&self.file, &self.core.index);
         for m in &self.core.live {
-            list.append(message_dict(
-                py,
-                &self.file,
-                &self.core.index,
-                m.line,
-                m.stub,
-            )?)?;
+            let d = message_dict(py, &self.core, &mut lines, &mut stubs, m.source(), m.stub())?;
+            list.append(d)?;
+        }
+        Ok(list)
+    }
+
+    /// The live messages as `(id, payload dict, line number, elided)`, the
+    /// payloads as `live_payloads` has them: one read of each line for both.
+    fn live_entries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        let mut lines = Lines::new(&self.file, &self.core.index);
+        let mut stubs = Lines::new(&self.file, &self.core.index);
+        for m in &self.core.live {
+            let at = m.source();
+            let id = message_id(py, &mut lines, at)?;
+            let d = message_dict(py, &self.core, &mut lines, &mut stubs, at, m.stub())?;
+            let number = self.rec(m.line as usize)?.number;
+            list.append((id, d, number, m.stub().is_some()))?;
         }
         Ok(list)
     }
 
     /// The live list without reading a line: `(envelope index, index of the
     /// elision whose stub it carries or None, role)` per message, in order (a
-    /// compaction's summary is the compaction's index, role `"user"`).
+    /// compaction's summary is the compaction's index, role `"user"`; a
+    /// replacement message, the compaction's index and its own role).
     fn live(&self) -> Vec<(u32, Option<u32>, String)> {
         self.core
             .live
             .iter()
             .map(|m| {
-                let role = match self.core.index.get(m.line as usize).map(|r| r.kind) {
-                    Some(EnvelopeType::Compaction) => "user",
-                    _ => self.core.index.role(m.line as usize).unwrap_or(""),
+                let role = if m.part != WHOLE {
+                    self.core.part(m.line, m.part).map_or("", |p| &*p.role)
+                } else {
+                    match self.core.index.get(m.line as usize).map(|r| r.kind) {
+                        Some(EnvelopeType::Compaction) => "user",
+                        _ => self.core.index.role(m.line as usize).unwrap_or(""),
+                    }
                 };
-                (m.line, m.stub.map(|(l, _)| l), role.to_owned())
+                (m.line, m.stub().map(|(l, _)| l), role.to_owned())
             })
             .collect()
     }
@@ -641,7 +729,9 @@ impl Transcript {
             .live
             .get(k)
             .ok_or_else(|| PyIndexError::new_err("live message index out of range"))?;
-        message_dict(py, &self.file, &self.core.index, m.line, m.stub)
+        let mut lines = Lines::new(&self.file, &self.core.index);
+        let mut stubs = Lines::new(&self.file, &self.core.index);
+        message_dict(py, &self.core, &mut lines, &mut stubs, m.source(), m.stub())
     }
 
     /// `later(i, /)`: what later lines did to envelope `i`, as line indices:
@@ -651,10 +741,11 @@ impl Transcript {
     #[pyo3(signature = (index, /))]
     fn later(&self, index: u32) -> PyResult<(Option<u32>, Option<u32>, Option<u32>)> {
         let h = self.history()?;
+        let at = Source::whole(index);
         Ok((
             h.settled_by.get(&index).copied(),
-            h.elided_by.get(&index).copied(),
-            h.compacted_by.get(&index).copied(),
+            h.elided_by.get(&at).copied(),
+            h.compacted_by.get(&at).copied(),
         ))
     }
 
@@ -668,7 +759,8 @@ impl Transcript {
             .compactions
             .get(&index)
             .ok_or_else(|| PyValueError::new_err("not a compaction of this transcript"))?;
-        Ok((done.replaced.clone(), done.kept.clone()))
+        let lines = |at: &[Source]| at.iter().map(|s| s.line).collect();
+        Ok((lines(&done.replaced), lines(&done.kept)))
     }
 
     /// `elision_effect(i, /)`: the messages elision `i` stubbed, in item order,
@@ -682,8 +774,17 @@ impl Transcript {
             .get(&index)
             .ok_or_else(|| PyValueError::new_err("not an elision of this transcript"))?;
         let list = PyList::empty(py);
+        let mut lines = Lines::new(&self.file, &self.core.index);
+        let mut stubs = Lines::new(&self.file, &self.core.index);
         for e in items {
-            let before = message_dict(py, &self.file, &self.core.index, e.line, e.stub_before)?;
+            let before = message_dict(
+                py,
+                &self.core,
+                &mut lines,
+                &mut stubs,
+                e.source(),
+                e.stub_before,
+            )?;
             list.append((e.line, before))?;
         }
         Ok(list)
