@@ -28,6 +28,7 @@ Prints one JSON line of counts; a failing input is saved as ``DIR/fail-N.bin``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -75,6 +76,14 @@ def seeds(folder: Path) -> list[bytes]:
         s.append_grants(["g"])
         s.append_run_context([("n", "t"), ("n2", "t")], [("k", {"v": 1})])
         s.append_tool_dispatched("c2", "g", {"x": 1})
+        last = s.append_message(Message.user("last"), {"item": {"k": 1}})
+        rk = s.append_compaction("sum3", last, 5, 2, replacement=[
+            Message(role="user", content="r0", sticky=True), (Message.assistant("r1"), {"x": [1]})])
+        s.append_elision([(f"{rk}:1", "stub4")])
+        s.append_rewind(f"{rk}:1")
+        s.append_compaction("sum4", f"{rk}:1", 2, 1, replacement=[])
+        s.append_rewind(None)
+        s.append_message(Message.user("again"))
         del a
     small = p.read_bytes()
     unknown = (b'{"id":"u1","payload":[1],"ts":"t","type":"from-the-future","v":1}\n')
@@ -114,6 +123,43 @@ def oracle_envelope(line: bytes) -> Any:
     if type(env.get("v")) is not int or "payload" not in env:
         raise ValueError("v/payload")
     return env
+
+
+FIELDS = frozenset(("role", "content", "name", "tool_calls", "tool_call_id", "sticky", "sysprompt", "depth"))
+
+
+def oracle_replay(envs: list[Any]) -> list[tuple[str, Message, dict[str, Any]]]:
+    """SPEC's replay of envelopes load accepted: ``(id, message, extra)`` per live message."""
+    live: list[tuple[str, Message, dict[str, Any]]] = []
+
+    def at(mid: Any) -> int:
+        ids = [i for i, _, _ in live]
+        if mid not in ids:
+            raise Failure(f"load accepted a line naming {mid!r}, which is not live")
+        return ids.index(mid)
+
+    def entry(mid: str, p: dict[str, Any]) -> tuple[str, Message, dict[str, Any]]:
+        return mid, Message.from_dict(p), {k: v for k, v in p.items() if k not in FIELDS}
+
+    for env in envs:
+        t, p = env["type"], env["payload"]
+        if t == "message":
+            live.append(entry(env["id"], p))
+        elif t == "compaction":
+            i = at(p["replaces-through-id"])
+            if "replacement" in p:
+                put = [entry(f"{env['id']}:{k}", q) for k, q in enumerate(p["replacement"])]
+            else:
+                put = [(env["id"], Message.user(p["summary"]) if "summary" in p else Message("user"), {})]
+            live = [x for x in live[: i + 1] if x[1].is_sticky] + put + live[i + 1:]
+        elif t == "elision":
+            for item in p["items"]:
+                j = at(item["id"])
+                mid, m, extra = live[j]
+                live[j] = (mid, dataclasses.replace(m, content=item["stub"]), extra)
+        elif t == "rewind":
+            live = [] if p["through-id"] is None else live[: at(p["through-id"]) + 1]
+    return live
 
 
 def nonblank_lines(data: bytes) -> list[tuple[int, bytes]]:
@@ -219,6 +265,11 @@ class Mutator:
                  (b'"payload":', [b'"payload":null,"p":', b'"payload":[],"p":', b'"pay":']),
                  (b'"role":"', [b'"role":1,"r":"', b'"rol":"']),
                  (b'"replaces-through-id":"', [b'"replaces-through-id":"zz', b'"x":"']),
+                 (b'"through-id":', [b'"through-id":null,"x":', b'"through-id":"zz","x":', b'"x":']),
+                 (b'"replacement":[', [b'"replacement":[],"x":[', b'"replacement":[{"role":"u"},',
+                                       b'"replacement":null,"x":[', b'"x":[']),
+                 (b'"type":"compaction"', [b'"type":"rewind"']),
+                 (b':1"', [b':0"', b':9"', b':01"', b'"']),
                  (b'"sticky":true', [b'"sticky":0']), (b'"op-id":"', [b'"op-id":"q'])]
         old, news = self.rng.choice(edits)
         at = [i for i in range(len(d)) if d.startswith(old, i)]
@@ -255,6 +306,9 @@ def check(path: Path, data: bytes, counts: dict[str, int]) -> None:
             events = [(e.id, e.type, e.payload, e.line) for e in s.events]
             warnings = s.warnings
             s.messages, s.message_ids, s.grants, s.pending_tool_operations()  # noqa: B018
+            live = [(e.id, e.message, e.extra) for e in s.entries]
+            if [m for _, m, _ in live] != s.messages or [i for i, _, _ in live] != s.message_ids:
+                raise Failure("entries are not parallel to messages")
             appended = s.append_message(Message.user("after fuzz ✓"))
         outcome, error = "loaded", None
     except UnsupportedVersion as e:
@@ -298,6 +352,9 @@ def check(path: Path, data: bytes, counts: dict[str, int]) -> None:
             if eid in ids:
                 raise Failure(f"duplicate id {eid!r} loaded")
             ids.add(eid)
+        expected = oracle_replay([oracle_envelope(text) for _, text in lines])
+        if expected != live:
+            raise Failure(f"replayed {live!r}, SPEC's rules give {expected!r}")
         again = Session.peek(path)
         if again.error is not None or again.warnings or len(again.envelopes) != len(events) + 1:
             raise Failure(f"peek after load disagrees: {again.error} {again.warnings}")

@@ -126,8 +126,9 @@ BIG_LINE_CHARS = 34_000  # about 72 KB of UTF-8: over 64 KiB, the tail scan's st
 
 
 def realistic_transcript(path: Path) -> list[bytes]:
-    """Write a transcript with every envelope type, ASCII and multi-byte text and
-    one line over 64 KiB; returns its lines (each with its ``\\n``)."""
+    """Write a transcript with every envelope type (a compaction with a
+    replacement and rewinds among them), ASCII and multi-byte text and one line
+    over 64 KiB; returns its lines (each with its ``\\n``)."""
     with Session.create(path, {"agent": "reliability", "model": "test-model", "cwd": "/tmp/ü"}) as s:
         sys_id = s.append_message(Message.system("You are careful. Ünïcödé ✓"))
         s.append_run_context([("identity", "I am the agent."), ("agents.md", "Be brief 🚀")],
@@ -149,7 +150,18 @@ def realistic_transcript(path: Path) -> list[bytes]:
         s.append_compaction("The user said hello; the file was read.", a1, 1200, 80)
         s.append_run_context([("identity", "I am the agent."), ("new", "ñ")], [("date", "2026-08-10")])
         op2 = s.append_tool_dispatched("call_2", "write_file", {"path": "b", "text": "ß"})
-        s.append_message(Message.user("and now the tests"), {"x-extra": [1, 2.5, None, True]})
+        u2 = s.append_message(Message.user("and now the tests"), {"x-extra": [1, 2.5, None, True]})
+        # A compaction whose result is several messages, one of them named by later lines.
+        k = s.append_compaction("Kept the system prompt and the last turn ✓", u2, 300, 40, replacement=[
+            Message.system("You are careful. Ünïcödé ✓"),
+            (Message.user("and now the tests — 日本語"), {"item": {"id": "msg_1", "n": [1, 2.5]}}),
+            Message.assistant("On it 🚀"),
+        ])
+        s.append_elision([(f"{k}:1", "[the turn]")])
+        s.append_rewind(f"{k}:1")
+        s.append_message(Message.user("after the rewind ✓"))
+        s.append_rewind(None)
+        s.append_message(Message.user("from scratch"))
         del sys_id, u1, op2
     lines = path.read_bytes().splitlines(keepends=True)
     assert any(len(line) > 65_536 for line in lines)

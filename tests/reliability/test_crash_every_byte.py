@@ -57,7 +57,8 @@ def test_crash_at_every_byte_of_every_line() -> None:
             expected = event_view(full)
             types = {t for _, t, _ in expected}
         assert types == {"session-meta", "message", "grants", "compaction", "elision",
-                         "tool-dispatched", "tool-settled", "run-context"}
+                         "tool-dispatched", "tool-settled", "run-context", "rewind"}
+        assert any(b'"replacement":[' in x for x in lines)
         assert any(len(x) > STEP for x in lines)
         assert any(any(b >= 0xF0 for b in x) for x in lines)  # 4-byte characters
         # The multi-byte line the CI subset cuts at every byte: the user's first turn.
@@ -94,6 +95,7 @@ def check_torn(path: Path, prefix: bytes, expected: list, *, line_number: int, r
         assert path.read_bytes() == prefix
         if full:
             assert event_view(s) == expected
+            assert [e.id for e in s.entries] == s.message_ids
         else:
             assert [e.id for e in s.events] == [e[0] for e in expected]
         assert len(s.warnings) == 1, s.warnings

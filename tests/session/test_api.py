@@ -32,7 +32,7 @@ from agent_transcript import (
 
 from ._helpers import freeze, meta, msg, parsed, state, write
 
-PUBLIC = ["Session", "Message", "Envelope", "Peek", "PendingToolOperation", "canonical_json", "digest",
+PUBLIC = ["Session", "Message", "Envelope", "Entry", "Peek", "PendingToolOperation", "canonical_json", "digest",
           "TranscriptError", "CorruptTranscript", "UnsupportedVersion", "SessionLocked", "SessionClosed",
           "SessionBroken", "UnknownId", "ToolOperationError"]
 
