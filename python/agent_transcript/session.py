@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -14,7 +15,7 @@ from ._core import digest as _digest
 from .artifacts import ArtifactStore
 from .codec import canonical_json
 from .envelope import Entry, Envelope, LazySequence, Peek, PendingToolOperation
-from .errors import CorruptTranscript, SessionClosed, ToolOperationError
+from .errors import CorruptTranscript, SessionBroken, SessionClosed, ToolOperationError
 from .message import MESSAGE_FIELDS, Message
 
 __all__ = ["Session"]
@@ -52,6 +53,10 @@ class Session:
         self._lock = threading.RLock()
         self._artifacts = ArtifactStore(path)
         self._meta: Any = None
+        self._forked = False
+        self._opener = os.getpid()
+        self._core_fd = core.fileno()
+        _OPEN.add(self)
 
     # -- opening -----------------------------------------------------------
 
@@ -185,6 +190,32 @@ class Session:
                 os.close(ro)
             os.close(self._fd)
             self._fd = None
+            _OPEN.discard(self)
+
+    def _forked_away(self) -> None:
+        """In a forked child: the session stays its parent's. Refuse appends, and
+        let go of the child's copies of the locked descriptor.
+
+        The lock belongs to the open file that both processes share, so the child
+        must never unlock it, only stop referring to it: a fresh, unlocked
+        descriptor of the same file is put in place of the core's copy (reads go
+        on through it) and the session's own copy is closed.
+        """
+        # A thread of the parent may have held the lock at the fork; it is not here.
+        self._lock = threading.RLock()
+        self._forked = True
+        fd, self._fd = self._fd, None
+        _OPEN.discard(self)
+        if fd is None:
+            return
+        ro = _child_reader(fd)
+        try:
+            if ro is not None:
+                os.dup2(ro, self._core_fd, inheritable=False)
+        finally:
+            if ro is not None:
+                os.close(ro)
+            os.close(fd)
 
     def __enter__(self) -> Session:
         return self
@@ -201,6 +232,11 @@ class Session:
             return f"<Session {str(self._path)!r} {state}, {len(self._t)} envelopes>"
 
     def _writable(self) -> _core.Transcript:
+        if self._forked:
+            raise SessionBroken(
+                f"{self._path}: this session was opened by process {self._opener}, before an "
+                f"os.fork(); it cannot append in the child (open the transcript there instead, "
+                f"once the parent has closed it)")
         if self._fd is None:
             raise SessionClosed(f"{self._path}: the session is closed")
         return self._t
@@ -499,6 +535,37 @@ class Session:
             ValueError: a bad ``file`` name, or the bytes do not match ``digest``.
         """
         return self._artifacts.read(artifact)
+
+
+# Every open session of this process, for the fork handler.
+_OPEN: weakref.WeakSet[Session] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for session in list(_OPEN):
+        try:
+            session._forked_away()
+        except OSError:
+            pass  # best effort: an error must not escape into the child's fork()
+
+
+def _child_reader(fd: int) -> int | None:
+    """In a forked child, a descriptor to read ``fd``'s file through that holds no
+    lock: a fresh open of it where ``/proc`` can reopen it, else ``/dev/null``
+    (reads then fail). Never ``flock(LOCK_UN)``: that would unlock the parent."""
+    if _platform.PROC_SELF_FD is not None:
+        try:
+            return os.open(f"{_platform.PROC_SELF_FD}/{fd}", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            pass
+    try:
+        return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def pending_operations(t: _core.Transcript) -> list[PendingToolOperation]:

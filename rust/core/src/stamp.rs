@@ -5,26 +5,37 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// Makes envelope ids: 32 lowercase hex characters with UUIDv7's bits (48-bit
 /// Unix milliseconds, version 7, a 12-bit sequence, the variant, 62 random bits),
 /// strictly increasing within one generator even when the clock stalls or steps back.
+/// A generator copied into a forked child reseeds itself there, so parent and
+/// child never draw the same ids.
 pub struct IdGen {
     state: u64,
     last_ms: u64,
     seq: u16,
+    // The process the state was seeded in.
+    pid: u32,
+}
+
+// A seed from the OS's randomness (and the clock, should that fail).
+fn seed(pid: u32) -> u64 {
+    let mut seed = [0u8; 8];
+    let from_os = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut seed));
+    let mut state = u64::from_le_bytes(seed);
+    if from_os.is_err() {
+        state ^= now().0.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(pid);
+    }
+    state
 }
 
 impl IdGen {
     /// A generator seeded from the OS's randomness (and the clock, should that fail).
     pub fn new() -> Self {
-        let mut seed = [0u8; 8];
-        let from_os = std::fs::File::open("/dev/urandom")
-            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut seed));
-        let mut state = u64::from_le_bytes(seed);
-        if from_os.is_err() {
-            state ^= now().0.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(std::process::id());
-        }
+        let pid = std::process::id();
         IdGen {
-            state,
+            state: seed(pid),
             last_ms: 0,
             seq: 0,
+            pid,
         }
     }
 
@@ -39,6 +50,12 @@ impl IdGen {
 
     /// The next id.
     pub fn next_id(&mut self) -> String {
+        let pid = std::process::id();
+        if pid != self.pid {
+            // A forked child: same state as the parent, so the same "random" bits.
+            self.state = seed(pid);
+            self.pid = pid;
+        }
         let ms = now().0 / 1000;
         if ms > self.last_ms {
             self.last_ms = ms;

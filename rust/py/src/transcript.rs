@@ -896,6 +896,12 @@ impl Transcript {
         Ok(())
     }
 
+    /// The descriptor the transcript reads and writes through (its own
+    /// duplicate): a forked child puts an unlocked one in its place.
+    fn fileno(&self) -> RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(&self.file)
+    }
+
     /// Why the session refuses appends, or None.
     fn broken(&self) -> Option<String> {
         self.broken.clone()
