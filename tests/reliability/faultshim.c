@@ -4,7 +4,8 @@
  * exactly the errno a full disk, a dying disk or a crash would give it.
  *
  *   AT_FAULT_OP      write | pwrite | fsync | fdatasync | ftruncate | open |
- *                    rename | copy_file_range | symlink-on-open
+ *                    rename | copy_file_range | symlink-on-open | statx (the
+ *                    call Rust's File::metadata makes, an fstat of a descriptor)
  *   AT_FAULT_MATCH   suffix the file's path must end with (fd calls look the
  *                    path up in /proc/self/fd); empty matches everything
  *   AT_FAULT_NTH     the first matching call to hit (1-based, default 1)
@@ -224,6 +225,17 @@ OPEN_CALL(open, NOTHING, NOTHING)
 OPEN_CALL(open64, NOTHING, NOTHING)
 OPEN_CALL(openat, int dirfd COMMA, dirfd COMMA)
 OPEN_CALL(openat64, int dirfd COMMA, dirfd COMMA)
+
+int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *buf) {
+    static int (*real)(int, const char *, int, unsigned, struct statx *);
+    if (!real) real = next("statx");
+    int on_fd = (flags & AT_EMPTY_PATH) && path && !path[0];
+    int h = wants("statx") ? hit("statx", on_fd ? fd_matches(dirfd) : path_matches(path)) : 0;
+    FAIL_IF(h);
+    int r = real(dirfd, path, flags, mask, buf);
+    after(h);
+    return r;
+}
 
 int rename(const char *from, const char *to) {
     static int (*real)(const char *, const char *);

@@ -20,6 +20,7 @@ method returned is ever lost":
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,35 @@ def test_replaced_while_open(tmp_path: Path) -> None:
         assert new.meta == {"replacement": True}
     s.close()
 
+
+
+@pytest.mark.parametrize("keep", [0, 40], ids=["to-zero", "part-way"])
+def test_truncated_in_place_while_open(tmp_path: Path, keep: int) -> None:
+    # logrotate's copytruncate, by another process: copy the file, then cut it in
+    # place. The session's descriptor still names the file, so appends would go
+    # on into a file load refuses (no session-meta, or a line cut in half).
+    path = tmp_path / "run.jsonl"
+    rotated = tmp_path / "run.jsonl.1"
+    s, ids = started(path)
+    subprocess.run(["sh", "-c", f'cp "$1" "$2" && truncate -s {keep} "$1"', "sh", path, rotated],
+                   check=True)
+    with pytest.raises(SessionBroken, match="truncated"):
+        s.append_message(Message.user("into the truncated file"))
+    with pytest.raises(SessionBroken):
+        s.append_message(Message.user("still refused"))
+    s.close()
+    with Session.load(rotated) as copy:  # every acknowledged line is in the copy
+        assert copy.message_ids == ids
+    figure("10. truncated in place under a writer", keep=keep, acknowledged_after=0)
+
+
+def test_written_to_by_another_program_while_open(tmp_path: Path) -> None:
+    # Someone appends without the lock (a shell's >>): the session's index no
+    # longer says where its lines are, so it stops rather than guess.
+    path = tmp_path / "run.jsonl"
+    s, ids = started(path)
+    subprocess.run(["sh", "-c", 'printf "%s\\n" "{}" >> "$1"', "sh", path], check=True)
+    with pytest.raises(SessionBroken, match="another program"):
+        s.append_message(Message.user("after the foreign line"))
+    assert s.message_ids == ids
+    s.close()

@@ -168,6 +168,9 @@ EIO_CASES = [
     ("fdatasync fails", dict(op="fdatasync", nth=4), "fsync", False),
     ("fdatasync fails, cut fails", dict(op="fdatasync", nth=4, also="ftruncate"), "fsync", True),
     ("ENOSPC from write", dict(op="write", nth=6, errno_=errno.ENOSPC, partial=4096), "flush", False),
+    # The write went through, the fstat that checks it did not: the line is in the
+    # file, so the session must not go on as if it were not.
+    ("fstat after the write fails", dict(op="statx", nth=6), "flush", True),
 ]
 
 
@@ -200,9 +203,10 @@ def test_eio_from_the_fault_shim(tmp_path: Path, name: str, fault: dict, durabil
     with Session.load(path) as s:
         got = [(mid, m.content) for mid, m in zip(s.message_ids, s.messages)]
         warnings = s.warnings
-    if broken and fault["op"] == "fdatasync":
-        # The whole line was written, its fdatasync failed and it could not be cut:
-        # it stays, unacknowledged, like a line a kill -9 stopped before the return.
+    if broken and fault["op"] in ("fdatasync", "statx"):
+        # The whole line was written, its fdatasync failed and it could not be cut
+        # (or the fstat after it failed): it stays, unacknowledged, like a line a
+        # kill -9 stopped before the return.
         assert got[:-1] == acked and got[-1][1].startswith("eio ")
         assert warnings == []
     else:

@@ -594,9 +594,38 @@ impl Transcript {
         // line just written can never be read again, so refuse it (and every
         // later one) rather than return its id. Checked after the write, so no
         // deletion slips in between. (Renamed away, it keeps a name: appends go on.)
-        let meta = self.file.metadata().map_err(|e| os_error(&e))?;
-        if std::os::unix::fs::MetadataExt::nlink(&meta) == 0 {
-            let why = "the transcript was deleted or replaced under the session".to_string();
+        // A file whose length is not the one this session wrote was truncated in
+        // place (logrotate's copytruncate) or written by someone else: load
+        // would refuse it, or the index no longer says where the lines are.
+        // Whenever the check cannot vouch for the line, the session is broken:
+        // the line is in the file, so an error must not let it pass as unwritten.
+        let meta = match self.file.metadata() {
+            Ok(meta) => meta,
+            Err(e) => {
+                self.broken = Some(format!(
+                    "the file could not be checked after a write ({e}): that line may be in it"
+                ));
+                return Err(os_error(&e));
+            }
+        };
+        let changed = if std::os::unix::fs::MetadataExt::nlink(&meta) == 0 {
+            Some("the transcript was deleted or replaced under the session".to_string())
+        } else if meta.len() < self.good_len {
+            Some(format!(
+                "the transcript was truncated under the session ({} bytes, {} expected)",
+                meta.len(),
+                self.good_len
+            ))
+        } else if meta.len() > self.good_len {
+            Some(format!(
+                "another program wrote to the transcript under the session ({} bytes, {} expected)",
+                meta.len(),
+                self.good_len
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = changed {
             self.broken = Some(why.clone());
             return Err(SessionBroken::new_err(why));
         }
