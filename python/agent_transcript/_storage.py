@@ -100,6 +100,72 @@ class TailRepair:
     missing_newline: bool
 
 
+_BLANK = b" \t\r"
+_HEX = frozenset(b"0123456789abcdef")
+# How every line this library writes begins; "h" stands for a lowercase hex digit.
+_ENVELOPE_START = b'{"id":"' + b"h" * 32 + b'","payload":'
+
+
+def check_head(fd: int, path: Path) -> None:
+    """Refuse a file whose first non-blank line is not a whole session-meta,
+    before load writes, renames or deletes anything.
+
+    Lets through an empty or blank file (the core's replay refuses it, and the
+    tail check writes nothing there) and a file whose only line is a torn
+    session-meta, what a crash inside ``create`` leaves: the repair removes it.
+
+    Raises:
+        CorruptTranscript, UnsupportedVersion: the file is not a transcript
+            this library reads.
+    """
+    first, ended, end = _first_line(fd)
+    if not first:
+        return
+    try:
+        # The core's own verdict on that line: replay of the file up to its end.
+        _core.Transcript.read_only(fd, end)
+    except CorruptTranscript as e:
+        if not ended and _starts_like_an_envelope(first):
+            return  # the lone, torn session-meta of an unfinished create
+        raise type(e)(e.message, e.line, str(path)) from None
+
+
+def _starts_like_an_envelope(line: bytes) -> bool:
+    """Whether ``line`` (or the part of it there is) begins as this library's lines do."""
+    head = line[: len(_ENVELOPE_START)]
+    return all(b in _HEX if want == ord("h") else b == want
+               for b, want in zip(head, _ENVELOPE_START))
+
+
+def _first_line(fd: int) -> tuple[bytes, bool, int]:
+    """``(start, ended, end)`` of the first non-blank line of the file: its first
+    bytes from its first non-blank one (enough to tell whether it begins like an
+    envelope), whether a ``\n``
+    ends it, and the offset just past it and its ``\n``. ``start`` is ``b""``
+    when every line is blank. Reads a chunk at a time, whatever the line's length."""
+    offset = 0
+    found = False  # the first non-blank line has begun
+    start = b""
+    while True:
+        chunk = os.pread(fd, 1 << 16, offset)
+        if not chunk:
+            return start, False, offset
+        at = 0
+        if not found:
+            rest = chunk.lstrip(_BLANK + b"\n")
+            if not rest:
+                offset += len(chunk)
+                continue
+            at = len(chunk) - len(rest)
+            found = True
+        if len(start) < len(_ENVELOPE_START):
+            start += chunk[at : at + len(_ENVELOPE_START) - len(start)]
+        end = chunk.find(b"\n", at)
+        if end >= 0:
+            return start, True, offset + end + 1
+        offset += len(chunk)
+
+
 def remove_leftover_repair(path: Path) -> None:
     """Delete a ``<path>.repair`` left by a repair that died before its rename.
 

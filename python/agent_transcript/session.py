@@ -111,6 +111,8 @@ class Session:
         path = Path(path)
         fd, _ = _storage.open_locked(path, create=False)
         try:
+            # Nothing is written unless the file is a transcript.
+            _storage.check_head(fd, path)
             _storage.remove_leftover_repair(path)
             repaired = _storage.repair_tail(fd, path)
         except BaseException:

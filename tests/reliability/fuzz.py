@@ -11,7 +11,9 @@ edits, and for every input checks that:
 * ``_core.tail_check`` agrees with what load did: ``whole``/``empty`` leave the
   file as it was, ``torn`` cuts it to exactly ``keep`` bytes with one warning
   naming the line, ``corrupt`` raises ``CorruptTranscript`` at that line with the
-  file untouched;
+  file untouched; but a file whose first non-blank line is not a whole
+  session-meta (nor the lone torn one of an unfinished create) is refused and
+  never written, whatever its tail;
 * a loaded file reads as Python's ``json`` reads it, line by line (strict UTF-8,
   no NaN), every envelope well formed, ids unique, payloads equal; peek agrees;
   and an append then a reload work;
@@ -160,6 +162,25 @@ def oracle_replay(envs: list[Any]) -> list[tuple[str, Message, dict[str, Any]]]:
         elif t == "rewind":
             live = [] if p["through-id"] is None else live[: at(p["through-id"]) + 1]
     return live
+
+
+def head_kind(data: bytes) -> str:
+    """``"meta"``: the first non-blank line is a whole session-meta (as Python's
+    json reads it, any ``v``); ``"torn-meta"``: the file's only line is torn, no
+    ``\n``, and begins as this library's lines do; ``"blank"``; else ``"other"``."""
+    lines = nonblank_lines(data)
+    if not lines:
+        return "blank"
+    number, first = lines[0]
+    try:
+        env = oracle_envelope(first)
+    except (ValueError, RecursionError):
+        ended = data.count(b"\n") >= number
+        start = b'{"id":"' + b"0" * 32 + b'","payload":'
+        looks = all((c in b"0123456789abcdef") if w == ord("0") and 7 <= i < 39 else c == w
+                    for i, (c, w) in enumerate(zip(first, start)))
+        return "torn-meta" if not ended and looks else "other"
+    return "meta" if env["type"] == "session-meta" else "other"
 
 
 def nonblank_lines(data: bytes) -> list[tuple[int, bytes]]:
@@ -317,6 +338,16 @@ def check(path: Path, data: bytes, counts: dict[str, int]) -> None:
         outcome, error = "corrupt", e
     after = path.read_bytes() if outcome != "loaded" else None
 
+    head = head_kind(data)
+    if head == "other" or (head == "meta" and error is not None
+                           and error.line == nonblank_lines(data)[0][0]):
+        # Not a transcript (or one from the future, or a first line Python's json
+        # reads and the core does not: a float out of range, nesting over 512):
+        # refused before anything is written.
+        if outcome == "loaded" or after != data:
+            raise Failure(f"the first line is not a session-meta, but load: {outcome}, "
+                          f"file {'unchanged' if after == data else 'changed'}")
+        return
     if kind in ("whole", "empty"):
         if outcome != "loaded" and after != data:
             raise Failure(f"tail {kind} but load changed the file ({outcome})")
