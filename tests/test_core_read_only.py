@@ -109,3 +109,18 @@ def test_a_writing_session_keeps_no_history(tmp_path: Path) -> None:
             t.later(4)
     finally:
         os.close(fd)
+
+
+def test_an_os_error_from_the_core_says_what_python_would(tmp_path: Path) -> None:
+    # errno kept (so the subclass is right) and strerror as os.strerror has it,
+    # not Rust's "Is a directory (os error 21)".
+    import errno
+
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        with pytest.raises(IsADirectoryError) as caught:
+            _core.Peeked.open(fd)
+    finally:
+        os.close(fd)
+    assert caught.value.errno == errno.EISDIR
+    assert caught.value.strerror == os.strerror(errno.EISDIR)

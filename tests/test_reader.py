@@ -127,3 +127,23 @@ def test_arbitrary_bytes_either_agree_with_json_loads_or_raise(data: bytes) -> N
             _core.loads(data)
         return
     assert same(_core.loads(data), expected)
+
+
+@pytest.mark.parametrize("text", ['"\ud800"', '["a\udfffb", {"\udc00": "\ud83d"}]', '"\udc00\ud800"'])
+def test_a_str_holding_lone_surrogates_reads_as_json_loads_reads_it(text: str) -> None:
+    assert _core.loads(text) == json.loads(text)
+
+
+def test_a_str_holding_a_high_then_a_low_surrogate_reads_as_their_pair() -> None:
+    # The one difference from json.loads, which keeps them two code points: the
+    # same as canonical_json's round trip (it escapes each, and "\ud83d\ude00"
+    # is the pair), so an id or value reads back as it was written.
+    assert _core.loads('"\ud83d\ude00"') == "\U0001f600"
+
+
+@pytest.mark.parametrize("text", ['\ud800', '["\\\ud800"]', '[1] \udc00'])
+def test_a_lone_surrogate_where_json_loads_refuses_one_is_refused(text: str) -> None:
+    with pytest.raises(ValueError):
+        json.loads(text)
+    with pytest.raises(ValueError):
+        _core.loads(text)

@@ -57,27 +57,76 @@ def _same_file(fd: int, path: Path) -> bool:
     return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
 
 
-def open_locked(path: Path, *, create: bool) -> tuple[int, bool]:
-    """Open ``path`` for appending and lock it; returns ``(fd, created)``.
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
-    With ``create``, a missing file is created ``0600``. Raises ``SessionLocked``
-    at once when another session holds it, ``FileNotFoundError`` when it is
-    missing and ``create`` is false.
+
+def refuse_unless_regular(mode: int, path: Path) -> None:
+    """Raise unless ``mode`` is a regular file's: ``IsADirectoryError`` for a
+    directory, else ``OSError(EINVAL)``, each saying what the path is."""
+    if stat.S_ISREG(mode):
+        return
+    kind = next((name for test, name in _NOT_REGULAR if test(mode)), "an unknown kind of file")
+    code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
+    raise OSError(code, f"not a regular file ({kind})", str(path))
+
+
+def open_regular(path: Path, flags: int) -> int:
+    """``os.open(path, flags)`` for a regular file, never blocking on anything
+    else (opening a FIFO waits for its other end; a device may act on open):
+    refused by ``stat`` before the open, and by ``fstat`` after it (the path may
+    have changed in between), with :func:`refuse_unless_regular`'s errors."""
+    refuse_unless_regular(os.stat(path).st_mode, path)
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        refuse_unless_regular(os.fstat(fd).st_mode, path)
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_locked(path: Path, *, create: bool) -> tuple[int, Path | None]:
+    """Open ``path`` for appending and lock it; returns ``(fd, created)``,
+    ``created`` the path of the file this call created (None if it was there).
+
+    With ``create``, a missing file is created ``0600``; a dangling symlink at
+    ``path`` gets the file it names created (as ``open(2)`` does), its missing
+    parents too. Raises ``SessionLocked`` at once when another session holds it,
+    ``FileNotFoundError`` when it is missing and ``create`` is false, and
+    ``OSError`` for what is not a regular file (see :func:`open_regular`).
     """
     flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
     while True:
-        created = False
+        created: Path | None = None
         if create:
             try:
                 fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, FILE_MODE)
-                created = True
+                created = path
             except FileExistsError:
-                fd = os.open(path, flags)
+                try:
+                    fd = open_regular(path, flags)
+                except FileNotFoundError:
+                    if not os.path.islink(path):
+                        raise
+                    # A dangling symlink: create what it names (O_EXCL alone
+                    # never follows a link).
+                    target = Path(os.path.realpath(path))
+                    make_parents(target)
+                    try:
+                        fd = os.open(target, flags | os.O_CREAT | os.O_EXCL, FILE_MODE)
+                    except FileExistsError:
+                        continue  # made meanwhile: open it as it is
+                    created = target
         else:
-            fd = os.open(path, flags)
+            fd = open_regular(path, flags)
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise IsADirectoryError(errno.EISDIR, "not a regular file", str(path))
             if created:
                 os.fchmod(fd, FILE_MODE)
             _lock(fd, path)

@@ -1,66 +1,128 @@
-"""Session.follow: envelopes as another process appends them, like ``tail -f``."""
+"""Session.follow: envelopes as another process appends them, like ``tail -f``.
+
+What follow does when the file changes under it:
+
+* It grows: the new whole lines are read. A last line without its ``\\n`` is
+  held, not reported; whenever the file's size changes while one is held, it
+  is read again from the file, so bytes a writer cut back (a failed append
+  truncated to its last good length) are never glued onto the next line.
+* It shrinks below what was read (truncated in place, ``copytruncate``): it is
+  read again from its start.
+* Another file appears at the path (a different inode). A tail repair renames
+  the good prefix of the old file over it, byte for byte: when the new file
+  starts with the same bytes as the old one up to the end of the last envelope
+  reported, it is that repair, and reading goes on from there (the torn bytes
+  held are dropped: the repair removed them). Any other new file (a rotation:
+  renamed away, then a new transcript created) is read from its start, its
+  line numbers from 1. The old file is read to its end before either.
+* A path that is, or becomes, something other than a regular file (a FIFO) is
+  refused when following starts and ignored afterwards.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import _core
+from ._storage import open_regular
 from .envelope import Envelope
 from .errors import CorruptTranscript
 
 _BLANK = b" \t\r"
+_CHUNK = 1 << 20
+
+
+@dataclass
+class _Place:
+    """How far into one file follow has read."""
+
+    fd: int
+    offset: int = 0         # bytes consumed: whole lines only
+    number: int = 0         # lines consumed, blank ones counted
+    pending: bytes = b""    # what follows `offset`: the start of a line whose "\n" has not arrived
+    kept: int = 0           # the end of the last envelope reported (its "\n" included)
+    kept_number: int = 0    # and its line number
+
+    def restart(self, offset: int = 0, number: int = 0) -> None:
+        self.offset, self.number, self.pending = offset, number, b""
+        self.kept, self.kept_number = offset, number
 
 
 def follow(path: Path, *, poll: float = 0.1, idle_timeout: float | None = None) -> Iterator[Envelope]:
     """See :meth:`agent_transcript.Session.follow`."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    offset = 0          # bytes of the file consumed: whole lines only
-    number = 0          # lines consumed, blank ones counted
-    pending = b""       # the start of a line whose "\n" has not arrived
+    at = _Place(open_regular(path, os.O_RDONLY))
     last_news = time.monotonic()
     try:
         while True:
-            chunk = os.pread(fd, 1 << 20, offset + len(pending))
-            if chunk:
-                pending += chunk
-                *whole, pending = pending.split(b"\n")
+            size = os.fstat(at.fd).st_size
+            if size < at.offset:
+                at.restart()  # truncated in place: what was read is gone
+            elif at.pending and size != at.offset + len(at.pending):
+                at.pending = b""  # the held fragment changed: read it again, whole
+            if size > at.offset + len(at.pending):
+                data = at.pending + os.pread(at.fd, _CHUNK, at.offset + len(at.pending))
+                *whole, at.pending = data.split(b"\n")
                 for line in whole:
-                    offset += len(line) + 1
-                    number += 1
+                    at.offset += len(line) + 1
+                    at.number += 1
                     if not line.strip(_BLANK):
                         continue
                     try:
                         id_, type_, ts, v, payload = _core.parse_envelope(line)
                     except (CorruptTranscript, ValueError):
                         continue  # a line load would refuse is not news
+                    at.kept, at.kept_number = at.offset, at.number
                     last_news = time.monotonic()
-                    yield Envelope(id_, type_, ts, v, payload, number)
+                    yield Envelope(id_, type_, ts, v, payload, at.number)
                 continue
-            fd, offset, pending = _follow_swap(path, fd, offset, pending)
+            _follow_swap(path, at)
             if idle_timeout is not None and time.monotonic() - last_news >= idle_timeout:
                 return
             time.sleep(poll)
     finally:
-        os.close(fd)
+        os.close(at.fd)
 
 
-def _follow_swap(path: Path, fd: int, offset: int, pending: bytes) -> tuple[int, int, bytes]:
-    # A repair renames a new file over the old one: the good prefix, byte for
-    # byte. Carry on in the new file from the same offset, dropping the torn
-    # bytes we were holding (the repair removed them).
+def _follow_swap(path: Path, at: _Place) -> None:
+    """Move to the file now at ``path`` if it is another one: at the end of the
+    last envelope reported after a repair's swap, at its start otherwise."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        return fd, offset, pending
-    mine = os.fstat(fd)
-    if (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino):
-        return fd, offset, pending
+        return
+    mine = os.fstat(at.fd)
+    if (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino) or not stat.S_ISREG(st.st_mode):
+        return
     try:
-        new = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return fd, offset, pending
-    os.close(fd)
-    return new, min(offset, os.fstat(new).st_size), b""
+        new = open_regular(path, os.O_RDONLY)
+    except OSError as e:
+        if e.errno in (errno.ENOENT, errno.EISDIR, errno.EINVAL):
+            return  # gone again, or not a regular file: not a transcript to follow
+        raise
+    old, at.fd = at.fd, new
+    try:
+        repaired = _same_prefix(old, new, at.kept)
+    finally:
+        os.close(old)
+    if repaired:
+        at.restart(at.kept, at.kept_number)
+    else:
+        at.restart()
+
+
+def _same_prefix(a: int, b: int, length: int) -> bool:
+    """Whether the files ``a`` and ``b`` both start with the same ``length`` bytes."""
+    done = 0
+    while done < length:
+        want = min(_CHUNK, length - done)
+        x, y = os.pread(a, want, done), os.pread(b, want, done)
+        if len(x) != want or x != y:
+            return False
+        done += want
+    return True

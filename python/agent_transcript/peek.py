@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from . import _core
+from ._storage import open_regular
 from .envelope import Envelope, LazySequence, Peek
 from .message import Message
 
@@ -38,7 +39,7 @@ def judge(index: _core.Peeked) -> tuple[list[str], str | None]:
 def peek(path: Path) -> Peek:
     """See :meth:`agent_transcript.Session.peek`."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = open_regular(path, os.O_RDONLY)  # a FIFO is refused, not waited on
     except OSError as e:
         return _nothing(path, 0, f"cannot read {path}: {e.strerror}")
     try:

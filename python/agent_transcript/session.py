@@ -24,6 +24,10 @@ Durability = Literal["flush", "fsync"]
 
 OUTCOMES = ("completed", "failed", "outcome-unknown")
 
+# How deep parsed tool arguments may nest: a line nests 512 deep at most, and
+# the line's object and its payload take two levels.
+_ARGUMENTS_DEPTH = 510
+
 
 def _durability(value: str) -> bool:
     if value not in ("flush", "fsync"):
@@ -87,11 +91,11 @@ class Session:
             core = _core.Transcript.new(fd, fsync)
             core.append("session-meta", payload, None)
             if fsync and created:
-                _storage.fsync_dir(path.parent)  # the new name is durable too
+                _storage.fsync_dir(created.parent)  # the new name is durable too
         except BaseException:
             os.close(fd)
             if created:
-                _unlink_quietly(path)
+                _unlink_quietly(created)
             raise
         return cls(path, fd, core, [])
 
@@ -415,8 +419,11 @@ class Session:
             _check_int("round", round)
         stored = arguments
         if isinstance(arguments, str):
+            # Stored parsed only if the parsed value fits in a line: the line's
+            # object and the payload hold it, so it may nest 510 deep of the
+            # reader's 512. Anything else is stored as the string it is.
             try:
-                stored = _core.loads(arguments)
+                stored = _core.loads(arguments, _ARGUMENTS_DEPTH)
             except ValueError:
                 stored = arguments
         payload = {

@@ -175,3 +175,77 @@ def test_follow_keeps_going_while_lines_keep_coming(tmp_path: Path) -> None:
         s.close()
     assert time.monotonic() - start >= 0.6
     assert [e.id for e in got][1:] == ids
+
+
+def test_follow_across_a_rotation_reads_the_new_file_from_its_start(tmp_path: Path) -> None:
+    # Rotation: the transcript is renamed away and a new one created at the path.
+    # The new file is not the old one's prefix (a repair's swap is): it is read
+    # from its first byte, its own line numbers from 1.
+    p = tmp_path / "run.jsonl"
+    with Session.create(p, {"n": 1}) as s:
+        old = [s.append_message(Message.user(f"old {i}")) for i in range(2)]
+    gen = Session.follow(p, poll=0.01, idle_timeout=5)
+    try:
+        got = [next(gen) for _ in range(3)]
+        assert [e.id for e in got[1:]] == old
+        os.rename(p, tmp_path / "run.jsonl.1")
+        with Session.create(p, {"n": 2}) as s:
+            new = [s.append_message(Message.user(f"new {i}" + "x" * 300)) for i in range(3)]
+        after = [next(gen) for _ in range(4)]
+    finally:
+        stop(gen)
+    assert (after[0].type, after[0].payload, after[0].line) == ("session-meta", {"n": 2}, 1)
+    assert [(e.id, e.line) for e in after[1:]] == [(i, n) for n, i in enumerate(new, 2)]
+
+
+def test_follow_across_a_rotation_to_a_smaller_file(tmp_path: Path) -> None:
+    p = tmp_path / "run.jsonl"
+    with Session.create(p, {"n": 1}) as s:
+        for i in range(5):
+            s.append_message(Message.user("old" * 100))
+    gen = Session.follow(p, poll=0.01, idle_timeout=5)
+    try:
+        assert len([next(gen) for _ in range(6)]) == 6
+        os.unlink(p)
+        Session.create(p, {"n": 2}).close()
+        e = next(gen)
+    finally:
+        stop(gen)
+    assert (e.type, e.payload, e.line) == ("session-meta", {"n": 2}, 1)
+
+
+def test_follow_drops_a_fragment_the_writer_cut_back(tmp_path: Path) -> None:
+    # A failed append (a partial write, then ENOSPC) is cut back to the last good
+    # length, and the next append lands where the fragment was: the follower must
+    # read that line, not the stale fragment glued to its tail.
+    p = tmp_path / "run.jsonl"
+    write(p, meta())
+    good = p.stat().st_size
+    fragment = line("failed", "message", {"role": "user", "content": "never acknowledged"})[:40]
+    with open(p, "ab") as f:
+        f.write(fragment)
+    gen = Session.follow(p, poll=0.01, idle_timeout=5)
+    try:
+        assert next(gen).id == "meta"      # the fragment is read too, and held
+        os.truncate(p, good)               # the writer cuts its failed line back
+        with open(p, "ab") as f:
+            f.write(msg("m1") + msg("m2"))
+        got = [next(gen), next(gen)]
+    finally:
+        stop(gen)
+    assert [(e.id, e.line) for e in got] == [("m1", 2), ("m2", 3)]
+
+
+def test_follow_after_an_in_place_truncation_reads_from_the_start(tmp_path: Path) -> None:
+    # copytruncate: the file is emptied in place and written again from byte 0.
+    p = tmp_path / "run.jsonl"
+    write(p, meta(), msg("m1"), msg("m2"))
+    gen = Session.follow(p, poll=0.01, idle_timeout=5)
+    try:
+        assert [next(gen).id for _ in range(3)] == ["meta", "m1", "m2"]
+        os.truncate(p, 0)
+        write(p, meta("meta2"), msg("n1"))
+        got = [next(gen), next(gen)]
+    finally:
+        stop(gen)
+    assert [(e.id, e.line) for e in got] == [("meta2", 1), ("n1", 2)]

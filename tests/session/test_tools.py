@@ -230,3 +230,22 @@ def test_only_a_tool_message_persists_a_result(tmp_path: Path, role: str) -> Non
         assert pending_states(s) == [(op, "dispatched", None)]
         r = s.append_message(Message.tool("call_a", "the result"))
         assert pending_states(s) == [(op, "result-persisted", r)]
+
+
+@pytest.mark.parametrize("depth", [509, 510, 511, 512, 513, 5000])
+def test_an_arguments_string_too_deep_to_store_parsed_is_stored_as_the_string(tmp_path: Path,
+                                                                              depth: int) -> None:
+    # The line's object and the payload hold the arguments: parsed, they may nest
+    # 510 deep (the reader's limit is 512). A deeper string is not storable JSON,
+    # so it is stored as the string it is: a string is always storable.
+    text = "[" * depth + "]" * depth
+    p = tmp_path / "run.jsonl"
+    with Session.create(p) as s:
+        op = s.append_tool_dispatched("c", "t", text)
+        stored = s.pending_tool_operations()[0].arguments
+    parsed_ok = depth <= 510
+    assert isinstance(stored, list) if parsed_ok else stored == text
+    with Session.load(p) as again:
+        (pending,) = again.pending_tool_operations()
+        assert pending.op_id == op and pending.arguments == stored
+        assert pending.arguments_digest == digest(canonical_json(stored))

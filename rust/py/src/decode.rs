@@ -75,16 +75,26 @@ enum Open<'py> {
 ///
 /// Iterative: the containers being filled are kept on the heap, so a value
 /// nested as deep as the reader allows costs a few frames of stack whatever its
-/// depth, and a thread with a small stack can decode it.
-pub fn value<'py>(
+/// depth, and a thread with a small stack can decode it. Containers nested
+/// more than `max_depth` deep are refused (the reader refuses more than 512
+/// whatever `max_depth` is).
+fn value<'py>(
     py: Python<'py>,
     r: &mut Reader<'_>,
     scratch: &mut Vec<u8>,
+    max_depth: usize,
 ) -> Result<Bound<'py, PyAny>, DecodeError> {
     let mut open: Vec<Open<'py>> = Vec::new();
     loop {
+        let kind = r.peek()?;
+        if matches!(kind, Kind::Array | Kind::Object) && open.len() >= max_depth {
+            return Err(DecodeError::Json(JsonError {
+                offset: r.offset(),
+                reason: "nested deeper than allowed here",
+            }));
+        }
         // One value, or the opening of a container and its first member.
-        let mut done = match r.peek()? {
+        let mut done = match kind {
             Kind::Array => {
                 let list = PyList::empty(py);
                 r.begin_array()?;
@@ -171,23 +181,80 @@ fn scalar<'py>(
 
 /// Decodes `bytes`, which must be exactly one JSON value.
 pub fn loads<'py>(py: Python<'py>, bytes: &[u8]) -> Result<Bound<'py, PyAny>, DecodeError> {
+    loads_within(py, bytes, usize::MAX)
+}
+
+fn loads_within<'py>(
+    py: Python<'py>,
+    bytes: &[u8],
+    max_depth: usize,
+) -> Result<Bound<'py, PyAny>, DecodeError> {
     let mut r = Reader::from_bytes(bytes)?;
     let mut scratch = Vec::new();
-    let v = value(py, &mut r, &mut scratch)?;
+    let v = value(py, &mut r, &mut scratch, max_depth)?;
     r.finish()?;
     Ok(v)
 }
 
-/// `loads(data, /)`: one JSON value from bytes or str, as `json.loads` reads it.
+/// The UTF-8 JSON text of a str that holds lone surrogates (which UTF-8 cannot
+/// hold), read as `json.loads` reads it: inside a JSON string, a lone surrogate
+/// is itself, so it becomes its `\uXXXX` escape, which the reader decodes to
+/// it. Anywhere else `json.loads` refuses it, and so will the reader: right
+/// after a backslash (which would make the escape an escaped backslash and
+/// text) or outside a string, it is left as bytes that are not UTF-8.
+fn escaped_surrogates(text: &Bound<'_, PyString>) -> PyResult<Vec<u8>> {
+    let utf16 = text.call_method1("encode", ("utf-16-le", "surrogatepass"))?;
+    let units = utf16.cast::<pyo3::types::PyBytes>()?.as_bytes();
+    let mut out = Vec::with_capacity(units.len());
+    let mut in_string = false;
+    let mut backslashes = 0usize;
+    let units = units
+        .chunks_exact(2)
+        .map(|u| u16::from_le_bytes([u[0], u[1]]));
+    for c in char::decode_utf16(units) {
+        match c {
+            Ok(c) => {
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                if c == '"' && backslashes % 2 == 0 {
+                    in_string = !in_string;
+                }
+                backslashes = if c == '\\' { backslashes + 1 } else { 0 };
+            }
+            Err(lone) => {
+                let code = lone.unpaired_surrogate();
+                if in_string && backslashes % 2 == 0 {
+                    out.extend_from_slice(format!("\\u{code:04x}").as_bytes());
+                } else {
+                    // Not UTF-8: the reader refuses it, as json.loads does.
+                    out.extend_from_slice(&[0xED, 0xA0, 0x80]);
+                }
+                backslashes = 0;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `loads(data, max_depth=512, /)`: one JSON value from bytes or str, as
+/// `json.loads` reads it; containers nested more than `max_depth` deep are
+/// refused (`ValueError`), as they are past 512 whatever `max_depth` is.
 #[pyfunction]
-#[pyo3(name = "loads", signature = (data, /))]
-pub fn py_loads<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+#[pyo3(name = "loads", signature = (data, max_depth = 512, /))]
+pub fn py_loads<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    max_depth: usize,
+) -> PyResult<Bound<'py, PyAny>> {
     if let Ok(b) = data.cast::<pyo3::types::PyBytes>() {
-        return loads(py, b.as_bytes()).map_err(DecodeError::into_pyerr);
+        return loads_within(py, b.as_bytes(), max_depth).map_err(DecodeError::into_pyerr);
     }
     if let Ok(s) = data.cast::<PyString>() {
-        let encoded = s.encode_utf8()?;
-        return loads(py, encoded.as_bytes()).map_err(DecodeError::into_pyerr);
+        if let Ok(text) = s.to_str() {
+            return loads_within(py, text.as_bytes(), max_depth).map_err(DecodeError::into_pyerr);
+        }
+        let text = escaped_surrogates(s)?;
+        return loads_within(py, &text, max_depth).map_err(DecodeError::into_pyerr);
     }
     Err(pyo3::exceptions::PyTypeError::new_err(
         "loads() takes bytes or str",

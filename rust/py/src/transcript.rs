@@ -25,11 +25,17 @@ use crate::errors::{
     CorruptTranscript, SessionBroken, ToolOperationError, UnknownId, UnsupportedVersion,
 };
 
-/// An `OSError` that keeps errno, so Python picks the right subclass.
+/// An `OSError` that keeps errno, so Python picks the right subclass, and says
+/// what Python's own would (`strerror`), without Rust's " (os error N)".
 pub fn os_error(e: &io::Error) -> PyErr {
+    let text = e.to_string();
     match e.raw_os_error() {
-        Some(code) => PyOSError::new_err((code, e.to_string())),
-        None => PyOSError::new_err(e.to_string()),
+        Some(code) => {
+            let suffix = format!(" (os error {code})");
+            let strerror = text.strip_suffix(&suffix).unwrap_or(&text);
+            PyOSError::new_err((code, strerror.to_owned()))
+        }
+        None => PyOSError::new_err(text),
     }
 }
 
