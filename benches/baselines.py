@@ -2,14 +2,14 @@
 
 ``baseline_stdlib`` / ``baseline_orjson`` (a loader with Session.load's exact
 semantics, ``json.loads`` or ``orjson.loads`` per line), the peek baselines and
-the user's append loop. See ``python/agent_transcript/_baselines.py`` for what
+the user's append loop. See ``python/agent_transcript/bench/baselines.py`` for what
 each does and why: that file is the one copy of this code, kept inside the
-package (privately) because the ``agent-transcript bench`` command ships in the
+package because the ``agent-transcript bench`` command ships in the
 wheel and must compare against exactly these baselines.
 
 It is loaded here by path, not imported through ``agent_transcript``, so the
 baseline tests run with nothing but the standard library and orjson: no native
-module, no build. The benchmark generator (``_bench_gen.py``, byte-for-byte the
+module, no build. The benchmark generator (``bench/generator.py``, byte-for-byte the
 shared ``gen_transcript.py``) is loaded the same way.
 """
 
@@ -20,11 +20,11 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent / "python" / "agent_transcript"
+PACKAGE_DIR = Path(__file__).resolve().parent.parent / "python" / "agent_transcript" / "bench"
 
 
 def _load_by_path(name: str) -> ModuleType:
-    qualified = f"benches_{name.lstrip('_')}"
+    qualified = f"benches_{name}"
     if qualified in sys.modules:
         return sys.modules[qualified]
     spec = importlib.util.spec_from_file_location(qualified, PACKAGE_DIR / f"{name}.py")
@@ -35,8 +35,8 @@ def _load_by_path(name: str) -> ModuleType:
     return module
 
 
-_impl = _load_by_path("_baselines")
-gen = _load_by_path("_bench_gen")
+_impl = _load_by_path("baselines")
+gen = _load_by_path("generator")
 
 BaselineCorrupt = _impl.BaselineCorrupt
 BaselineUnsupportedVersion = _impl.BaselineUnsupportedVersion

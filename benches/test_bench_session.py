@@ -174,11 +174,11 @@ def test_copy_file(benchmark: Any, transcript: Path, tmp_path: Path) -> None:
 
 @pytest.mark.benchmark(group="tail")
 def test_tail_scan(benchmark: Any, transcript: Path) -> None:
-    from agent_transcript import bench
+    from agent_transcript.bench import command
 
-    tail_scan = bench._tail_scan_hook()
+    tail_scan = command._tail_scan_hook()
     if tail_scan is None:
-        pytest.skip("no native tail check to time alone (see bench._tail_scan_hook)")
+        pytest.skip("no native tail check to time alone (see agent_transcript.bench.command._tail_scan_hook)")
     benchmark(tail_scan, str(transcript))
 
 

@@ -1,4 +1,4 @@
-"""Shared by the command line's tests (tests/test_cli_*.py): running it, and its fixtures.
+"""Shared by the command line's tests (tests/cli/test_*.py): running it, and its fixtures.
 
 The fixtures are in tests/data/cli/, written by tests/cli/make_fixtures.py.
 Every command runs as a real subprocess, ``python -m agent_transcript ...``,

@@ -217,7 +217,7 @@ def write_transcript(out: str | os.PathLike[str], mb: float, seed: int = 1, torn
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m agent_transcript._bench_gen OUT --mb 200 [--seed 1] [--torn]``."""
+    """``python -m agent_transcript.bench.generator OUT --mb 200 [--seed 1] [--torn]``."""
     ap = argparse.ArgumentParser(description="Write a synthetic agent transcript, for benchmarks.")
     ap.add_argument("out")
     ap.add_argument("--mb", type=float, default=100.0)

@@ -28,7 +28,7 @@ disagree the baselines inherit it: orjson reads an integer beyond 64 bits as a
 float, and rejects ``1e400`` and lone-surrogate escapes, which ``json`` accepts.
 Generated transcripts contain none of these.
 
-Why this is inside the package (privately) rather than only in ``benches/``:
+Why this is inside the package rather than only in ``benches/``:
 the ``bench`` command ships in the wheel and must measure against exactly these
 baselines for a user who only pip-installed it. So this module is the single
 copy: ``benches/baselines.py`` loads this very file by path. It therefore

@@ -10,7 +10,7 @@ in a fresh interpreter per load (``VmHWM``, interpreter included).
 
 Choices made here, and why:
 
-* **The file.** ``agent_transcript._bench_gen`` writes it: the project's
+* **The file.** ``agent_transcript.bench.generator`` writes it: the project's
   benchmark generator carried in the package (byte-for-byte the shared
   ``gen_transcript.py``), so a pip-installed user can run the bench. It is kept
   in ``--dir`` (default ``$XDG_CACHE_HOME/agent-transcript/bench``) with a
@@ -18,19 +18,19 @@ Choices made here, and why:
   ``--mb`` file and its ``--mb/10.24`` prefix (for ``--mb 1024``, exactly the
   generator's ``--mb 100`` file). Generating 1 GiB takes a few minutes of pure
   Python, once; a run on a reused file takes well under two minutes.
-* **The baselines.** ``agent_transcript._baselines``: a plain-Python loader,
+* **The baselines.** ``agent_transcript.bench.baselines``: a plain-Python loader,
   peek and append loop with Session's exact semantics, parameterised by the
   per-line parser (``json`` or ``orjson``). The issue keeps the baselines in
   ``benches/``; but a command that ships in the wheel must reach them, and two
-  copies would drift, so that private, stdlib-only module is the one copy and
+  copies would drift, so that stdlib-only module is the one copy and
   ``benches/baselines.py`` loads it by path. orjson is never a dependency: the
   rows that compare against an orjson baseline say "n/a" when it is not
   installed (the user's append loop then uses ``json.dumps``, and says so).
 * **The tail scan.** SPEC has no public call that runs only the tail check
   (``load`` and ``check`` go on to read the whole file). ``_tail_scan_hook``
-  times the private ``agent_transcript._core.tail_check(fd)`` (open, check,
-  close) and reports the bytes it read; if that is gone, the row reads "not
-  measured".
+  times the read model's ``agent_transcript.inspect.tail(path)`` (open, the
+  core's tail check, close) and reports the bytes it read; if that is gone,
+  the row reads "not measured".
 * **The GIL.** A second Python thread counts while a load of the big file
   runs; its rate is compared with its rate over the same wall time while the
   main thread sleeps. ``>= 0.5`` passes; the longest stall is shown too.
@@ -62,12 +62,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from . import _baselines, _bench_gen
+from . import baselines as _baselines
+from . import generator as _bench_gen
 
 __all__ = ["main"]
 
 MIB = 1024 * 1024
-GENERATOR_VERSION = 1          # bump when _bench_gen's output changes: cached files are remade
+GENERATOR_VERSION = 1          # bump when the generator's output changes: cached files are remade
 SMALL_RATIO = 10.24            # 1 GiB : 100 MiB
 MESSAGE_TEXT = ("Please read src/agent/loop.py and tell me why the resume path sends the tool result "
                 "twice; keep the answer short, cite line numbers, and do not touch the tests yet.")
@@ -241,7 +242,7 @@ _CHILD = r"""
 import gc, json, sys, time
 which, path = sys.argv[1], sys.argv[2]
 import agent_transcript
-from agent_transcript import _baselines as b
+from agent_transcript.bench import baselines as b
 fn = {
     "idle": None,
     "session": lambda p: agent_transcript.Session.load(p),
@@ -320,28 +321,18 @@ def _tail_scan_hook() -> Callable[[str], int | None] | None:
 
     SPEC has no public call that runs only load's tail check (``Session.load``
     and ``agent-transcript check`` go on to read the whole file), so this uses
-    the private ``agent_transcript._core.tail_check(fd)`` (what load runs
+    the read model's ``agent_transcript.inspect.tail(path)`` (what load runs
     first). The returned callable opens the file, checks its tail and closes
-    it, and returns how many bytes the check says it read (None if it does not
-    say). Adjust here if the private name or shape changes; the row then reads
-    "not measured" rather than failing.
+    it, and returns how many bytes the check says it read. If that call is
+    gone, the row reads "not measured" rather than failing.
     """
     try:
-        from . import _core
+        from ..inspect import tail
     except ImportError:
-        return None
-    tail_check = getattr(_core, "tail_check", None)
-    if not callable(tail_check):
         return None
 
     def scan(path: str) -> int | None:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            result = tail_check(fd)
-        finally:
-            os.close(fd)
-        read = result[-1] if isinstance(result, tuple) and result else None
-        return read if isinstance(read, int) else None
+        return tail(path).scanned
 
     return scan
 
@@ -422,7 +413,7 @@ class Bench:
     """One bench run: the measurements (``m``) and the rows built from them."""
 
     def __init__(self, files: Files, log: Callable[[str], None], scratch: Path) -> None:
-        from . import Message, Session   # imported here: the module must import without them
+        from .. import Message, Session   # imported here: the module must import without them
 
         self.Session: Any = Session
         self.Message: Any = Message
@@ -665,7 +656,7 @@ class Bench:
         what = "tail scan of the big file"
         if "tail_scan_s" not in m:
             return Row("tail_scan", what, "-", "-", None, "< 1 ms", None,
-                       "not measured: no agent_transcript._core.tail_check (see _tail_scan_hook)")
+                       "not measured: no agent_transcript.inspect.tail (see _tail_scan_hook)")
         read = m.get("tail_scan_read_bytes")
         note = f"open + tail check + close; read {read:,} bytes" if read is not None else "open + tail check + close"
         return Row("tail_scan", what, _fmt_time(m["tail_scan_s"]), "1 ms", m["tail_scan_s"] / 1e-3,
@@ -729,7 +720,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--mb must be positive")
     log = _Log(quiet=False)
     try:
-        from . import Session  # noqa: F401
+        from .. import Session  # noqa: F401
     except ImportError as e:
         print(f"agent-transcript bench: Session is not available: {e}", file=sys.stderr)
         return 2

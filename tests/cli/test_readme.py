@@ -10,7 +10,7 @@ import pytest
 
 from agent_transcript import Message, Session
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def test_the_usage_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,6 +1,6 @@
 """The scripted agent of ``agent-transcript demo``: no model, no network.
 
-Run as ``python -m agent_transcript._demo_agent PATH``. It writes a transcript the
+Run as ``python -m agent_transcript.demo.agent PATH``. It writes a transcript the
 way an agent loop does (meta, run context, messages, tool calls and their
 settles, grants, an artifact, an elision, a compaction), then, in the middle of
 its fourth round, with two tool calls in flight, starts writing a line, gets
@@ -20,7 +20,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any
 
-from . import Message, Session, digest
+from .. import Message, Session, digest
 
 RUN_ID = "run-1"
 
@@ -158,10 +158,10 @@ def run(path: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m agent_transcript._demo_agent PATH``."""
+    """``python -m agent_transcript.demo.agent PATH``."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        sys.stderr.write("usage: python -m agent_transcript._demo_agent PATH\n")
+        sys.stderr.write("usage: python -m agent_transcript.demo.agent PATH\n")
         return 2
     run(args[0])
     return 0

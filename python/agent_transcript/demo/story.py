@@ -1,6 +1,6 @@
 """``agent-transcript demo``: the whole story, narrated, on a scratch transcript.
 
-A scripted agent (:mod:`agent_transcript._demo_agent`) runs in a child process
+A scripted agent (:mod:`agent_transcript.demo.agent`) runs in a child process
 and is killed with SIGKILL while a line is half written and two tool calls are
 in flight. Then, in this process: ``peek`` (read-only), ``check`` (what load
 would do), ``load`` (the repair and its warning), ``pending_tool_operations``,
@@ -19,18 +19,44 @@ import sys
 import tempfile
 import textwrap
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from . import Message, Session, SessionLocked, digest
-from . import cli
-from ._demo_agent import RUN_ID, tool_call
+from .. import Message, Session, SessionLocked, digest
+from ..inspect import CheckReport, check_path, compact, content_text, describe_os_error, tool_call_parts
+from .agent import RUN_ID, tool_call
 
-__all__ = ["run"]
+__all__ = ["run", "Terminal", "DemoError"]
+
+
+class DemoError(Exception):
+    """The demo cannot run: its directory is not usable, or the scripted agent failed."""
+
+
+@dataclass(frozen=True)
+class Terminal:
+    """What the demo prints with, handed in by the front end that runs it.
+
+    Attributes:
+        style: ``style(text, *names)``: ``text`` in the named styles (``"bold"``, ``"red"``, ...).
+        width: the terminal's width in columns.
+        check_line: the one line ``agent-transcript check`` prints for a report.
+        show: prints the transcript at a path as ``agent-transcript show`` does.
+    """
+
+    style: Callable[..., str]
+    width: int
+    check_line: Callable[[CheckReport], str]
+    show: Callable[[str], None]
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
 
 
 class _Narrator:
-    def __init__(self, style: cli.Style, width: int) -> None:
+    def __init__(self, style: Callable[..., str], width: int) -> None:
         self.s = style
         self.width = width
         self.step = 0
@@ -56,14 +82,14 @@ class _Narrator:
 
 def _start_agent(path: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "agent_transcript._demo_agent", str(path)],
+        [sys.executable, "-m", "agent_transcript.demo.agent", str(path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
 
 
 def _wait_ready(child: subprocess.Popen[bytes], timeout: float) -> None:
-    """Waits for the child's ``ready``; raises CliError if it dies or dawdles."""
+    """Waits for the child's ``ready``; raises DemoError if it dies or dawdles."""
     assert child.stdout is not None
     deadline = time.monotonic() + timeout
     buf = b""
@@ -72,7 +98,7 @@ def _wait_ready(child: subprocess.Popen[bytes], timeout: float) -> None:
         if left <= 0:
             child.kill()
             child.wait()
-            raise cli.CliError(f"demo: the scripted agent did not get to its crash point within {timeout:.0f} s")
+            raise DemoError(f"demo: the scripted agent did not get to its crash point within {timeout:.0f} s")
         ready, _, _ = select.select([child.stdout], [], [], left)
         if ready:
             chunk = os.read(child.stdout.fileno(), 4096)
@@ -80,19 +106,20 @@ def _wait_ready(child: subprocess.Popen[bytes], timeout: float) -> None:
                 child.wait()
                 err = child.stderr.read().decode(errors="replace").strip() if child.stderr else ""
                 last = err.splitlines()[-1] if err else f"exit status {child.returncode}"
-                raise cli.CliError(f"demo: the scripted agent failed before its crash point: {last}")
+                raise DemoError(f"demo: the scripted agent failed before its crash point: {last}")
             buf += chunk
 
 
-def run(directory: str | None, *, colour: bool, width: int) -> int:
+def run(directory: str | None, terminal: Terminal) -> int:
     """Runs the demo in ``directory`` (a new temporary one when None); returns 0.
 
     Raises:
-        CliError: the directory holds an earlier demo's files or cannot be
+        DemoError: the directory holds an earlier demo's files or cannot be
             written, or the scripted agent failed.
     """
     started = time.monotonic()
-    s = cli.Style(colour)
+    s = terminal.style
+    width = terminal.width
     n = _Narrator(s, width)
     if directory is None:
         where = Path(tempfile.mkdtemp(prefix="agent-transcript-demo-"))
@@ -101,14 +128,14 @@ def run(directory: str | None, *, colour: bool, width: int) -> int:
         try:
             where.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
-            raise cli.CliError(cli._describe_os_error(exc, directory)) from None
+            raise DemoError(describe_os_error(exc, directory)) from None
         if not where.is_dir():
-            raise cli.CliError(f"{directory}: not a directory")
+            raise DemoError(f"{directory}: not a directory")
     path = where / "run.jsonl"
     crashed = where / "crashed.jsonl"
     for existing in (path, crashed):
         if existing.exists():
-            raise cli.CliError(f"{existing}: exists (from an earlier demo?); give an empty or new directory")
+            raise DemoError(f"{existing}: exists (from an earlier demo?); give an empty or new directory")
 
     n.out(s("agent-transcript demo", "bold") + ": an agent killed mid-tool-call, and what happens next")
     n.out(f"   files: {where}/ (kept)")
@@ -151,8 +178,8 @@ def run(directory: str | None, *, colour: bool, width: int) -> int:
 
     # 3. check.
     n.title("What would load do?", f"agent-transcript check {path.name}")
-    report = cli.check_path(str(path))
-    n.show(cli._report_line(report).replace(str(path), path.name), "yellow")
+    report = check_path(str(path))
+    n.show(terminal.check_line(report).replace(str(path), path.name), "yellow")
     n.say(f"exit status {report.exit_code}: a torn tail that load repairs. check itself wrote nothing.")
 
     # 4. load: the repair.
@@ -168,14 +195,14 @@ def run(directory: str | None, *, colour: bool, width: int) -> int:
         f"agent was working with when it died:"
     )
     for m in session.messages:
-        text = cli._content_text(m.content) or ""
-        calls = ", ".join(cli._tool_call_parts(c)[1] for c in (m.tool_calls or []))
-        line = f"{m.role:<9} " + cli._clip(text.replace("\n", " "), max(20, width - 40))
+        text = content_text(m.content) or ""
+        calls = ", ".join(tool_call_parts(c).name for c in (m.tool_calls or []))
+        line = f"{m.role:<9} " + _clip(text.replace("\n", " "), max(20, width - 40))
         if calls:
             line += f"  -> {calls}"
         n.show(line)
     n.say("grants (the last snapshot), handed back to the permission policy so the human is not asked twice:")
-    n.show(cli._compact(session.grants), "green")
+    n.show(compact(session.grants), "green")
 
     # 5. pending tool operations.
     n.title("Which tool calls were interrupted?", "session.pending_tool_operations()")
@@ -237,14 +264,13 @@ def run(directory: str | None, *, colour: bool, width: int) -> int:
         f"settle, and the answer; {len(session.messages)} live messages. Then close()."
     )
     session.close()
-    final = cli.check_path(str(path))
-    n.show(cli._report_line(final).replace(str(path), path.name), "green")
+    final = check_path(str(path))
+    n.show(terminal.check_line(final).replace(str(path), path.name), "green")
 
     # 8. The transcript.
     n.title("The transcript, as a person reads it", f"agent-transcript show {path}")
     n.out()
-    args = cli._parser().parse_args(["show", str(path), "--color", "always" if colour else "never"])
-    cli.cmd_show(args)
+    terminal.show(str(path))
 
     elapsed = time.monotonic() - started
     n.out()

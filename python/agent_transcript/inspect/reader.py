@@ -1,4 +1,4 @@
-"""Reading a transcript for the command line, without opening it as a session.
+"""Reading a transcript for a front end, without opening it as a session.
 
 Nothing here writes, locks or repairs, and nothing here decides what load
 would do: every verdict and every replayed state is the core's, from the code
@@ -7,9 +7,10 @@ the good prefix). A file load refuses is read with peek's lenient index
 (``_core.Peeked``) so that it can still be shown, and then has no replayed
 state at all: the refusal is said, never worked around.
 
-What is here frames those answers for a person (:class:`Refusal`,
-:class:`CheckReport`) and reads the few envelopes a command shows
-(:class:`Reading`), decoding nothing it was not asked for.
+What is here frames those answers (:class:`Tail`, :class:`Refusal`), reads
+the few envelopes a front end shows (:class:`Reading`), decoding nothing it
+was not asked for, and hands back the replay's history as plain data
+(:class:`Later`, :class:`CompactionEffect`, :class:`LiveMessage`).
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from . import _core
-from .envelope import Envelope, PendingToolOperation
-from .errors import CorruptTranscript, UnsupportedVersion
-from .peek import judge, skipped_warning
-from .session import pending_operations
+from .. import _core
+from ..envelope import Envelope, PendingToolOperation
+from ..errors import CorruptTranscript, UnsupportedVersion
+from ..peek import judge, skipped_warning
+from ..session import pending_operations
 
-__all__ = ["Tail", "Refusal", "Reading", "read", "CheckReport", "check_report"]
+__all__ = ["Tail", "Refusal", "Reading", "read", "tail", "Later", "CompactionEffect", "LiveMessage"]
 
 _BLANK = b" \t\r\n"
 _CHUNK = 1 << 20
@@ -45,6 +46,7 @@ class Tail:
         removed: bytes a repair removes (torn), else 0.
         reason: why the torn line is not whole, in the core's words (torn).
         missing_newline: the last line is whole but lacks its ``\\n``.
+        scanned: how many bytes the check read.
     """
 
     kind: Literal["empty", "whole", "torn", "corrupt"]
@@ -54,6 +56,7 @@ class Tail:
     removed: int = 0
     reason: str | None = None
     missing_newline: bool = False
+    scanned: int = 0
 
 
 @dataclass(frozen=True)
@@ -76,9 +79,56 @@ class Refusal:
         return f"line {self.line}: {self.reason}" if self.line is not None else self.reason
 
 
+@dataclass(frozen=True)
+class Later:
+    """What replay did later to one envelope, as line numbers (None: nothing).
+
+    Attributes:
+        settled_line: the settle of a dispatch.
+        elided_line: the first elision that stubbed a message.
+        compacted_line: the compaction that replaced a message.
+    """
+
+    settled_line: int | None = None
+    elided_line: int | None = None
+    compacted_line: int | None = None
+
+
+@dataclass(frozen=True)
+class CompactionEffect:
+    """What one compaction did to the live messages, as line numbers.
+
+    Attributes:
+        replaced: the lines of the messages it replaced, sorted.
+        kept: the lines of the sticky messages it kept, in live order.
+    """
+
+    replaced: list[int]
+    kept: list[int]
+
+
+@dataclass(frozen=True)
+class LiveMessage:
+    """One message load would hand back, found in the index (nothing decoded).
+
+    Attributes:
+        position: its place in the live list (for :meth:`Reading.live_message`).
+        index: the envelope it came from (a message, or the compaction of a summary).
+        role: its role.
+        summary: it is a compaction's summary.
+        elided_line: the line of the elision that stubbed its content, or None.
+    """
+
+    position: int
+    index: int
+    role: str | None
+    summary: bool
+    elided_line: int | None
+
+
 @dataclass
 class Reading:
-    """A transcript file as the command line reads it.
+    """A transcript file as a front end reads it.
 
     ``transcript`` is what load would make of the file (the core's replay,
     with its history) or None when load would refuse it; ``refusal`` then says
@@ -194,6 +244,64 @@ class Reading:
         self.decoded += 1
         return self.transcript.live_message(k)
 
+    @property
+    def replayed(self) -> bool:
+        """Load would accept the file: the replay's answers below are known."""
+        return self.transcript is not None
+
+    def live_len(self) -> int | None:
+        """How many messages load would hand back; None when it refuses the file."""
+        return None if self.transcript is None else self.transcript.live_len()
+
+    def live(self) -> list[LiveMessage]:
+        """The messages load would hand back, in order; empty when it refuses the file."""
+        t = self.transcript
+        if t is None:
+            return []
+        return [
+            LiveMessage(k, index, role, t.type_name(index) == "compaction", None if stub_at is None else t.line_number(stub_at))
+            for k, (index, stub_at, role) in enumerate(t.live())
+        ]
+
+    def later(self, i: int | None) -> Later:
+        """What replay did later to envelope ``i`` (nothing known for None or a refused file)."""
+        t = self.transcript
+        if t is None or i is None:
+            return Later()
+        settled, elided, compacted = t.later(i)
+        return Later(
+            None if settled is None else t.line_number(settled),
+            None if elided is None else t.line_number(elided),
+            None if compacted is None else t.line_number(compacted),
+        )
+
+    def compaction_effect(self, i: int) -> CompactionEffect | None:
+        """What compaction ``i`` replaced and kept; None when load refuses the file."""
+        t = self.transcript
+        if t is None:
+            return None
+        replaced, kept = t.compaction_effect(i)
+        return CompactionEffect(sorted(t.line_number(j) for j in replaced), [t.line_number(j) for j in kept])
+
+    def section_line(self, digest: str) -> int | None:
+        """The line carrying the text of run-context section ``digest``, or None."""
+        t = self.transcript
+        at = None if t is None else t.section_index(digest)
+        return None if t is None or at is None else t.line_number(at)
+
+    def line_of(self, envelope_id: str) -> int | None:
+        """The line of envelope ``envelope_id``; None when not found or refused."""
+        at = self.index_of(envelope_id)
+        return None if at is None else self.line_number(at)
+
+    def grants(self) -> tuple[Any, int | None]:
+        """The grants snapshot load keeps (the last line's) and that line's number, or ``(None, None)``."""
+        at = self.grants_index()
+        if at is None:
+            return None, None
+        payload = self.payload(at)
+        return (payload.get("grants") if isinstance(payload, dict) else None), self.line_number(at)
+
     def pending(self) -> list[PendingToolOperation] | None:
         """The pending tool operations load would report; None when load refuses the file."""
         if self.transcript is None:
@@ -222,21 +330,41 @@ def read(path: str, *, lenient: bool) -> Reading:
         os.close(fd)
 
 
-def _read(fd: int, path: str, lenient: bool) -> Reading:
-    kind, keep, line, removed, missing_newline, _ = _core.tail_check(fd)
+def tail(path: str) -> Tail:
+    """The core's tail check of ``path`` alone (load's step 2), without writing.
+
+    Raises:
+        OSError: the file cannot be opened or read.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return _tail(fd)[0]
+    finally:
+        os.close(fd)
+
+
+def _tail(fd: int) -> tuple[Tail, bytes]:
+    """The tail check of ``fd`` and the torn part of the file (empty unless torn)."""
+    kind, keep, line, removed, missing_newline, scanned = _core.tail_check(fd)
     if kind not in ("empty", "whole", "torn", "corrupt"):
         raise ValueError(f"the core's tail check answered {kind!r}")
-    size = keep + removed
     torn_part = _pread_all(fd, removed, keep) if kind == "torn" else b""
     tail = Tail(
         kind,  # type: ignore[arg-type]
-        size=size,
+        size=keep + removed,
         keep=keep,
         line=line or None,
         removed=removed,
         reason=_torn_reason(torn_part) if kind == "torn" else None,
         missing_newline=missing_newline,
+        scanned=scanned,
     )
+    return tail, torn_part
+
+
+def _read(fd: int, path: str, lenient: bool) -> Reading:
+    tail, torn_part = _tail(fd)
+    kind, keep, size = tail.kind, tail.keep, tail.size
     transcript = None
     refusal = None
     if kind == "empty":
@@ -251,7 +379,7 @@ def _read(fd: int, path: str, lenient: bool) -> Reading:
             if refusal is None:  # the file changed between the two looks
                 refusal = Refusal("corrupt", tail.line, "the last two non-blank lines are both malformed")
     if transcript is not None:
-        warnings = [skipped_warning(line, tail.reason or "")] if kind == "torn" else []
+        warnings = [skipped_warning(tail.line or 0, tail.reason or "")] if kind == "torn" else []
         lines = transcript.line_count() + _count_lines(torn_part)
         return Reading(path, size, tail, lines, transcript, transcript, None, warnings)
     if not lenient:
@@ -343,76 +471,3 @@ def _first_line_number(fd: int, upto: int) -> int:
         newlines += chunk.count(b"\n")
         offset += len(chunk)
     return newlines + 1
-
-
-# --------------------------------------------------------------------------- check
-
-
-@dataclass
-class CheckReport:
-    """What load would do to a file, found without writing a byte.
-
-    Attributes:
-        status: ``"clean"``, ``"repairable"`` (a torn tail load would remove),
-            ``"corrupt"`` (load would refuse it), ``"unsupported"`` (an envelope
-            version this does not read), or ``"unreadable"``.
-        tail: the tail check, when the file could be read.
-        line, reason: where and why, for corrupt, unsupported and unreadable.
-        lines: how many lines the file has (blank ones too).
-        envelopes, messages, live_messages: what load would keep (0 when it
-            refuses the file).
-    """
-
-    path: str
-    status: Literal["clean", "repairable", "corrupt", "unsupported", "unreadable"]
-    size: int | None = None
-    tail: Tail | None = None
-    line: int | None = None
-    reason: str | None = None
-    lines: int = 0
-    envelopes: int = 0
-    messages: int = 0
-    live_messages: int = 0
-
-    @property
-    def exit_code(self) -> int:
-        """0 clean, 1 a torn tail load would repair, 2 corrupt or unreadable."""
-        return {"clean": 0, "repairable": 1}.get(self.status, 2)
-
-    def to_json(self) -> dict[str, Any]:
-        """The report as the documented JSON object of ``check --json``."""
-        torn = None
-        if self.tail is not None and self.tail.kind == "torn":
-            torn = {"line": self.tail.line, "bytes": self.tail.removed, "reason": self.tail.reason}
-        return {
-            "path": self.path,
-            "status": self.status,
-            "exit": self.exit_code,
-            "size": self.size,
-            "lines": self.lines,
-            "envelopes": self.envelopes,
-            "messages": self.messages,
-            "live_messages": self.live_messages,
-            "torn_tail": torn,
-            "line": self.line,
-            "reason": self.reason,
-            "missing_newline": bool(self.tail is not None and self.tail.missing_newline),
-        }
-
-
-def check_report(reading: Reading) -> CheckReport:
-    """The check verdict of a reading: the core's tail check and replay, framed."""
-    report = CheckReport(path=reading.path, status="clean", size=reading.size, tail=reading.tail, lines=reading.lines)
-    t = reading.transcript
-    if t is None:
-        refusal = reading.refusal or Refusal("corrupt", None, "load refuses this file")
-        report.status = refusal.status
-        report.line = refusal.line
-        report.reason = refusal.reason
-        return report
-    report.envelopes = len(t)
-    report.messages = sum(n for _, n in t.role_counts())
-    report.live_messages = t.live_len()
-    if reading.tail.kind == "torn":
-        report.status = "repairable"
-    return report

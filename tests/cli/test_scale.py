@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from agent_transcript import Message, Session, _inspect, cli
-from agent_transcript._bench_gen import write_transcript
+from agent_transcript import Message, Session, cli
+from agent_transcript.bench.generator import write_transcript
+from agent_transcript.inspect import reader as _inspect
 
 
 @pytest.fixture(scope="module")

@@ -217,7 +217,7 @@ SHAPES = {
 
 @pytest.mark.parametrize("case", sorted(SHAPES))
 def test_payload_shapes_agree_with_load(tmp_path: Path, case: str) -> None:
-    from agent_transcript import _inspect
+    from agent_transcript import inspect as _inspect
 
     path = tmp_path / "t.jsonl"
     lines = [_line("m0", "session-meta", {}), _line("u1", "message", {"role": "user", "content": "x"}), SHAPES[case]]

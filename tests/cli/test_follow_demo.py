@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from agent_transcript import Message, Session, cli
+from agent_transcript.inspect import describe_os_error
 from cli.helpers import ANSI, DATA, env, one_error_line, run
 
 
@@ -204,10 +205,10 @@ def test_negative_tail_is_refused() -> None:
 
 
 def test_os_errors_are_described_in_one_line() -> None:
-    assert cli._describe_os_error(PermissionError(13, "Permission denied"), "x.jsonl") == "x.jsonl: permission denied"
-    assert cli._describe_os_error(FileNotFoundError(2, "No such file"), "x") == "x: no such file"
-    assert cli._describe_os_error(IsADirectoryError(21, "Is a directory"), "d") == "d: is a directory, not a transcript"
-    assert cli._describe_os_error(OSError(5, "Input/output error"), "x") == "x: Input/output error"
+    assert describe_os_error(PermissionError(13, "Permission denied"), "x.jsonl") == "x.jsonl: permission denied"
+    assert describe_os_error(FileNotFoundError(2, "No such file"), "x") == "x: no such file"
+    assert describe_os_error(IsADirectoryError(21, "Is a directory"), "d") == "d: is a directory, not a transcript"
+    assert describe_os_error(OSError(5, "Input/output error"), "x") == "x: Input/output error"
 
 
 def test_an_unreadable_file_is_one_line(tmp_path: Path) -> None:

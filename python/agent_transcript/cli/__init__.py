@@ -1,0 +1,20 @@
+"""The command line, ``agent-transcript`` (and ``python -m agent_transcript``).
+
+Lives here: the parser and the exit status of every outcome (:mod:`.app`),
+one module per command (:mod:`.show`, :mod:`.check`, :mod:`.repair`,
+:mod:`.stats`, :mod:`.follow`, :mod:`.demo`, :mod:`.bench`), the terminal
+renderer (:mod:`.render`), its style and text helpers (:mod:`.style`), and
+how a command opens the file it is given (:mod:`.reading`).
+
+May import: the standard library, the public API of ``agent_transcript``
+(its ``__all__`` and public modules), the read model ``agent_transcript.inspect``,
+and the public names of the other front ends it runs (``demo``, ``bench``).
+Never a private name of another package (``_core``, ``_storage``, ...).
+"""
+
+from __future__ import annotations
+
+from .app import main
+from .errors import CliError
+
+__all__ = ["main", "CliError"]

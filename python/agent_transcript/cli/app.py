@@ -1,0 +1,136 @@
+"""The ``agent-transcript`` command line: its parser, and one exit status for every outcome.
+
+Every command but ``repair`` and ``demo`` is read-only: it never locks,
+repairs or writes, so it is safe on a transcript a writer holds and on a
+damaged one. What load would do (``check``) and what replay makes of a file
+(``show --replayed``, live counts, what a compaction replaced, pending
+operations) are the core's answers, read through :mod:`agent_transcript.inspect`;
+a file load refuses is shown from peek's lenient index, with the refusal said.
+Only the envelopes a command prints are decoded, so ``show --tail`` and
+``stats`` take about as long as a load on a big file. Bad input (a missing
+file, a directory, not a transcript, a version from the future, ...) is one
+line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Sequence
+
+from .. import CorruptTranscript, SessionLocked, TranscriptError, UnsupportedVersion
+from .bench import cmd_bench
+from .check import cmd_check
+from .demo import cmd_demo
+from .errors import PROG, CliError
+from .follow import cmd_follow
+from .reading import describe_os_error
+from .repair import cmd_repair
+from .show import cmd_show, show_arguments
+from .stats import cmd_stats
+from .style import colour_option
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Read, check, repair and follow agent-transcript JSONL transcripts.",
+        epilog="Exit status: 0 ok, 1 a torn tail that load would repair (check), 2 bad input or a corrupt file.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("show", help="the transcript for a person", description="Show a transcript for a person: a header, then each envelope as a block. Read-only: safe on a file being written or a damaged one.")
+    show_arguments(p)
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("check", help="what load would do, without writing (exit 0 clean, 1 repairable, 2 corrupt)", description="Say what Session.load would do to each file, without writing: exit 0 clean, 1 a torn tail load would repair, 2 corrupt or unreadable (the worst of all files).")
+    p.add_argument("paths", metavar="PATH", nargs="+")
+    p.add_argument("--json", action="store_true", help="a JSON array, one object per file")
+    colour_option(p)
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("repair", help="do load's repair: remove a torn last line", description="Do what Session.load does before replay: remove a torn last line (atomically, by rename). Refuses a corrupt file and one a writer holds.")
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("--json", action="store_true", help="JSON instead of text")
+    p.set_defaults(func=cmd_repair)
+
+    p = sub.add_parser("stats", help="counts and sizes", description="Counts and bytes per type, messages, compactions, elisions, tools, pending operations, artifacts.")
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("--json", action="store_true", help="JSON instead of text")
+    colour_option(p)
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("follow", help="print envelopes as they are appended (Ctrl-C to stop)", description="Like tail -f: print each envelope as it is appended. Read-only; never locks.")
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("--type", action="append", metavar="T", help="only envelopes of type T")
+    p.add_argument("--full", action="store_true", help="whole contents, not excerpts")
+    p.add_argument("--json", action="store_true", help="one JSON envelope per line")
+    p.add_argument("--poll", type=float, default=0.1, metavar="SECONDS", help="how often to look for more (default 0.1)")
+    p.add_argument("--idle-timeout", type=float, default=None, metavar="SECONDS", help="stop after this long with nothing new")
+    colour_option(p)
+    p.set_defaults(func=cmd_follow)
+
+    p = sub.add_parser("demo", help="the whole story on a scratch transcript: a kill -9 mid-tool-call, then repair and resume", description="A scripted agent (no model, no network) writes a transcript and is killed with SIGKILL mid-tool-call; the demo then shows peek, check, load's repair, the pending tool operations, their resolution and a resumed run.")
+    p.add_argument("dir", metavar="DIR", nargs="?", help="where to write (default: a new temporary directory); the files are kept")
+    colour_option(p)
+    p.set_defaults(func=cmd_demo)
+
+    sub.add_parser("bench", help="measure against a plain-Python baseline (see: bench --help)", add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    _quiet_stdout_errors()
+    try:
+        if args_list and args_list[0] == "bench":
+            return cmd_bench(args_list[1:])
+        args = _parser().parse_args(args_list)
+        status: int = args.func(args)
+        sys.stdout.flush()
+        return status
+    except CliError as exc:
+        _error(str(exc))
+        return exc.status
+    except (SessionLocked, UnsupportedVersion, CorruptTranscript, TranscriptError) as exc:
+        _error(str(exc))
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        _devnull_stdout()
+        return 141
+    except OSError as exc:
+        _error(describe_os_error(exc, getattr(exc, "filename", None) or "?"))
+        return 2
+
+
+def _error(message: str) -> None:
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, OSError):
+        pass
+    sys.stderr.write(f"{PROG}: {message}\n")
+
+
+def _quiet_stdout_errors() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):
+                pass
+
+
+def _devnull_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+

@@ -1,0 +1,49 @@
+"""``follow PATH``: print envelopes as they are appended, like ``tail -f``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .. import Session
+from .errors import CliError
+from .reading import describe_os_error, read, require_file
+from .render import Renderer
+from .show import envelope_json, types_arg
+from .style import Style, colour_enabled, terminal_width
+
+__all__ = ["cmd_follow"]
+
+
+def cmd_follow(args: argparse.Namespace) -> int:
+    """``follow PATH``: print envelopes as they are appended; Ctrl-C exits 0."""
+    path: str = args.path
+    st = require_file(path)
+    if st.st_size > 0:
+        try:
+            with open(path, "rb") as f:
+                head = f.read(65536)
+        except OSError as exc:
+            raise CliError(describe_os_error(exc, path)) from None
+        if head.strip(b" \t\r\n"):
+            read(path)  # refuses what is not a transcript, or one from the future
+    types = types_arg(args.type)
+    s = Style(colour_enabled(args.color, sys.stdout))
+    renderer = Renderer(s, terminal_width(), full=args.full)
+    try:
+        for env in Session.follow(path, poll=args.poll, idle_timeout=args.idle_timeout):
+            show = not types or env.type in types
+            if args.json:
+                if show:
+                    sys.stdout.write(json.dumps(envelope_json(env), ensure_ascii=False) + "\n")
+            else:
+                block = renderer.block(env, show=show)
+                if block:
+                    sys.stdout.write("\n".join(block) + "\n")
+            sys.stdout.flush()
+    except KeyboardInterrupt:
+        return 0
+    except OSError as exc:
+        raise CliError(describe_os_error(exc, path)) from None
+    return 0

@@ -1,0 +1,445 @@
+"""The terminal renderer: an envelope as a readable block of lines (``show`` and ``follow``)."""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..envelope import Envelope
+from ..inspect import Later, Reading, compact, content_size, content_text, tool_call_parts
+from .style import Style, clip, line_span, local_time, plural, printable, sanitized, seconds
+
+__all__ = ["Renderer"]
+
+
+@dataclass(frozen=True)
+class _View:
+    """An envelope as it is shown: every string in it printable."""
+
+    id: str
+    type: str
+    ts: str
+    v: Any
+    payload: Any
+    line: int
+
+    @classmethod
+    def of(cls, env: Any) -> _View:
+        return cls(printable(str(env.id)), printable(str(env.type)), printable(str(env.ts)), env.v, sanitized(env.payload), env.line)
+
+
+def _calls(payload: dict[str, Any]) -> list[Any]:
+    calls = payload.get("tool_calls")
+    return calls if isinstance(calls, list) else []
+
+
+class Renderer:
+    """Turns envelopes into readable blocks.
+
+    Over a :class:`~agent_transcript.inspect.Reading` (``show``),
+    :meth:`block_at` renders envelope ``i`` and finds what its block needs in
+    the reading — a settle's dispatch, the tool a call went to, what replay
+    did at a compaction or an elision, what later lines did to it — decoding
+    only those envelopes. Streaming (``follow``), :meth:`block` renders each
+    envelope as it comes and remembers the little it needs to join later ones
+    up (dispatches, tool calls, message and section lines); what only replay
+    knows is not shown there.
+    """
+
+    INDENT = "      "
+    #: How far back (in envelopes) to look for the message that made a tool call.
+    CALL_LOOKBACK = 200
+
+    def __init__(
+        self,
+        style: Style,
+        width: int,
+        *,
+        full: bool = False,
+        reading: Reading | None = None,
+    ) -> None:
+        self.s = style
+        self.width = width
+        self.full = full
+        self.reading = reading
+        self.replayed = reading is not None and reading.replayed
+        self.dispatches: dict[str, Envelope] = {}
+        self.message_lines: dict[str, int] = {}
+        self.call_tools: dict[str, str] = {}
+        self.section_lines: dict[str, int] = {}
+        self.last_day: str | None = None
+
+    # -- text helpers
+
+    def _wrap(self, text: str, *, max_lines: int = 8, style: tuple[str, ...] = ()) -> list[str]:
+        avail = max(20, self.width - len(self.INDENT))
+        out: list[str] = []
+        source = text.splitlines() or [""]
+        for para in source:
+            para = para.expandtabs(4).rstrip()
+            body = para.lstrip(" ")
+            lead = para[: len(para) - len(body)]
+            if len(lead) > avail // 2:
+                lead = lead[: avail // 2]
+            wrapped = textwrap.wrap(body, avail, initial_indent=lead, subsequent_indent=lead) or [lead]
+            out.extend(wrapped)
+        if not self.full and len(out) > max_lines:
+            hidden = len(out) - max_lines
+            out = out[:max_lines]
+            out.append(self.s(f"… {plural(hidden, 'more line')} ({len(text):,} chars; --full shows all)", "dim"))
+            return [self.INDENT + (self.s(line, *style) if i < max_lines else line) for i, line in enumerate(out)]
+        return [self.INDENT + self.s(line, *style) for line in out]
+
+    def _field(self, label: str, value: str) -> str:
+        return f"{self.INDENT}{self.s(label, 'dim')} {value}"
+
+    def _one_line(self, value: str) -> str:
+        if self.full:
+            return value
+        return clip(value, max(20, self.width - len(self.INDENT) - 12))
+
+    def _head(self, env: Any, kind_style: tuple[str, ...], detail: str) -> list[str]:
+        out: list[str] = []
+        when = local_time(env.ts)
+        if when is not None:
+            day = when.strftime("%Y-%m-%d")
+            if day != self.last_day:
+                self.last_day = day
+                out.append(self.s(f"── {day} ({when.strftime('%Z')}) ──", "dim"))
+            clock = when.strftime("%H:%M:%S.") + f"{when.microsecond // 1000:03d}"
+        else:
+            clock = clip(str(env.ts), 12).ljust(12)
+        number = self.s(f"{env.line:>5}", "dim")
+        kind = self.s(env.type, *kind_style)
+        out.append(f"{number} {self.s(clock, 'dim')}  {kind}{'  ' + detail if detail else ''}")
+        return out
+
+    # -- lookups: what a block needs from elsewhere in the file
+
+    def _dispatch_of(self, op_id: Any) -> Envelope | None:
+        """The tool-dispatched envelope of operation ``op_id``, or None."""
+        if not isinstance(op_id, str):
+            return None
+        if op_id in self.dispatches:
+            return self.dispatches[op_id]
+        r = self.reading
+        at = None if r is None else r.index_of(op_id)
+        if r is None or at is None or r.type_name(at) != "tool-dispatched":
+            return None
+        env = r.event(at)
+        self.dispatches[op_id] = env
+        return env
+
+    def _tool_of_call(self, call_id: str, index: int | None) -> str | None:
+        """The tool the assistant message before envelope ``index`` called as ``call_id``."""
+        if call_id in self.call_tools:
+            return self.call_tools[call_id]
+        r = self.reading
+        if r is None or index is None:
+            return None
+        for j in range(index - 1, max(-1, index - 1 - self.CALL_LOOKBACK), -1):
+            if r.role(j) != "assistant":
+                continue
+            p = r.payload(j)
+            for call in _calls(p if isinstance(p, dict) else {}):
+                cid, name, _ = tool_call_parts(call)
+                self.call_tools.setdefault(cid, name)
+            if call_id in self.call_tools:
+                return self.call_tools[call_id]
+        return None
+
+    def _line_of(self, envelope_id: Any) -> int | None:
+        """The line of the envelope ``envelope_id`` (a message, for what a compaction names)."""
+        if not isinstance(envelope_id, str):
+            return None
+        if envelope_id in self.message_lines:
+            return self.message_lines[envelope_id]
+        r = self.reading
+        at = None if r is None else r.index_of(envelope_id)
+        return None if r is None or at is None else r.line_number(at)
+
+    def _section_line(self, digest: Any) -> int | None:
+        """The line carrying the text of the run-context section ``digest``."""
+        if not isinstance(digest, str):
+            return None
+        if digest in self.section_lines:
+            return self.section_lines[digest]
+        return None if self.reading is None else self.reading.section_line(digest)
+
+    def _later(self, index: int | None) -> Later:
+        """What replay did later to envelope ``index``: the settle of a dispatch,
+        the first elision of a message, the compaction that replaced it."""
+        return Later() if self.reading is None else self.reading.later(index)
+
+    def _pending_state(self, op_id: str) -> str | None:
+        """The state load reports for pending operation ``op_id``, or None."""
+        ops = self.reading.pending() if self.reading is not None else None
+        for op in ops or ():
+            if op.op_id == op_id:
+                return op.state
+        return None
+
+    # -- the block
+
+    def block_at(self, index: int) -> list[str]:
+        """The lines that show envelope ``index`` of the reading."""
+        if self.reading is None:
+            raise ValueError("block_at needs a reading")
+        return self._render(self.reading.event(index), index)
+
+    def block(self, env: Envelope, *, show: bool = True) -> list[str]:
+        """The lines that show ``env``, streamed (none when ``show`` is False).
+
+        What later blocks need of it is remembered either way.
+        """
+        self._remember(env)
+        return self._render(env, None) if show else []
+
+    def _remember(self, env: Envelope) -> None:
+        p = env.payload if isinstance(env.payload, dict) else {}
+        if env.type == "message":
+            self.message_lines[env.id] = env.line
+            for call in _calls(p):
+                call_id, name, _ = tool_call_parts(call)
+                self.call_tools[call_id] = name
+        elif env.type == "tool-dispatched":
+            self.dispatches[env.id] = env
+        elif env.type == "run-context":
+            for sec in p["sections"] if isinstance(p.get("sections"), list) else []:
+                if isinstance(sec, dict) and "text" in sec and isinstance(sec.get("digest"), str):
+                    self.section_lines.setdefault(sec["digest"], env.line)
+
+    def _render(self, env: Envelope, index: int | None) -> list[str]:
+        handler: Callable[[_View, Envelope, int | None], list[str]] = (
+            getattr(self, "_" + env.type.replace("-", "_")) if env.type in _KNOWN else self._unknown
+        )
+        lines = handler(_View.of(env), env, index)
+        refusal = self.reading.refusal if self.reading is not None else None
+        if index is not None and refusal is not None and refusal.line == env.line:
+            lines.append(self._field("!!", self.s(f"load refuses this: {printable(refusal.reason)}", "red", "bold")))
+        return lines
+
+    def _session_meta(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
+        out = self._head(v, ("bold",), "")
+        payload = v.payload
+        if isinstance(payload, dict):
+            for key, value in payload.items():
+                text = value if isinstance(value, str) else compact(value)
+                out.append(self._field(f"{key}:", self._one_line(text)))
+        else:
+            out.append(self._field("meta:", self._one_line(compact(payload))))
+        return out
+
+    def _message(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
+        return self.message_lines_for(v, v.payload if isinstance(v.payload, dict) else {}, index=index)
+
+    def message_lines_for(
+        self,
+        env: Any,
+        p: dict[str, Any],
+        *,
+        index: int | None = None,
+        replayed_note: str = "",
+        later: bool = True,
+    ) -> list[str]:
+        """The block of one message payload ``p`` (also used for ``--replayed``).
+
+        ``index`` is its envelope index in the reading (to find the tool a
+        call went to); ``later`` adds what later lines did to it.
+        """
+        role = str(p.get("role", "?"))
+        bits = [self.s(role, *_ROLE_STYLE.get(role, ("bold",)))]
+        if p.get("name"):
+            bits.append(f"name={p['name']}")
+        if p.get("tool_call_id"):
+            tool = self._tool_of_call(str(p["tool_call_id"]), index)
+            bits.append(f"answers {p['tool_call_id']}" + (f" ({printable(tool)})" if tool else ""))
+        flags = [f for f in ("sysprompt", "sticky") if p.get(f)]
+        if p.get("depth") is not None:
+            flags.append(f"depth={p['depth']}")
+        if flags:
+            bits.append(self.s("[" + ", ".join(flags) + "]", "magenta"))
+        extras = {k: v for k, v in p.items() if k not in _MESSAGE_KEYS}
+        for key, value in extras.items():
+            bits.append(self.s(f"{key}={value if isinstance(value, str) else compact(value)}", "dim"))
+        if replayed_note:
+            bits.append(self.s(replayed_note, "yellow"))
+        if later:
+            done = self._later(index)
+            if done.elided_line:
+                bits.append(self.s(f"(elided at line {done.elided_line})", "yellow"))
+            if done.compacted_line:
+                bits.append(self.s(f"(compacted away at line {done.compacted_line})", "yellow"))
+        out = self._head(env, ("cyan",), "  ".join(bits))
+        text = content_text(p.get("content"))
+        if text is None:
+            if not p.get("tool_calls"):
+                out.append(self.INDENT + self.s("(no content)", "dim"))
+        else:
+            out.extend(self._wrap(text))
+        for call in _calls(p):
+            call_id, name, args = tool_call_parts(call)
+            out.append(f"{self.INDENT}{self.s('->', 'yellow')} {self.s(name, 'bold')} {self._one_line(args)}  {self.s(call_id, 'dim')}")
+        return out
+
+    def _grants(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
+        out = self._head(v, ("green",), "snapshot (the last one wins)")
+        snapshot = v.payload.get("grants") if isinstance(v.payload, dict) else v.payload
+        out.extend(self._wrap(compact(snapshot), max_lines=4))
+        return out
+
+    def _compaction(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
+        p = v.payload if isinstance(v.payload, dict) else {}
+        before, after = p.get("tokens-before"), p.get("tokens-after")
+        detail = f"tokens {before:,} -> {after:,}" if isinstance(before, int) and isinstance(after, int) else ""
+        if p.get("fallback"):
+            detail += "  " + self.s("[fallback: hard-trimmed, no summary model]", "red")
+        out = self._head(v, ("magenta", "bold"), detail)
+        through = raw.payload.get("replaces-through-id") if isinstance(raw.payload, dict) else None
+        through_line = self._line_of(through)
+        effect = None if self.reading is None or index is None else self.reading.compaction_effect(index)
+        if effect is not None:
+            what = plural(len(effect.replaced), "message")
+            if effect.replaced:
+                what += f" ({line_span(effect.replaced)})"
+            out.append(self._field("replaced", what + (f", through line {through_line}" if through_line else "")))
+            if effect.kept:
+                out.append(self._field("kept", f"{plural(len(effect.kept), 'sticky message')} ({line_span(effect.kept)})"))
+        else:
+            where = f"line {through_line}" if through_line else str(p.get("replaces-through-id"))
+            out.append(self._field("replaced", f"through {where}"))
+        out.append(self._field("summary", "").rstrip())
+        out.extend(self._wrap(str(p.get("summary", "")), max_lines=4))
+        return out
+
+    def _elision(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
+        items = v.payload.get("items") if isinstance(v.payload, dict) else None
+        items = items if isinstance(items, list) else []
+        out = self._head(v, ("magenta",), plural(len(items), "item"))
+        if self.reading is not None and self.replayed and index is not None:
+            effect = self.reading.elision_effect(index)
+            for (target, before), item in zip(effect, items):
+                role = printable(str(before.get("role")))
+                call = before.get("tool_call_id")
+                who = role + (f" {printable(str(call))}" if call else "")
+                size = content_size(before.get("content"))
+                stub = item.get("stub") if isinstance(item, dict) else None
+                out.append(
+                    self._field(
+                        f"line {self.reading.line_number(target)}",
+                        f"{who}: {size:,} bytes of content -> stub {self._one_line(compact(stub))}",
+                    )
+                )
+        else:
+            for item in items:
+                if isinstance(item, dict):
+                    out.append(self._field(str(item.get("id")), f"-> stub {self._one_line(compact(item.get('stub')))}"))
+        return out
+
+    def _tool_dispatched(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
+        p = v.payload if isinstance(v.payload, dict) else {}
+        bits = [self.s(str(p.get("tool")), "bold"), self.s(str(p.get("call-id")), "dim")]
+        if p.get("round") is not None:
+            bits.append(f"round {p['round']}")
+        if p.get("idempotency") is not None:
+            bits.append(f"idempotency={p['idempotency']}")
+        out = self._head(v, ("yellow",), "  ".join(bits))
+        args = p.get("arguments")
+        out.append(self._field("arguments", self._one_line(args if isinstance(args, str) else compact(args))))
+        out.append(self._field("op", self.s(v.id, "dim") + (f"  run {p['run-id']}" if p.get("run-id") else "")))
+        settled_line = self._later(index).settled_line
+        if settled_line is not None:
+            out.append(self._field("settled", f"at line {settled_line}"))
+        elif self.replayed and index is not None:
+            # Load's own answer: pending, and whether its result is in the file.
+            if self._pending_state(raw.id) == "result-persisted":
+                what = "never settled, but its result is in the file (result-persisted: it completed)"
+            else:
+                what = "never settled, and no result: it may or may not have run (dispatched)"
+            out.append(self._field("!!", self.s(what, "red", "bold")))
+        return out
+
+    def _tool_settled(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
+        p = v.payload if isinstance(v.payload, dict) else {}
+        op_id = raw.payload.get("op-id") if isinstance(raw.payload, dict) else None
+        op = self._dispatch_of(op_id)
+        dp = sanitized(op.payload) if op is not None and isinstance(op.payload, dict) else {}
+        outcome = str(p.get("outcome"))
+        style = {"completed": ("green",), "failed": ("red", "bold"), "outcome-unknown": ("yellow", "bold")}.get(outcome, ("red",))
+        bits = [self.s(str(dp.get("tool", "?")), "bold"), self.s(outcome, *style)]
+        duration = p.get("duration")
+        if isinstance(duration, (int, float)) and not isinstance(duration, bool):
+            bits.append(seconds(float(duration)))
+        out = self._head(v, ("yellow",), "  ".join(bits))
+        if op is not None:
+            lag = ""
+            t0, t1 = local_time(op.ts), local_time(v.ts)
+            if t0 is not None and t1 is not None:
+                lag = f", {seconds((t1 - t0).total_seconds())} later"
+            out.append(self._field("dispatched", f"at line {op.line} ({dp.get('call-id')}){lag}"))
+        elif self.reading is None or self.replayed:
+            out.append(self._field("!!", self.s(f"settles {p.get('op-id')!r}, which this file never dispatched", "red")))
+        for key in ("reason", "error"):
+            if p.get(key) is not None:
+                value = p[key]
+                out.append(self._field(key, self._one_line(value if isinstance(value, str) else compact(value))))
+        art = p.get("artifact")
+        if isinstance(art, dict):
+            size = art.get("bytes")
+            elided = art.get("elided-chars")
+            desc = f"{art.get('file')}"
+            if isinstance(size, int):
+                desc += f"  {size:,} bytes"
+            if isinstance(elided, int):
+                desc += f", {elided:,} chars kept out of the conversation"
+            out.append(self._field("artifact", desc))
+        if p.get("result-digest"):
+            out.append(self._field("result", self.s(str(p["result-digest"]), "dim")))
+        return out
+
+    def _run_context(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
+        p = v.payload if isinstance(v.payload, dict) else {}
+        sections: list[Any] = p["sections"] if isinstance(p.get("sections"), list) else []
+        out = self._head(v, ("blue",), "")
+        facts: list[Any] = p["facts"] if isinstance(p.get("facts"), list) else []
+        if facts:
+            shown = []
+            for fact in facts:
+                if isinstance(fact, list) and len(fact) == 2:
+                    value = fact[1] if isinstance(fact[1], str) else compact(fact[1])
+                    shown.append(f"{fact[0]}={value}")
+                else:
+                    shown.append(compact(fact))
+            out.append(self._field("facts", self._one_line("  ".join(shown))))
+        raw_sections = raw.payload.get("sections") if isinstance(raw.payload, dict) else None
+        for k, sec in enumerate(sections):
+            if not isinstance(sec, dict):
+                continue
+            name = sec.get("name")
+            if "text" in sec:
+                text = str(sec.get("text"))
+                out.append(self._field("section", f"{self.s(str(name), 'bold')}: {len(text):,} chars"))
+                if self.full:
+                    out.extend(self._wrap(text))
+            else:
+                raw_sec = raw_sections[k] if isinstance(raw_sections, list) and k < len(raw_sections) else {}
+                line = self._section_line(raw_sec.get("digest") if isinstance(raw_sec, dict) else None)
+                where = f"line {line}" if line else f"envelope {sec.get('rendered-in')}"
+                out.append(self._field("section", f"{self.s(str(name), 'bold')}: unchanged, text at {where}"))
+        return out
+
+    def _unknown(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
+        out = self._head(v, ("red",), self.s("(a type this version does not know; kept as it is)", "dim"))
+        out.extend(self._wrap(compact(v.payload), max_lines=3))
+        return out
+
+
+_KNOWN = {"session-meta", "message", "grants", "compaction", "elision", "tool-dispatched", "tool-settled", "run-context"}
+_MESSAGE_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id", "sticky", "sysprompt", "depth"}
+_ROLE_STYLE = {
+    "system": ("magenta", "bold"),
+    "user": ("green", "bold"),
+    "assistant": ("cyan", "bold"),
+    "tool": ("yellow", "bold"),
+}

@@ -1,0 +1,79 @@
+"""``stats PATH``: counts and sizes (:class:`agent_transcript.inspect.Stats`), as text or ``--json``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..inspect import compute_stats
+from .reading import read
+from .style import Style, clip, colour_enabled, human_bytes, plural, sanitized, seconds, write_json
+
+__all__ = ["cmd_stats"]
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    """``stats PATH``: counts and sizes."""
+    stats = compute_stats(read(args.path))
+    if args.json:
+        write_json(stats.to_json())
+        return 0
+    st = sanitized(stats.to_json())
+    s = Style(colour_enabled(args.color, sys.stdout))
+    out = [s(st["path"], "bold") + f"  {human_bytes(st['size'])} ({st['size']:,} bytes), {plural(st['lines'], 'line')}, {plural(st['envelopes'], 'envelope')}", ""]
+    out.append(s(f"  {'type':<18}{'count':>8}{'bytes':>14}", "dim"))
+    for name, t in sorted(st["types"].items(), key=lambda kv: -kv[1]["bytes"]):
+        out.append(f"  {name:<18}{t['count']:>8,}{t['bytes']:>14,}")
+    total_b = sum(t["bytes"] for t in st["types"].values())
+    out.append(s(f"  {'total':<18}{st['envelopes']:>8,}{total_b:>14,}", "bold"))
+    out.append("")
+
+    def row(label: str, value: str) -> None:
+        out.append(f"  {s(label.ljust(12), 'dim')} {value}")
+
+    unknown = s("unknown: load refuses this file", "yellow")
+    m = st["messages"]
+    roles = ", ".join(f"{r} {n:,}" for r, n in m["by_role"].items())
+    live = f"{m['live']:,} live" if m["live"] is not None else s(f"live unknown: {st['replay_error']}", "red")
+    row("messages", f"{m['written']:,} written, {live}" + (f"  ({roles})" if roles else ""))
+    if st["compactions"]:
+        for i, c in enumerate(st["compactions"]):
+            tb, ta = c["tokens_before"], c["tokens_after"]
+            tokens = f"tokens {tb:,} -> {ta:,}" if isinstance(tb, int) and isinstance(ta, int) else "tokens ?"
+            n = c["messages_replaced"]
+            replaced = f", {plural(n, 'message')} replaced" if n is not None else ""
+            row("compactions" if i == 0 else "", f"line {c['line']}: {tokens}{replaced}" + (" [fallback]" if c["fallback"] else ""))
+    else:
+        row("compactions", "none")
+    e = st["elisions"]
+    if e["count"] and e["elided_bytes"] is not None:
+        row("elisions", f"{e['count']:,} ({plural(e['items'], 'message')}: {e['elided_bytes']:,} bytes of content stubbed to {e['stub_bytes']:,})")
+    elif e["count"]:
+        row("elisions", f"{e['count']:,} ({plural(e['items'], 'message')} stubbed to {e['stub_bytes']:,} bytes)")
+    else:
+        row("elisions", "none")
+    if st["tools"]:
+        row("tools", s(f"{'name':<16}{'calls':>6}{'ok':>5}{'failed':>7}{'unknown':>8}{'p50':>10}{'p95':>10}", "dim"))
+        for name, t in sorted(st["tools"].items(), key=lambda kv: -kv[1]["calls"]):
+            p50 = seconds(t["p50_s"]) if t["p50_s"] is not None else "-"
+            p95 = seconds(t["p95_s"]) if t["p95_s"] is not None else "-"
+            row("", f"{clip(name, 15):<16}{t['calls']:>6,}{t['completed']:>5,}{t['failed']:>7,}{t['outcome_unknown']:>8,}{p50:>10}{p95:>10}")
+    else:
+        row("tools", "none")
+    if st["pending"] is None:
+        row("pending", unknown)
+    elif st["pending"]:
+        for i, op in enumerate(st["pending"]):
+            row("pending" if i == 0 else "", s(f"{op['tool']} {op['call_id']} {op['state']}", "yellow") + f" (line {op['line']}, op {op['op_id']})")
+    else:
+        row("pending", "none")
+    a = st["artifacts"]
+    if a["count"]:
+        missing = f", {s(str(a['missing']) + ' missing', 'red')}" if a["missing"] else ""
+        row("artifacts", f"{plural(a['files'], 'file')}, {a['bytes']:,} bytes{missing}")
+    else:
+        row("artifacts", "none")
+    for w in st["warnings"]:
+        row("warning", s(w, "yellow"))
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0

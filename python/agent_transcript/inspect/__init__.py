@@ -1,0 +1,65 @@
+"""The read model: what a transcript file says, as typed plain data, for every front end.
+
+Lives here: reading a file without opening it as a session (:mod:`.reader`:
+``read``, ``Reading``, the tail check, the replay's history as ``Later``,
+``CompactionEffect``, ``LiveMessage``), the check verdict (:mod:`.check`:
+``CheckReport``, ``check_path``), the counts and sizes (:mod:`.stats`:
+``Stats``, ``compute_stats``), what a payload's values say as text
+(:mod:`.values`) and why a named file cannot be read (:mod:`.files`). Every
+verdict and replayed state is the core's, from the code load itself runs.
+Nothing here prints, writes, locks or repairs.
+
+May import: the standard library and the library modules of
+``agent_transcript`` (including its private ``_core``, whose read-only
+accessors this wraps). Never a front end (``cli``, ``demo``, ``bench``, ...).
+"""
+
+from __future__ import annotations
+
+from .check import CheckReport, check_path, check_report
+from .files import Unreadable, describe_os_error, os_error_reason, require_file
+from .reader import CompactionEffect, Later, LiveMessage, Reading, Refusal, Tail, read, tail
+from .stats import (
+    ArtifactStats,
+    CompactionStats,
+    ElisionStats,
+    MessageCounts,
+    PendingStats,
+    Stats,
+    ToolStats,
+    TypeTotal,
+    compute_stats,
+)
+from .values import ToolCall, compact, content_size, content_text, tool_call_parts
+
+__all__ = [
+    "Reading",
+    "read",
+    "tail",
+    "Tail",
+    "Refusal",
+    "Later",
+    "CompactionEffect",
+    "LiveMessage",
+    "CheckReport",
+    "check_report",
+    "check_path",
+    "Stats",
+    "TypeTotal",
+    "MessageCounts",
+    "CompactionStats",
+    "ElisionStats",
+    "ToolStats",
+    "PendingStats",
+    "ArtifactStats",
+    "compute_stats",
+    "Unreadable",
+    "require_file",
+    "os_error_reason",
+    "describe_os_error",
+    "ToolCall",
+    "compact",
+    "content_text",
+    "content_size",
+    "tool_call_parts",
+]

@@ -1,0 +1,62 @@
+"""Opening a file a front end was asked to read: is it one, and what is wrong if not."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+__all__ = ["Unreadable", "os_error_reason", "describe_os_error", "require_file"]
+
+
+class Unreadable(Exception):
+    """``path`` cannot be read as a transcript: missing, a directory, not a regular file, unreadable.
+
+    Attributes:
+        path: the path as given.
+        reason: what is wrong, for a person (``"no such file"``).
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def os_error_reason(exc: OSError) -> str:
+    """What an ``OSError`` means for a file a person named: no errno soup."""
+    if isinstance(exc, FileNotFoundError):
+        return "no such file"
+    if isinstance(exc, IsADirectoryError):
+        return "is a directory, not a transcript"
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    if isinstance(exc, NotADirectoryError):
+        return "a parent of this path is not a directory"
+    return exc.strerror or str(exc)
+
+
+def describe_os_error(exc: OSError, path: str) -> str:
+    """One line for an ``OSError`` about ``path``: ``"path: reason"``."""
+    return f"{path}: {os_error_reason(exc)}"
+
+
+def require_file(path: str) -> os.stat_result:
+    """The stat of ``path`` if it is a regular file this process may read.
+
+    Raises:
+        Unreadable: missing, a directory, not a regular file, or unreadable.
+    """
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise Unreadable(path, os_error_reason(exc)) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise Unreadable(path, "is a directory, not a transcript")
+    if not stat.S_ISREG(st.st_mode):
+        raise Unreadable(path, "not a regular file")
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise Unreadable(path, os_error_reason(exc)) from None
+    return st
