@@ -172,8 +172,14 @@ class Session:
         """Yield envelopes as they are appended to ``path``, like ``tail -f``.
 
         Starts at the first line. Never locks or writes. A last line without its
-        ``\\n`` is waited for; a repair that swaps the file is followed. Returns
-        after ``idle_timeout`` seconds with nothing new (never, if None).
+        ``\\n`` is waited for; a repair that swaps the file is followed, while
+        another file at the path (a rotation) or one truncated in place is read
+        from its start. Returns after ``idle_timeout`` seconds with nothing new
+        (never, if None).
+
+        Raises:
+            OSError: ``path`` is not a regular file (a FIFO is refused, not
+                waited on), when the first envelope is asked for.
         """
         from .follow import follow
 
