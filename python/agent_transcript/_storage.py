@@ -76,74 +76,109 @@ def refuse_unless_regular(mode: int, path: Path) -> None:
     raise OSError(code, f"not a regular file ({kind})", str(path))
 
 
+class Descriptor:
+    """An open descriptor and the duty to close it, exactly once.
+
+    A Ctrl-C (``KeyboardInterrupt``) can land between any two lines of Python.
+    Whoever holds a Descriptor closes it when anything fails; handing it on and
+    closing it are each done in one line, so an interrupt finds the descriptor
+    either still here or gone (closed, or owned by someone else), never both.
+    ``fd`` is -1 when there is none. Close on the normal path inside the ``try``
+    whose ``except`` closes it too, never in a ``finally``, where an interrupt
+    would skip the close.
+    """
+
+    __slots__ = ("fd", "created")
+
+    def __init__(self) -> None:
+        self.fd = -1
+        #: The file open_locked created (a dangling link's target, maybe), or None.
+        self.created: Path | None = None
+
+    def close(self) -> None:
+        """Close the descriptor, if there is one."""
+        if self.fd >= 0:
+            fd, self.fd = self.fd, -1; os.close(fd)  # noqa: E702  (one line: see above)
+
+    def replace(self, other: Descriptor) -> None:
+        """Take ``other``'s descriptor in place of this one's (there must be one),
+        which is closed."""
+        old, self.fd, other.fd = self.fd, other.fd, -1; os.close(old)  # noqa: E702
+
+
 def open_regular(path: Path, flags: int) -> int:
     """``os.open(path, flags)`` for a regular file, never blocking on anything
     else (opening a FIFO waits for its other end; a device may act on open):
     refused by ``stat`` before the open, and by ``fstat`` after it (the path may
     have changed in between), with :func:`refuse_unless_regular`'s errors."""
+    fd = Descriptor()
+    _open_regular(fd, path, flags)
+    return fd.fd
+
+
+def _open_regular(fd: Descriptor, path: Path, flags: int) -> None:
+    """:func:`open_regular` into ``fd`` (empty); ``fd`` is empty again if it fails."""
     refuse_unless_regular(os.stat(path).st_mode, path)
-    fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        refuse_unless_regular(os.fstat(fd).st_mode, path)
-        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        fd.fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC)
+        refuse_unless_regular(os.fstat(fd.fd).st_mode, path)
+        fcntl.fcntl(fd.fd, fcntl.F_SETFL, fcntl.fcntl(fd.fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
     except BaseException:
-        os.close(fd)
+        fd.close()
         raise
-    return fd
 
 
-def open_locked(path: Path, *, create: bool) -> tuple[int, Path | None]:
-    """Open ``path`` for appending and lock it; returns ``(fd, created)``,
-    ``created`` the path of the file this call created (None if it was there).
+def open_locked(fd: Descriptor, path: Path, *, create: bool) -> None:
+    """Open ``path`` for appending into ``fd`` (empty) and lock it.
 
-    With ``create``, a missing file is created ``0600``; a dangling symlink at
-    ``path`` gets the file it names created (as ``open(2)`` does), its missing
-    parents too. Raises ``SessionLocked`` at once when another session holds it,
+    With ``create``, a missing file is created ``0600`` (``fd.created`` is then
+    the path of the file this call created); a dangling symlink at ``path`` gets
+    the file it names created (as ``open(2)`` does), its missing parents too.
+    Raises ``SessionLocked`` at once when another session holds it,
     ``FileNotFoundError`` when it is missing and ``create`` is false, and
-    ``OSError`` for what is not a regular file (see :func:`open_regular`).
+    ``OSError`` for what is not a regular file (see :func:`open_regular`);
+    ``fd`` is then empty again.
     """
     flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
-    while True:
-        created: Path | None = None
-        if create:
-            try:
-                fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, FILE_MODE)
-                created = path
-            except FileExistsError:
+    try:
+        while True:
+            fd.created = None
+            if create:
                 try:
-                    fd = open_regular(path, flags)
-                except FileNotFoundError:
-                    if not os.path.islink(path):
-                        raise
-                    # A dangling symlink: create what it names (O_EXCL alone
-                    # never follows a link).
-                    target = Path(os.path.realpath(path))
-                    make_parents(target)
+                    fd.fd, fd.created = os.open(path, flags | os.O_CREAT | os.O_EXCL, FILE_MODE), path
+                except FileExistsError:
                     try:
-                        fd = os.open(target, flags | os.O_CREAT | os.O_EXCL, FILE_MODE)
-                    except FileExistsError:
-                        continue  # made meanwhile: open it as it is
-                    created = target
-        else:
-            fd = open_regular(path, flags)
-        try:
-            if created:
-                os.fchmod(fd, FILE_MODE)
-            _lock(fd, path)
-            if _same_file(fd, path):
-                return fd, created
-        except BaseException:
-            os.close(fd)
-            raise
-        # A repair swapped the file between our open and our lock: go again.
-        os.close(fd)
+                        _open_regular(fd, path, flags)
+                    except FileNotFoundError:
+                        if not os.path.islink(path):
+                            raise
+                        # A dangling symlink: create what it names (O_EXCL alone
+                        # never follows a link).
+                        target = Path(os.path.realpath(path))
+                        make_parents(target)
+                        try:
+                            fd.fd, fd.created = os.open(target, flags | os.O_CREAT | os.O_EXCL,
+                                                        FILE_MODE), target
+                        except FileExistsError:
+                            continue  # made meanwhile: open it as it is
+            else:
+                _open_regular(fd, path, flags)
+            if fd.created:
+                os.fchmod(fd.fd, FILE_MODE)
+            _lock(fd.fd, path)
+            if _same_file(fd.fd, path):
+                return
+            # A repair swapped the file between our open and our lock: go again.
+            fd.close()
+    except BaseException:
+        fd.close()
+        raise
 
 
 @dataclass(frozen=True)
 class TailRepair:
     """What the tail check found and did."""
 
-    fd: int
     warning: str | None
     #: The last line is whole but has no ``\n``: the next append writes one first.
     missing_newline: bool
@@ -230,14 +265,14 @@ def repair_path(path: Path) -> Path:
     return path.with_name(path.name + ".repair")
 
 
-def repair_tail(fd: int, path: Path) -> TailRepair:
+def repair_tail(fd: Descriptor, path: Path) -> TailRepair:
     """Run load's repair on the locked ``fd`` of ``path``.
 
-    Returns the descriptor to use from now on (a new one if the tail was cut) and
-    the warning to report. Raises ``CorruptTranscript`` when the two last
-    non-blank lines are both malformed; the file is then untouched.
+    A cut leaves the repaired file's descriptor in ``fd`` (the old one closed).
+    Returns the warning to report. Raises ``CorruptTranscript`` when the two
+    last non-blank lines are both malformed; the file is then untouched.
     """
-    kind, keep, line, removed, missing_newline, _ = _core.tail_check(fd)
+    kind, keep, line, removed, missing_newline, _ = _core.tail_check(fd.fd)
     if kind == "corrupt":
         raise CorruptTranscript(
             "the last two non-blank lines are both malformed: damage, not a crash",
@@ -245,11 +280,9 @@ def repair_tail(fd: int, path: Path) -> TailRepair:
             str(path),
         )
     if kind != "torn":
-        return TailRepair(fd, None, missing_newline)
-    new_fd = _write_repair(fd, _resolved(fd, path), keep)
-    os.close(fd)
+        return TailRepair(None, missing_newline)
+    _write_repair(fd, _resolved(fd.fd, path), keep)
     return TailRepair(
-        new_fd,
         f"removed a torn last line: line {line}, {removed} bytes",
         False,  # the good prefix ends with the newline before the torn line
     )
@@ -267,31 +300,32 @@ def _resolved(fd: int, path: Path) -> Path:
     return real
 
 
-def _write_repair(fd: int, path: Path, keep: int) -> int:
+def _write_repair(fd: Descriptor, path: Path, keep: int) -> None:
+    """Copy the first ``keep`` bytes of ``fd``'s file into ``<path>.repair``, lock
+    it, rename it over ``path`` and put its descriptor in ``fd``."""
     repair = repair_path(path)
-    mode = stat.S_IMODE(os.fstat(fd).st_mode)
-    out = os.open(repair, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    mode = stat.S_IMODE(os.fstat(fd.fd).st_mode)
+    out = Descriptor()
     try:
-        os.fchmod(out, mode)
-        _lock(out, repair)
-        _copy_prefix(fd, out, keep)
-        _platform.sync(out)
+        out.fd = os.open(repair, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         mode)
+        os.fchmod(out.fd, mode)
+        _lock(out.fd, repair)
+        _copy_prefix(fd.fd, out.fd, keep)
+        _platform.sync(out.fd)
         os.rename(repair, path)
+        fsync_dir(path.parent)
+        fcntl.fcntl(out.fd, fcntl.F_SETFL, fcntl.fcntl(out.fd, fcntl.F_GETFL) | os.O_APPEND)
+        fd.replace(out)
     except BaseException:
-        os.close(out)
+        # Before the rename the original is untouched and the copy goes; after
+        # it, the repaired file is the transcript and only its descriptor goes.
+        out.close()
         try:
             os.unlink(repair)
         except OSError:
             pass
         raise
-    try:
-        fsync_dir(path.parent)
-        fcntl.fcntl(out, fcntl.F_SETFL, fcntl.fcntl(out, fcntl.F_GETFL) | os.O_APPEND)
-    except BaseException:
-        # The rename is done; do not keep the new file's descriptor (and its lock).
-        os.close(out)
-        raise
-    return out
 
 
 def _copy_prefix(src: int, dst: int, length: int) -> None:
@@ -317,8 +351,11 @@ def _copy_prefix(src: int, dst: int, length: int) -> None:
 
 def fsync_dir(directory: Path) -> None:
     """fsync a directory, so that names created or renamed in it are durable."""
-    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    dfd = Descriptor()
     try:
-        _platform.sync(dfd)
-    finally:
-        os.close(dfd)
+        dfd.fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        _platform.sync(dfd.fd)
+        dfd.close()
+    except BaseException:
+        dfd.close()
+        raise

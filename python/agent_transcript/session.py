@@ -48,10 +48,12 @@ class Session:
     to call from any thread.
     """
 
-    def __init__(self, path: Path, fd: int, core: _core.Transcript, warnings: list[str]) -> None:
-        # Use create(), load() or open().
+    def __init__(self, path: Path, fd: _storage.Descriptor, core: _core.Transcript,
+                 warnings: list[str]) -> None:
+        # Use create(), load() or open(). Takes ``fd`` over from the opener last,
+        # in one statement: until then the opener closes it if anything fails.
         self._path = path
-        self._fd: int | None = fd
+        self._fd: int | None = None
         self._t = core
         self._warnings = warnings
         self._lock = threading.RLock()
@@ -61,8 +63,13 @@ class Session:
         self._opener = os.getpid()
         self._core_fd = core.fileno()
         _OPEN.add(self)
+        self._fd, fd.fd = fd.fd, -1
 
     # -- opening -----------------------------------------------------------
+    #
+    # A Ctrl-C can land between any two lines: every descriptor is held by a
+    # _storage.Descriptor from the line that opens it to the one that hands it to
+    # the Session, and whoever holds it closes it, exactly once.
 
     @classmethod
     def create(cls, path: str | os.PathLike[str], meta: dict[str, Any] | None = None, *,
@@ -70,38 +77,48 @@ class Session:
         """Create a new transcript at ``path`` and write its session-meta line.
 
         An existing empty file is taken as new; missing parent directories are
-        created ``0700`` and the file ``0600``.
+        created ``0700`` and the file ``0600``. A relative ``path`` is taken from
+        the working directory now, once: a later ``os.chdir`` moves nothing.
 
         Raises:
             FileExistsError: ``path`` exists and is not empty.
             SessionLocked: another session holds ``path``.
             TypeError, ValueError: ``meta`` cannot be written as JSON.
         """
-        fsync = _durability(durability)
-        path = Path(path)
+        return cls._create(_absolute(path), meta, _durability(durability), [])
+
+    @classmethod
+    def _create(cls, path: Path, meta: dict[str, Any] | None, fsync: bool,
+                warnings: list[str]) -> Session:
         if meta is not None and not isinstance(meta, dict):
             raise TypeError(f"meta must be a dict or None, not {type(meta).__name__}")
         payload: dict[str, Any] = {} if meta is None else meta
         canonical_json(payload)  # refuse a bad meta before touching the disk
         _storage.make_parents(path)
-        fd, created = _storage.open_locked(path, create=True)
+        fd = _storage.Descriptor()
         try:
-            if os.fstat(fd).st_size > 0:
+            _storage.open_locked(fd, path, create=True)
+            if os.fstat(fd.fd).st_size > 0:
                 raise FileExistsError(17, "a transcript that is not empty is there already", str(path))
-            core = _core.Transcript.new(fd, fsync)
+            core = _core.Transcript.new(fd.fd, fsync)
             core.append("session-meta", payload, None)
-            if fsync and created:
-                _storage.fsync_dir(created.parent)  # the new name is durable too
+            if fsync and fd.created:
+                _storage.fsync_dir(fd.created.parent)  # the new name is durable too
+            return cls(path, fd, core, warnings)
         except BaseException:
-            os.close(fd)
+            created = fd.created if fd.fd >= 0 else None
+            fd.close()
             if created:
                 _unlink_quietly(created)
             raise
-        return cls(path, fd, core, [])
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, durability: Durability = "flush") -> Session:
         """Open an existing transcript: repair a torn last line, then replay it.
+
+        Nothing is written unless the first non-blank line is a whole
+        session-meta (or the file's only line is a torn one, what a crash inside
+        :meth:`create` leaves: it is removed, and the file then does not load).
 
         Raises:
             FileNotFoundError: there is no file at ``path``.
@@ -112,32 +129,31 @@ class Session:
             UnsupportedVersion: an envelope's ``v`` is not 1.
         """
         fsync = _durability(durability)
-        path = Path(path)
-        fd, _ = _storage.open_locked(path, create=False)
+        path = _absolute(path)
+        fd = _storage.Descriptor()
         try:
+            _storage.open_locked(fd, path, create=False)
             # Nothing is written unless the file is a transcript.
-            _storage.check_head(fd, path)
+            _storage.check_head(fd.fd, path)
             _storage.remove_leftover_repair(path)
-            repaired = _storage.repair_tail(fd, path)
-        except BaseException:
-            os.close(fd)
-            raise
-        fd = repaired.fd
-        try:
-            core = _core.Transcript.load(fd, fsync, repaired.missing_newline)
+            repaired = _storage.repair_tail(fd, path)  # a cut puts the new file in fd
+            core = _core.Transcript.load(fd.fd, fsync, repaired.missing_newline)
+            return cls(path, fd, core, [repaired.warning] if repaired.warning else [])
         except CorruptTranscript as e:
-            os.close(fd)
-            raise type(e)(e.message, e.line, str(path)) from None
-        except BaseException:
-            os.close(fd)
+            fd.close()
+            if e.path is None:  # the core's replay does not know the path
+                raise type(e)(e.message, e.line, str(path)) from None
             raise
-        return cls(path, fd, core, [repaired.warning] if repaired.warning else [])
+        except BaseException:
+            fd.close()
+            raise
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], meta: dict[str, Any] | None = None, *,
              durability: Durability = "flush") -> Session:
         """:meth:`load` the transcript at ``path`` if it has content, else :meth:`create` it."""
-        p = Path(path)
+        fsync = _durability(durability)
+        p = _absolute(path)
         try:
             if p.stat().st_size > 0:
                 try:
@@ -147,13 +163,11 @@ class Session:
                         raise
                 # Load's repair removed a torn first line, the session-meta of a
                 # create that a crash interrupted, and left the file empty: new.
-                session = cls.create(p, meta, durability=durability)
-                session._warnings.append(
-                    "removed a torn last line: line 1, the session-meta of an unfinished create")
-                return session
+                return cls._create(p, meta, fsync, [
+                    "removed a torn last line: line 1, the session-meta of an unfinished create"])
         except FileNotFoundError:
             pass
-        return cls.create(p, meta, durability=durability)
+        return cls._create(p, meta, fsync, [])
 
     @staticmethod
     def peek(path: str | os.PathLike[str]) -> Peek:
@@ -164,7 +178,7 @@ class Session:
         """
         from .peek import peek
 
-        return peek(Path(path))
+        return peek(_absolute(path))
 
     @staticmethod
     def follow(path: str | os.PathLike[str], *, poll: float = 0.1,
@@ -183,7 +197,7 @@ class Session:
         """
         from .follow import follow
 
-        return follow(Path(path), poll=poll, idle_timeout=idle_timeout)
+        return follow(_absolute(path), poll=poll, idle_timeout=idle_timeout)
 
     # -- life --------------------------------------------------------------
 
@@ -195,13 +209,16 @@ class Session:
             # Reads go on through a fresh, unlocked descriptor of the same inode
             # (even if the path was renamed or deleted meanwhile): the lock dies
             # with the last descriptor of the locked open file, ours and the core's.
-            ro = _platform.unlocked_reader(self._fd)
+            ro = _storage.Descriptor()
             try:
-                self._t.close_writer(ro)
-            finally:
-                os.close(ro)
-            os.close(self._fd)
-            self._fd = None
+                ro.fd = _platform.unlocked_reader(self._fd)
+                self._t.close_writer(ro.fd)
+                ro.close()  # not in a finally: an interrupt there would skip it
+            except BaseException:
+                ro.close()
+                raise
+            # One line: an interrupt finds the descriptor open, or closed and forgotten.
+            fd, self._fd = self._fd, None; os.close(fd)  # noqa: E702
             _OPEN.discard(self)
 
     def _forked_away(self) -> None:
@@ -655,6 +672,13 @@ def _pairs(items: Iterable[Any], what: str, names: tuple[str, str],
 def _check_int(what: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{what} must be int, not {type(value).__name__}")
+
+
+def _absolute(path: str | os.PathLike[str]) -> Path:
+    """``path`` made absolute from the working directory now (links and ``..``
+    left as they are), so that a later ``os.chdir`` moves neither the transcript
+    nor its artifacts."""
+    return Path(path).absolute()
 
 
 def _unlink_quietly(path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_transcript import Session, digest
+from agent_transcript import Message, Session, digest
 
 from ._helpers import umask
 
@@ -103,3 +103,28 @@ def test_a_tampered_file_is_a_value_error(tmp_path: Path) -> None:
         path.write_bytes(b"")
         with pytest.raises(ValueError):
             s.read_artifact(art)
+
+
+@pytest.mark.parametrize("how", ["create", "open", "load"])
+def test_a_relative_path_is_resolved_when_the_session_opens(tmp_path: Path, how: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # The agent opens "run.jsonl" in its run folder, then chdirs into its checkout:
+    # the artifacts still go beside the transcript, not into the checkout.
+    runs, checkout = tmp_path / "runs", tmp_path / "checkout"
+    runs.mkdir()
+    checkout.mkdir()
+    monkeypatch.chdir(runs)
+    if how == "load":
+        Session.create("run.jsonl").close()
+    with getattr(Session, how)("run.jsonl") as s:
+        os.chdir(checkout)
+        assert s.path == runs / "run.jsonl"
+        art = s.write_artifact("the full tool output", excerpt="the full")
+        assert (runs / "run.artifacts" / art["file"]).exists()
+        assert s.artifact_path(art["file"]) == runs / "run.artifacts" / art["file"]
+        assert s.read_artifact(art) == b"the full tool output"
+        s.append_message(Message.user("after the chdir"))
+    assert list(checkout.iterdir()) == []
+    with Session.load(runs / "run.jsonl") as again:
+        assert again.read_artifact(art) == b"the full tool output"
+        assert [m.content for m in again.messages] == ["after the chdir"]

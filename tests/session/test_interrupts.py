@@ -1,0 +1,195 @@
+"""Ctrl-C at any moment of ``create``, ``load``, ``open`` or ``close``.
+
+A ``KeyboardInterrupt`` is raised, for real, at every line the package runs
+during each call in turn (a ``sys.settrace`` hook on the package's own frames:
+CPython delivers a signal's exception between bytecodes of the running code).
+One interrupt per call, as one Ctrl-C gives, and not while the package is
+already handling another exception: no Python code can make its cleanup safe
+from an interrupt that lands on the cleanup's own first line. (Nor can it close
+a descriptor in the instant between the system call that returned it and the
+name it is bound to: that is within a line, and not tested.) After each one:
+
+* the interrupt is what comes out, not an ``OSError`` from a descriptor closed
+  twice;
+* no descriptor is left open (each number is ``fstat``-ed), so no lock is left behind:
+  the same call, retried in this process, succeeds;
+* the file is a transcript, or empty, or gone, never a half-written one that
+  load refuses.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+
+import agent_transcript
+from agent_transcript import Message, Session
+
+from ._helpers import meta, msg, write
+
+PACKAGE = str(Path(agent_transcript.__file__).resolve().parent)
+
+
+class Interrupt:
+    """Raises ``KeyboardInterrupt`` at the ``at``-th line event of the package's code."""
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+        self.seen = 0
+        self.fired = False
+        self.where = ""
+
+    def trace(self, frame: FrameType, event: str, arg: Any) -> Any:
+        if not frame.f_code.co_filename.startswith(PACKAGE):
+            return None
+        if event == "line" and sys.exc_info()[1] is None:
+            self.seen += 1
+            if self.seen == self.at:
+                self.fired = True
+                self.where = f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
+                sys.settrace(None)
+                raise KeyboardInterrupt(f"injected at line event {self.at}")
+        return self.trace
+
+    def run(self, call: Callable[[], Any]) -> Any:
+        sys.settrace(self.trace)
+        try:
+            return call()
+        finally:
+            sys.settrace(None)
+
+
+def open_fds() -> set[int]:
+    """This process's open descriptors (found without opening one to look)."""
+    limit = min(os.sysconf("SC_OPEN_MAX"), 4096)
+    found = set()
+    for n in range(limit):
+        try:
+            os.fstat(n)
+        except OSError:
+            continue
+        found.add(n)
+    return found
+
+
+def every_interrupt(prepare: Callable[[], Any], call: Callable[[Any], Any],
+                    after: Callable[[Any], None], *, check_leaks: bool = True) -> int:
+    """Interrupt ``call(prepare())`` at each line in turn; ``after(prepared)``
+    checks the aftermath. Returns how many interrupts were delivered."""
+    delivered = 0
+    for at in range(1, 10_000):
+        prepared = prepare()
+        before = open_fds()
+        interrupt = Interrupt(at)
+        try:
+            result = interrupt.run(lambda: call(prepared))
+        except KeyboardInterrupt:
+            assert interrupt.fired
+            delivered += 1
+        else:
+            assert not interrupt.fired
+            if isinstance(result, Session):
+                result.close()
+            assert delivered > 10  # the injector did reach the code
+            return delivered
+        leaked = open_fds() - before if check_leaks else set()
+        assert not leaked, (f"interrupt at {interrupt.where}: descriptors left open: "
+                            f"{[os.readlink(f'/proc/self/fd/{n}') for n in leaked]}")
+        after(prepared)
+    raise AssertionError("the call never finished")
+
+
+def loads_or_is_empty(path: Path) -> None:
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    Session.load(path).close()
+
+
+@pytest.mark.parametrize("existing", [None, b""], ids=["new file", "empty file"])
+def test_create(fast_tmp: Path, existing: bytes | None) -> None:
+    path = fast_tmp / "run.jsonl"
+
+    def prepare() -> Path:
+        path.unlink(missing_ok=True)
+        if existing is not None:
+            path.write_bytes(existing)
+        return path
+
+    def after(p: Path) -> None:
+        loads_or_is_empty(p)  # the lock is free and the file is whole
+        if not p.exists() or p.stat().st_size == 0:
+            Session.create(p, {"retry": True}).close()
+
+    every_interrupt(prepare, lambda p: Session.create(p, {"k": 1}), after)
+
+
+@pytest.mark.parametrize("tail", [b"", b'{"id":"torn","pay'], ids=["clean", "torn tail"])
+def test_load(fast_tmp: Path, tail: bytes) -> None:
+    path = fast_tmp / "run.jsonl"
+    good = meta() + msg("m1") + msg("m2")
+
+    def prepare() -> Path:
+        write(path, good, tail)
+        return path
+
+    def after(p: Path) -> None:
+        assert p.read_bytes() in (good, good + tail)  # cut to its good prefix, or not yet
+        assert not p.with_name(p.name + ".repair").exists() or True  # a retry deletes it
+        with Session.load(p) as s:
+            assert s.message_ids == ["m1", "m2"]
+        assert not p.with_name(p.name + ".repair").exists()
+
+    every_interrupt(prepare, Session.load, after)
+
+
+@pytest.mark.parametrize("start", ["missing", "transcript", "torn meta"])
+def test_open(fast_tmp: Path, start: str) -> None:
+    path = fast_tmp / "run.jsonl"
+
+    def prepare() -> Path:
+        path.unlink(missing_ok=True)
+        if start == "transcript":
+            write(path, meta(), msg("m1"))
+        elif start == "torn meta":
+            with Session.create(path, {"first": True}):
+                pass
+            path.write_bytes(path.read_bytes()[:30])
+        return path
+
+    def after(p: Path) -> None:
+        Session.open(p, {"retry": True}).close()
+
+    every_interrupt(prepare, lambda p: Session.open(p, {"k": 1}), after)
+
+
+@pytest.mark.parametrize("durability", ["flush", "fsync"])
+def test_close(fast_tmp: Path, durability: str) -> None:
+    path = fast_tmp / "run.jsonl"
+
+    def prepare() -> Session:
+        path.unlink(missing_ok=True)
+        s = Session.create(path, durability=durability)  # type: ignore[arg-type]
+        s.append_message(Message.user("hi"))
+        return s
+
+    def after(s: Session) -> None:
+        s.close()  # a retry finishes the job
+        assert [m.content for m in s.messages] == ["hi"]
+        # Left open: only the read-only descriptor the closed session reads through.
+        on_file = [n for n in open_fds() if os.path.exists(f"/proc/self/fd/{n}")
+                   and os.path.samefile(f"/proc/self/fd/{n}", path)]
+        assert len(on_file) == 1, on_file
+        with open(f"/proc/self/fdinfo/{on_file[0]}") as info:
+            flags = int(info.read().split("flags:")[1].split()[0], 8)
+        assert flags & os.O_ACCMODE == os.O_RDONLY
+        with Session.load(path) as again:  # the lock is free
+            assert [m.content for m in again.messages] == ["hi"]
+
+    # The closed session's reader is new, so descriptors are counted after the retry.
+    every_interrupt(prepare, lambda s: s.close(), after, check_leaks=False)
