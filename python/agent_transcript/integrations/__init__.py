@@ -1,0 +1,14 @@
+"""Drop-in history stores for the frameworks agents are built with.
+
+* ``openai_agents``: ``TranscriptSession``, the OpenAI Agents SDK's ``Session``
+  protocol over one transcript, with ``TranscriptRunHooks`` (tool dispatch and
+  settle lines) and ``RunState`` save and restore in the same file
+  (extra ``agent-transcript[openai-agents]``).
+* ``pydantic_ai``: ``TranscriptConversationStore``, pydantic-ai's
+  ``ConversationStore`` over a folder of transcripts, and helpers for the plain
+  ``message_history=`` path (extra ``agent-transcript[pydantic-ai]``).
+
+Each module imports its framework when it is imported; ``import agent_transcript``
+imports none of them. They are built on the public API only (names importable
+from ``agent_transcript``), like any other program that writes a transcript.
+"""
