@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
+import warnings
 import sys
 from pathlib import Path
 
@@ -27,3 +29,22 @@ def child_env() -> dict[str, str]:
     env["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
     env.setdefault("OPENAI_API_KEY", "sk-offline-test")
     return env
+
+
+def close_default_loop() -> None:
+    """Close the thread's default event loop, if one is set and idle.
+
+    Both frameworks' ``run_sync`` leave it open on purpose (for their next call);
+    a later ``asyncio.run`` unsets it, and its sockets are then reported as
+    leaked (warnings are errors here). Call this after the last ``run_sync`` of a
+    sequence; the integration tests' conftest calls it after every test.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            loop = asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:
+            return
+    if not loop.is_running():
+        loop.close()
+        asyncio.set_event_loop(None)

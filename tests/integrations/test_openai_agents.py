@@ -34,7 +34,7 @@ from agent_transcript.integrations.openai_agents import (  # noqa: E402
     message_to_items,
 )
 
-from ._helpers import assert_checks_and_loads, child_env  # noqa: E402
+from ._helpers import assert_checks_and_loads, child_env, close_default_loop  # noqa: E402
 
 
 @function_tool
@@ -229,6 +229,9 @@ def test_a_write_is_finished_even_when_its_caller_is_cancelled(tmp_path: Path,
         task.cancel()  # twice: still held until the write is done
         with pytest.raises(asyncio.CancelledError):
             await task
+        # the cancellation came out only once every item was written
+        assert len(s.transcript.message_ids) == len(ITEMS)
+        assert await s.get_items() == ITEMS
 
     asyncio.run(go())
     s.close()
@@ -325,15 +328,17 @@ def test_a_second_run_in_a_new_process_sees_what_sqlite_sees(tmp_path: Path) -> 
 def test_run_sync_and_run_streamed_see_what_sqlite_sees(tmp_path: Path) -> None:
     def flow(session: Any, model: ScriptedModel) -> list[str]:
         agent = agent_for(model)
-        first = Runner.run_sync(agent, "weather in Paris?", session=session)
 
         async def streamed() -> str:
-            result = Runner.run_streamed(agent, "and now?", session=session)
+            result = Runner.run_streamed(agent, "weather in Paris?", session=session)
             async for _ in result.stream_events():
                 pass
             return str(result.final_output)
 
-        return [str(first.final_output), asyncio.run(streamed())]
+        first = asyncio.run(streamed())
+        second = Runner.run_sync(agent, "and now?", session=session)
+        close_default_loop()
+        return [first, str(second.final_output)]
 
     sqlite_model, our_model = ScriptedModel(weather_script()), ScriptedModel(weather_script())
     sqlite = SQLiteSession("run", tmp_path / "run.db")
@@ -345,7 +350,7 @@ def test_run_sync_and_run_streamed_see_what_sqlite_sees(tmp_path: Path) -> None:
         assert flow(s, our_model) == expected == ["It is sunny in Paris.", "Still sunny."]
         assert asyncio.run(s.get_items())[-1]["id"] == "msg-2"
     assert inputs(our_model) == inputs(sqlite_model)
-    assert [c.streamed for c in our_model.calls] == [False, False, True]
+    assert [c.streamed for c in our_model.calls] == [True, True, False]
     assert_checks_and_loads(tmp_path / "run.jsonl")
 
 
@@ -475,11 +480,12 @@ class FakeResponses:
 
 def test_the_sdk_compaction_is_one_compaction_line_with_a_replacement(tmp_path: Path) -> None:
     async def compact(underlying: Any) -> tuple[list[Any], list[Any]]:
-        client = FakeResponses()
+        fake = FakeResponses()
+        client = SimpleNamespace(responses=fake)
         wrapped = OpenAIResponsesCompactionSession("run", underlying, client=client)  # type: ignore[arg-type]
         await wrapped.add_items(ITEMS)
         await wrapped.run_compaction({"force": True, "compaction_mode": "input"})
-        return await wrapped.get_items(), client.calls
+        return await wrapped.get_items(), fake.calls
 
     sqlite = SQLiteSession("run", tmp_path / "run.db")
     try:

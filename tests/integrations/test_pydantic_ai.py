@@ -43,7 +43,7 @@ from agent_transcript.integrations.pydantic_ai import (  # noqa: E402
     load_messages,
 )
 
-from ._helpers import assert_checks_and_loads  # noqa: E402
+from ._helpers import assert_checks_and_loads, close_default_loop  # noqa: E402
 
 
 def weather_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -199,6 +199,7 @@ def test_test_model_calls_every_tool_through_both_paths(tmp_path: Path) -> None:
         append_messages(s, r.new_messages())
         assert load_messages(s) == r.all_messages()
         assert [m.role for m in s.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    close_default_loop()
     result = asyncio.run(turn(TranscriptConversationStore(tmp_path / "store"), "t", "go", agent))
     loaded = asyncio.run(TranscriptConversationStore(tmp_path / "store").load("t"))
     assert loaded is not None and loaded.messages == result.all_messages()
