@@ -716,8 +716,8 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"where to keep and reuse generated transcripts (default {default_dir()})")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     args = ap.parse_args(argv)
-    if args.mb <= 0:
-        ap.error("--mb must be positive")
+    if not (math.isfinite(args.mb) and args.mb > 0):  # nan passed "<= 0" and then never ended
+        ap.exit(2, f"agent-transcript: bench: --mb takes a number of MiB > 0, not {args.mb!r}\n")
     log = _Log(quiet=False)
     try:
         from .. import Session  # noqa: F401

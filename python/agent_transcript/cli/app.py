@@ -29,7 +29,7 @@ from .reading import describe_os_error
 from .repair import cmd_repair
 from .show import cmd_show, show_arguments
 from .stats import cmd_stats
-from .style import colour_option
+from .style import colour_option, escaped
 
 __all__ = ["main"]
 
@@ -101,6 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except RecursionError:  # not reached by anything the reader accepts; never a traceback
+        _error("a value in this transcript is nested too deeply to show")
+        return 2
     except BrokenPipeError:
         _devnull_stdout()
         return 141
@@ -114,7 +117,7 @@ def _error(message: str) -> None:
         sys.stdout.flush()
     except (BrokenPipeError, OSError):
         pass
-    sys.stderr.write(f"{PROG}: {message}\n")
+    sys.stderr.write(f"{PROG}: {escaped(message)}\n")  # one line, whatever a file name holds
 
 
 def _quiet_stdout_errors() -> None:

@@ -7,13 +7,19 @@ import sys
 
 from ..inspect import CheckReport, check_path
 from .errors import PROG
-from .style import Style, colour_enabled, human_bytes, plural, write_json
+from .style import Style, colour_enabled, escaped, human_bytes, plural, write_json
 
 __all__ = ["cmd_check", "report_line"]
 
 
 def report_line(r: CheckReport) -> str:
-    """One line for a check report, ``path[:line]: what``."""
+    """One line for a check report, ``path[:line]: what``; a control character in
+    the name (or anywhere) is shown escaped, so that it cannot drive the terminal
+    or forge a line."""
+    return escaped(_report_text(r))
+
+
+def _report_text(r: CheckReport) -> str:
     size = f"{plural(r.lines, 'line')}, {human_bytes(r.size or 0)}"
     if r.status == "clean":
         extra = "; the last line lacks its newline (the next append writes it)" if r.tail and r.tail.missing_newline else ""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import sys
 
 from .. import Session
@@ -11,7 +11,7 @@ from .errors import CliError
 from .reading import describe_os_error, read, require_file
 from .render import Renderer
 from .show import envelope_json, types_arg
-from .style import Style, colour_enabled, terminal_width
+from .style import Style, colour_enabled, json_text, terminal_width
 
 __all__ = ["cmd_follow"]
 
@@ -19,6 +19,10 @@ __all__ = ["cmd_follow"]
 def cmd_follow(args: argparse.Namespace) -> int:
     """``follow PATH``: print envelopes as they are appended; Ctrl-C exits 0."""
     path: str = args.path
+    if not (math.isfinite(args.poll) and args.poll > 0):
+        raise CliError(f"--poll takes a number of seconds > 0, not {args.poll!r}")
+    if args.idle_timeout is not None and not (math.isfinite(args.idle_timeout) and args.idle_timeout >= 0):
+        raise CliError(f"--idle-timeout takes a number of seconds >= 0, not {args.idle_timeout!r}")
     st = require_file(path)
     if st.st_size > 0:
         try:
@@ -36,7 +40,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
             show = not types or env.type in types
             if args.json:
                 if show:
-                    sys.stdout.write(json.dumps(envelope_json(env), ensure_ascii=False) + "\n")
+                    sys.stdout.write(json_text(envelope_json(env)) + "\n")
             else:
                 block = renderer.block(env, show=show)
                 if block:
@@ -44,6 +48,8 @@ def cmd_follow(args: argparse.Namespace) -> int:
             sys.stdout.flush()
     except KeyboardInterrupt:
         return 0
+    except BrokenPipeError:  # the reader went away (follow ... | head): quiet, as every command
+        raise
     except OSError as exc:
         raise CliError(describe_os_error(exc, path)) from None
     return 0

@@ -10,7 +10,7 @@ from ..inspect import check_path
 from .check import report_line
 from .errors import CliError
 from .reading import describe_os_error
-from .style import plural, write_json
+from .style import escaped, plural, write_json
 
 __all__ = ["cmd_repair"]
 
@@ -44,10 +44,11 @@ def cmd_repair(args: argparse.Namespace) -> int:
     if args.json:
         write_json({"path": path, "repaired": bool(warnings), "removed": removed if warnings else None, "warnings": warnings, "envelopes": envelopes})
         return 0
+    name = escaped(path)  # a file name is shown on one line, its control characters escaped
     if warnings:
         for w in warnings:
-            sys.stdout.write(f"{path}: repaired: {w}\n")
-        sys.stdout.write(f"{path}: {plural(envelopes, 'envelope')} kept; the file loads cleanly now\n")
+            sys.stdout.write(f"{name}: repaired: {escaped(w)}\n")
+        sys.stdout.write(f"{name}: {plural(envelopes, 'envelope')} kept; the file loads cleanly now\n")
     else:
-        sys.stdout.write(f"{path}: nothing to repair ({plural(envelopes, 'envelope')}, clean)\n")
+        sys.stdout.write(f"{name}: nothing to repair ({plural(envelopes, 'envelope')}, clean)\n")
     return 0

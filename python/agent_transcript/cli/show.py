@@ -14,7 +14,7 @@ from .check import report_line
 from .errors import CliError
 from .reading import read
 from .render import Renderer
-from .style import Style, clip, colour_enabled, colour_option, human_bytes, local_time, plural, printable, sanitized, seconds, terminal_width, write_json
+from .style import Style, clip, colour_enabled, colour_option, escaped, human_bytes, local_time, plural, printable, sanitized, seconds, terminal_width, write_json
 
 __all__ = ["cmd_show", "show_arguments", "envelope_json", "types_arg"]
 
@@ -55,7 +55,7 @@ def types_arg(values: list[str] | None) -> list[str] | None:
 
 
 def _header(reading: Reading, s: Style, width: int) -> list[str]:
-    out = [s(printable(str(Path(reading.path))), "bold")]
+    out = [s(escaped(str(Path(reading.path))), "bold")]
 
     def row(label: str, value: str) -> None:
         out.append(f"  {s(label.ljust(9), 'dim')} {value}")
@@ -161,7 +161,7 @@ def _show_replayed(reading: Reading, args: argparse.Namespace, types: list[str] 
     renderer = Renderer(s, terminal_width(), full=args.full, reading=reading)
     written = sum(count for _, count in reading.role_counts())
     out = [
-        s(printable(str(Path(reading.path))), "bold"),
+        s(escaped(str(Path(reading.path))), "bold"),
         s(
             f"  what the model would be sent next: {plural(len(live), 'message')} "
             f"(from {plural(written, 'message line')}), compaction and elision applied",

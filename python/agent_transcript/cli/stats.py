@@ -7,7 +7,7 @@ import sys
 
 from ..inspect import compute_stats
 from .reading import read
-from .style import Style, clip, colour_enabled, human_bytes, plural, sanitized, seconds, write_json
+from .style import Style, clip, colour_enabled, escaped, human_bytes, plural, sanitized, seconds, write_json
 
 __all__ = ["cmd_stats"]
 
@@ -20,7 +20,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         return 0
     st = sanitized(stats.to_json())
     s = Style(colour_enabled(args.color, sys.stdout))
-    out = [s(st["path"], "bold") + f"  {human_bytes(st['size'])} ({st['size']:,} bytes), {plural(st['lines'], 'line')}, {plural(st['envelopes'], 'envelope')}", ""]
+    out = [s(escaped(stats.path), "bold") + f"  {human_bytes(st['size'])} ({st['size']:,} bytes), {plural(st['lines'], 'line')}, {plural(st['envelopes'], 'envelope')}", ""]
     out.append(s(f"  {'type':<18}{'count':>8}{'bytes':>14}", "dim"))
     for name, t in sorted(st["types"].items(), key=lambda kv: -kv[1]["bytes"]):
         out.append(f"  {name:<18}{t['count']:>8,}{t['bytes']:>14,}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import os
 import shutil
@@ -20,6 +21,8 @@ __all__ = [
     "clip",
     "local_time",
     "write_json",
+    "json_text",
+    "escaped",
     "printable",
     "sanitized",
     "seconds",
@@ -110,8 +113,22 @@ def local_time(ts: str) -> datetime | None:
         return None
 
 
+def _writes_utf8(stream: TextIO) -> bool:
+    try:
+        return codecs.lookup(stream.encoding or "ascii").name == "utf-8"
+    except (AttributeError, LookupError):
+        return False
+
+
+def json_text(value: Any, *, indent: int | None = None) -> str:
+    """``value`` as JSON text for stdout: UTF-8 as it is when stdout writes UTF-8,
+    else every non-ASCII character escaped, so that it is JSON in any encoding
+    (``backslashreplace`` would write ``\\U0001f600``, which JSON has no escape for)."""
+    return json.dumps(value, ensure_ascii=not _writes_utf8(sys.stdout), indent=indent)
+
+
 def write_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.write(json_text(value, indent=2) + "\n")
 
 
 
@@ -127,15 +144,42 @@ def printable(text: str) -> str:
     return text.replace("\r\n", "\n").translate(_CONTROL)
 
 
+_ALL_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x20), *range(0x7F, 0xA0)]} | {0x0A: "\\n", 0x09: "\\t", 0x0D: "\\r"}
+
+
+def escaped(text: str) -> str:
+    """``text`` on one line with every control character made visible (``\\n``, ``\\x1b``):
+    for a file name or a diagnostic, where a newline would forge a line."""
+    return text.translate(_ALL_CONTROL)
+
+
 def sanitized(value: Any) -> Any:
-    """``value`` with every string in it (keys too) passed through :func:`printable`."""
+    """``value`` with every string in it (keys too) passed through :func:`printable`.
+
+    Iterative: a value nested as deep as the reader allows (512) is no deeper
+    for this than a flat one.
+    """
     if isinstance(value, str):
         return printable(value)
-    if isinstance(value, dict):
-        return {printable(str(k)): sanitized(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [sanitized(v) for v in value]
-    return value
+    if not isinstance(value, (dict, list)):
+        return value
+    root: Any = {} if isinstance(value, dict) else []
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, copy = stack.pop()
+        pairs = ((printable(str(k)), v) for k, v in source.items()) if isinstance(source, dict) else ((None, v) for v in source)
+        for key, v in pairs:
+            if isinstance(v, (dict, list)):
+                inner: Any = {} if isinstance(v, dict) else []
+                stack.append((v, inner))
+                v = inner
+            elif isinstance(v, str):
+                v = printable(v)
+            if key is None:
+                copy.append(v)
+            else:
+                copy[key] = v
+    return root
 
 
 

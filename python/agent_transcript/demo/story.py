@@ -125,12 +125,17 @@ def run(directory: str | None, terminal: Terminal) -> int:
         where = Path(tempfile.mkdtemp(prefix="agent-transcript-demo-"))
     else:
         where = Path(directory)
+        not_a_directory = f"{directory}: not a directory; give an empty or new directory"
+        if where.exists() and not where.is_dir():  # /dev/null, a file: mkdir would say "File exists"
+            raise DemoError(not_a_directory)
         try:
             where.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except FileExistsError:
+            raise DemoError(not_a_directory) from None
         except OSError as exc:
             raise DemoError(describe_os_error(exc, directory)) from None
         if not where.is_dir():
-            raise DemoError(f"{directory}: not a directory")
+            raise DemoError(not_a_directory)
     path = where / "run.jsonl"
     crashed = where / "crashed.jsonl"
     for existing in (path, crashed):

@@ -60,7 +60,7 @@ def tool_call_parts(call: Any) -> ToolCall:
     if isinstance(args, str):
         try:
             args = compact(json.loads(args))
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than json reads: shown as written
             pass
     else:
         args = compact(args)
