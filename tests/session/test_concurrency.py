@@ -168,3 +168,31 @@ def test_reading_from_other_threads_during_fsync_appends_never_meets_a_borrowed_
     assert reads[0] > 0
     s.close()
     assert repr(s).endswith("closed, 166 envelopes>")
+
+
+def test_python_code_run_by_an_append_may_read_the_session(tmp_path: Path) -> None:
+    # The canonical writer iterates a list subclass and calls a dict subclass's
+    # items(): that code runs inside the append, on the same thread, and may read
+    # the session (a log line with repr(session), say). It sees the session as it
+    # was before the append, never PyO3's "Already mutably borrowed".
+    s = Session.create(tmp_path / "run.jsonl")
+    first = s.append_message(Message.user("first"))
+    seen: list[Any] = []
+
+    class Logged(list):  # type: ignore[type-arg]
+        def __iter__(self) -> Any:
+            seen.append((repr(s), s.message_ids, len(s.events), s.grants))
+            return super().__iter__()
+
+    class LoggedDict(dict):  # type: ignore[type-arg]
+        def items(self) -> Any:
+            seen.append((repr(s), s.message_ids, len(s.events), s.pending_tool_operations()))
+            return super().items()
+
+    second = s.append_message(Message.user("second"), extra={"x": Logged([1, 2])})
+    s.append_grants(LoggedDict(a=1))
+    assert seen[0][1:] == ([first], 2, None)
+    assert seen[1][1:] == ([first, second], 3, [])
+    s.close()
+    with Session.load(tmp_path / "run.jsonl") as again:
+        assert again.message_ids == [first, second] and again.grants == {"a": 1}

@@ -431,21 +431,15 @@ impl Transcript {
         })
     }
 
-    // Serialises the envelope after `buf[..lead]`, checks that replay accepts
-    // it, and writes it all; returns the envelope and the line's length.
-    #[allow(clippy::too_many_arguments)]
+    // Checks that replay accepts the envelope serialised in `buf` (a `\n`, the
+    // envelope's line, its `\n`) and writes it, the leading `\n` only when the
+    // file's last line lacks its own; returns the envelope and the line's length.
     fn check_and_write(
         &mut self,
         py: Python<'_>,
-        buf: &mut Vec<u8>,
-        lead: usize,
-        id: &str,
-        payload: &Bound<'_, PyAny>,
-        ts: &str,
-        r#type: &str,
+        buf: &[u8],
     ) -> PyResult<(transcript_core::envelope::Envelope, usize)> {
-        crate::canonical::write_envelope(py, buf, id, payload, ts, r#type)?;
-        let body = &buf[lead..buf.len() - 1];
+        let body = buf.get(1..buf.len().saturating_sub(1)).unwrap_or_default();
         let env = parse_line(body)
             .map_err(|e| PyValueError::new_err(format!("the envelope does not read back: {e}")))?;
         self.core.check(&env, true).map_err(|e| match e {
@@ -456,13 +450,78 @@ impl Transcript {
             _ => PyValueError::new_err(e.to_string()),
         })?;
         let len = body.len();
+        let line = if self.missing_newline { buf } else { &buf[1..] };
         if self.fsync {
-            py.detach(|| self.write_line(buf))
+            py.detach(|| self.write_line(line))
         } else {
-            self.write_line(buf)
+            self.write_line(line)
         }
         .map_err(|e| os_error(&e))?;
         Ok((env, len))
+    }
+
+    fn refuse_if_broken(&self) -> PyResult<()> {
+        match &self.broken {
+            Some(why) => Err(SessionBroken::new_err(why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    // After the line of `env` (`len` bytes) was written: checks that the file
+    // is still the one this session writes, then adds the envelope.
+    fn after_write(
+        &mut self,
+        env: transcript_core::envelope::Envelope,
+        len: usize,
+    ) -> PyResult<()> {
+        // A transcript deleted, or replaced by a rename, has no name left: the
+        // line just written can never be read again, so refuse it (and every
+        // later one) rather than return its id. Checked after the write, so no
+        // deletion slips in between. (Renamed away, it keeps a name: appends go on.)
+        // A file whose length is not the one this session wrote was truncated in
+        // place (logrotate's copytruncate) or written by someone else: load
+        // would refuse it, or the index no longer says where the lines are.
+        // Whenever the check cannot vouch for the line, the session is broken:
+        // the line is in the file, so an error must not let it pass as unwritten.
+        let meta = match self.file.metadata() {
+            Ok(meta) => meta,
+            Err(e) => {
+                self.broken = Some(format!(
+                    "the file could not be checked after a write ({e}): that line may be in it"
+                ));
+                return Err(os_error(&e));
+            }
+        };
+        let changed = if std::os::unix::fs::MetadataExt::nlink(&meta) == 0 {
+            Some("the transcript was deleted or replaced under the session".to_string())
+        } else if meta.len() < self.good_len {
+            Some(format!(
+                "the transcript was truncated under the session ({} bytes, {} expected)",
+                meta.len(),
+                self.good_len
+            ))
+        } else if meta.len() > self.good_len {
+            Some(format!(
+                "another program wrote to the transcript under the session ({} bytes, {} expected)",
+                meta.len(),
+                self.good_len
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = changed {
+            self.broken = Some(why.clone());
+            return Err(SessionBroken::new_err(why));
+        }
+        let offset = self.good_len - len as u64 - 1;
+        self.missing_newline = false;
+        let number = self.core.line_count + 1;
+        let rec = LineRec::new(&env, offset, len, number);
+        // Checked above, so this cannot be refused.
+        self.core
+            .push(env, rec, true)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(())
     }
 
     // Writes `line` with one write(2); on failure, cuts the file back to the last
@@ -568,81 +627,41 @@ impl Transcript {
     /// written unless replay accepts it.
     #[pyo3(signature = (r#type, payload, id, /))]
     fn append(
-        &mut self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         r#type: &str,
         payload: &Bound<'_, PyAny>,
         id: Option<String>,
     ) -> PyResult<String> {
-        if let Some(why) = &self.broken {
-            return Err(SessionBroken::new_err(why.clone()));
-        }
-        let id = match id {
-            Some(id) => id,
-            None => self.new_id(),
+        // The payload is serialised with no borrow of this object held: the
+        // walk may run Python code (a list subclass's `__iter__`, a dict
+        // subclass's `items()`) that reads this transcript, or appends to it,
+        // and finds it as it was, not PyO3's "Already mutably borrowed". No
+        // Python code of this thread runs while it is borrowed (other threads
+        // wait for the session's lock).
+        let (id, mut buf) = {
+            let mut t = slf.try_borrow_mut()?;
+            t.refuse_if_broken()?;
+            let id = match id {
+                Some(id) => id,
+                None => t.new_id(),
+            };
+            (id, std::mem::take(&mut t.buf))
         };
         let ts = utc_timestamp();
-        let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
-        if self.missing_newline {
-            buf.push(b'\n');
-        }
-        let lead = buf.len();
-        let result = self.check_and_write(py, &mut buf, lead, &id, payload, &ts, r#type);
+        buf.push(b'\n'); // written only if the file's last line lacks its own
+        let written = crate::canonical::write_envelope(py, &mut buf, &id, payload, &ts, r#type);
+        let mut t = slf.try_borrow_mut()?;
+        let result = written
+            .and_then(|()| t.refuse_if_broken())
+            .and_then(|()| t.check_and_write(py, &buf));
         // Keep the buffer for the next append, unless one huge line grew it.
-        self.buf = if buf.capacity() > 1 << 20 {
-            Vec::new()
-        } else {
-            buf
-        };
-        let (env, len) = result?;
-        // A transcript deleted, or replaced by a rename, has no name left: the
-        // line just written can never be read again, so refuse it (and every
-        // later one) rather than return its id. Checked after the write, so no
-        // deletion slips in between. (Renamed away, it keeps a name: appends go on.)
-        // A file whose length is not the one this session wrote was truncated in
-        // place (logrotate's copytruncate) or written by someone else: load
-        // would refuse it, or the index no longer says where the lines are.
-        // Whenever the check cannot vouch for the line, the session is broken:
-        // the line is in the file, so an error must not let it pass as unwritten.
-        let meta = match self.file.metadata() {
-            Ok(meta) => meta,
-            Err(e) => {
-                self.broken = Some(format!(
-                    "the file could not be checked after a write ({e}): that line may be in it"
-                ));
-                return Err(os_error(&e));
-            }
-        };
-        let changed = if std::os::unix::fs::MetadataExt::nlink(&meta) == 0 {
-            Some("the transcript was deleted or replaced under the session".to_string())
-        } else if meta.len() < self.good_len {
-            Some(format!(
-                "the transcript was truncated under the session ({} bytes, {} expected)",
-                meta.len(),
-                self.good_len
-            ))
-        } else if meta.len() > self.good_len {
-            Some(format!(
-                "another program wrote to the transcript under the session ({} bytes, {} expected)",
-                meta.len(),
-                self.good_len
-            ))
-        } else {
-            None
-        };
-        if let Some(why) = changed {
-            self.broken = Some(why.clone());
-            return Err(SessionBroken::new_err(why));
+        if buf.capacity() <= 1 << 20 {
+            t.buf = buf;
         }
-        let offset = self.good_len - len as u64 - 1;
-        self.missing_newline = false;
-        let number = self.core.line_count + 1;
-        let rec = LineRec::new(&env, offset, len, number);
-        // Checked above, so this cannot be refused.
-        self.core
-            .push(env, rec, true)
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let (env, len) = result?;
+        t.after_write(env, len)?;
         Ok(id)
     }
 
