@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import os
 import stat
 from dataclasses import dataclass
@@ -262,7 +263,29 @@ def remove_leftover_repair(path: Path) -> None:
 
 
 def repair_path(path: Path) -> Path:
-    return path.with_name(path.name + ".repair")
+    """Where the repair of ``path`` is written: ``<name>.repair`` beside it.
+
+    A name too long for that (a legal one of 249 to 255 bytes, say) gets
+    ``<its first bytes>.<16 hex digits of its SHA-256>.repair`` instead: always
+    the same for the same name, and as long as the folder allows.
+    """
+    name = os.fsencode(path.name)
+    limit = _name_max(path.parent)
+    if len(name) + len(b".repair") <= limit:
+        return path.with_name(path.name + ".repair")
+    tag = b"." + hashlib.sha256(name).hexdigest()[:16].encode() + b".repair"
+    cut = max(0, limit - len(tag))
+    while 0 < cut < len(name) and 0x80 <= name[cut] < 0xC0:
+        cut -= 1  # not in the middle of a UTF-8 character
+    return path.with_name(os.fsdecode(name[:cut] + tag))
+
+
+def _name_max(folder: Path) -> int:
+    """The longest file name, in bytes, that ``folder``'s filesystem takes."""
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
 
 
 def repair_tail(fd: Descriptor, path: Path) -> TailRepair:
