@@ -7,7 +7,9 @@ anything but a plain basename is refused before the filesystem is touched.
 
 from __future__ import annotations
 
+import errno
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +51,9 @@ class ArtifactStore:
         digest = _core.digest(data)
         file = digest.replace(":", "-")
         target = self.folder / file
-        if not target.exists():
+        # Already there with the right digest (stored by another thread, process
+        # or run): done. Anything else there (cut short, tampered) is replaced.
+        if _read(target, len(data)) != data:
             _storage.make_parents(target)
             self._write_atomically(target, data)
         return {
@@ -61,21 +65,28 @@ class ArtifactStore:
         }
 
     def _write_atomically(self, target: Path, data: bytes) -> None:
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     _storage.FILE_MODE)
+        # A temporary name of its own for every write: two threads storing the
+        # same content, or a restart that has the pid a killed writer had, never
+        # meet an earlier temporary file (a stale one is left alone, unused).
+        tmp = target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(8)}.tmp")
+        fd = _storage.Descriptor()
         try:
-            os.fchmod(fd, _storage.FILE_MODE)
+            fd.fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                            _storage.FILE_MODE)
+            os.fchmod(fd.fd, _storage.FILE_MODE)
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
-            _platform.sync(fd)
+                view = view[os.write(fd.fd, view):]
+            os.fsync(fd.fd)
+            fd.close()
+            os.rename(tmp, target)  # atomic, over whatever is there
         except BaseException:
-            os.close(fd)
-            os.unlink(tmp)
+            fd.close()
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
             raise
-        os.close(fd)
-        os.rename(tmp, target)
 
     def read(self, artifact: Any) -> bytes | None:
         """The bytes of ``artifact``; None when its file is gone; ``ValueError``
@@ -83,18 +94,32 @@ class ArtifactStore:
         if not isinstance(artifact, dict):
             raise ValueError("an artifact is a dict with 'file' and 'digest'")
         path = self.folder / check_basename(artifact.get("file"))
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except FileNotFoundError:
+        data = _read(path)
+        if data is None:
             return None
-        try:
-            chunks = []
-            while chunk := os.read(fd, 1 << 20):
-                chunks.append(chunk)
-        finally:
-            os.close(fd)
-        data = b"".join(chunks)
         expected = artifact.get("digest")
         if expected is not None and _core.digest(data) != expected:
             raise ValueError(f"artifact {path.name} does not match its digest")
         return data
+
+
+def _read(path: Path, size: int | None = None) -> bytes | None:
+    """The bytes of the file at ``path`` (never through a link); None when it is
+    missing, or when ``size`` is given and the file is not that long."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        if size is not None and e.errno == errno.ELOOP:
+            return None  # a link where the artifact goes: replaced, never followed
+        raise
+    try:
+        if size is not None and os.fstat(fd).st_size != size:
+            return None
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)

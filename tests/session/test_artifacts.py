@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,40 @@ def test_a_relative_path_is_resolved_when_the_session_opens(tmp_path: Path, how:
     with Session.load(runs / "run.jsonl") as again:
         assert again.read_artifact(art) == b"the full tool output"
         assert [m.content for m in again.messages] == ["after the chdir"]
+
+
+def test_the_same_content_from_many_threads_at_once(tmp_path: Path) -> None:
+    # A tool result fanned out to workers: each stores it. The temporary name was
+    # per process, so the second thread's exclusive create failed.
+    with Session.create(tmp_path / "run.jsonl") as s:
+        for round_ in range(20):
+            content = f"round {round_}: " + "output ✓\n" * 5000
+            start = threading.Barrier(8)
+            results: list[object] = []
+
+            def store() -> None:
+                start.wait()
+                try:
+                    results.append(s.write_artifact(content, excerpt="output"))
+                except Exception as e:  # noqa: BLE001 — collected, then asserted on
+                    results.append(e)
+
+            threads = [threading.Thread(target=store) for _ in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert all(isinstance(r, dict) for r in results), results
+            assert len({r["file"] for r in results}) == 1  # type: ignore[index]
+            assert s.read_artifact(results[0]) == content.encode()  # type: ignore[arg-type]
+        folder = tmp_path / "run.artifacts"
+        assert len(os.listdir(folder)) == 20  # no temporary file left behind
+
+
+def test_a_damaged_artifact_is_stored_again(tmp_path: Path) -> None:
+    with Session.create(tmp_path / "run.jsonl") as s:
+        art = s.write_artifact("the full output", excerpt="the")
+        target = s.artifact_path(art["file"])
+        target.write_bytes(b"the full")  # cut short by someone
+        assert s.write_artifact("the full output", excerpt="the") == art
+        assert s.read_artifact(art) == b"the full output"
