@@ -68,9 +68,14 @@ class SessionClosed(TranscriptError):
 
 
 class SessionBroken(TranscriptError):
-    """An earlier write failed and could not be undone; the session refuses appends.
+    """The session refuses appends: an earlier write failed and could not be
+    undone, the file was deleted, replaced, truncated or written to under it, or
+    this is a forked child of the process that opened it.
 
-    The file holds every line a method returned from. Load it again to go on.
+    The file holds every line a method returned from. It may also hold the line
+    of the append that raised (a write that went through but whose check
+    failed): an exception never promises that its line is absent. Load it again
+    to go on.
     """
 
 
