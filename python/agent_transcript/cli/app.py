@@ -25,6 +25,7 @@ from .check import cmd_check
 from .demo import cmd_demo
 from .errors import PROG, CliError
 from .follow import cmd_follow
+from .html import cmd_html, html_arguments
 from .reading import describe_os_error
 from .repair import cmd_repair
 from .show import cmd_show, show_arguments
@@ -72,6 +73,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--idle-timeout", type=float, default=None, metavar="SECONDS", help="stop after this long with nothing new")
     colour_option(p)
     p.set_defaults(func=cmd_follow)
+
+    p = sub.add_parser("html", help="a page for a person: one self-contained .html file (a folder of pages for a big one)", description="Render a transcript as HTML: one self-contained file (inline CSS and JS, no network, a strict Content-Security-Policy) for a transcript of ordinary size, a folder of pages (OUT/index.html) for a big one. Read-only.")
+    html_arguments(p)
+    p.set_defaults(func=cmd_html)
 
     p = sub.add_parser("demo", help="the whole story on a scratch transcript: a kill -9 mid-tool-call, then repair and resume", description="A scripted agent (no model, no network) writes a transcript and is killed with SIGKILL mid-tool-call; the demo then shows peek, check, load's repair, the pending tool operations, their resolution and a resumed run.")
     p.add_argument("dir", metavar="DIR", nargs="?", help="where to write (default: a new temporary directory); the files are kept")

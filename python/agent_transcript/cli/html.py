@@ -1,0 +1,35 @@
+"""``agent-transcript html PATH -o OUT``: a page for a person (one file, or a folder of pages)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..viewer import write_html
+from .errors import CliError
+from .reading import describe_os_error, read
+
+__all__ = ["cmd_html", "html_arguments"]
+
+
+def html_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("-o", "--output", metavar="OUT", required=True, help="the .html file to write (a folder of pages for a big transcript)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--single", dest="single", action="store_const", const=True, default=None, help="one self-contained file, whatever the size")
+    mode.add_argument("--pages", dest="single", action="store_const", const=False, help="a folder of pages, whatever the size")
+
+
+def cmd_html(args: argparse.Namespace) -> int:
+    reading = read(args.path)
+    out = args.output
+    try:
+        result = write_html(reading, out, single=args.single)
+    except OSError as exc:
+        raise CliError(describe_os_error(exc, getattr(exc, "filename", None) or out)) from None
+    if result.single:
+        sys.stdout.write(f"wrote {result.path}\n")
+    else:
+        sys.stdout.write(f"wrote {os.path.dirname(result.path) or '.'}/ ({result.pages} pages; open {result.path})\n")
+    return 0

@@ -1,0 +1,227 @@
+/* agent-transcript viewer: behaviour only; every record is rendered (and escaped) by Python. */
+(function () {
+  "use strict";
+  var doc = document, body = doc.body, root = doc.documentElement;
+  var AT = window.AT = window.AT || {};
+  function $(s, el) { return (el || doc).querySelector(s); }
+  function $$(s, el) { return Array.prototype.slice.call((el || doc).querySelectorAll(s)); }
+  function recs() { return $$("article.rec"); }
+  function visibleRecs() { return recs().filter(function (r) { return !r.classList.contains("hidden"); }); }
+
+  /* theme */
+  function store(k, v) { try { if (v === undefined) return localStorage.getItem(k); localStorage.setItem(k, v); } catch (e) { return null; } return null; }
+  var theme = store("at-theme");
+  if (theme === "dark" || theme === "light") root.classList.add(theme);
+  function toggleTheme() {
+    var dark = root.classList.contains("dark") || (!root.classList.contains("light") && window.matchMedia && matchMedia("(prefers-color-scheme: dark)").matches);
+    root.classList.remove("dark", "light");
+    root.classList.add(dark ? "light" : "dark");
+    store("at-theme", dark ? "light" : "dark");
+  }
+  var themeButton = $("#theme");
+  if (themeButton) themeButton.addEventListener("click", toggleTheme);
+
+  /* raw JSON */
+  var rawBox = $("#f-raw");
+  if (rawBox) rawBox.addEventListener("change", function () { body.classList.toggle("show-raw", rawBox.checked); });
+
+  /* tool calls paired with their dispatch, settle and result */
+  function pair() {
+    var results = {}, dispatches = {}, settles = {}, messages = {};
+    recs().forEach(function (r) {
+      var d = r.dataset;
+      if (d.type === "message" && d.role === "tool" && d.call) results[d.call] = r;
+      if (r.classList.contains("k-dispatch") && d.call) dispatches[d.call] = r;
+      if (r.classList.contains("k-settle") && d.op) settles[d.op] = r;
+    });
+    $$("li.call[data-call]").forEach(function (li) {
+      var id = li.dataset.call, state = $(".state", li);
+      var msg = li.closest("article");
+      if (msg) messages[id] = msg;
+      if (!state || state.dataset.done) return;
+      var html = [];
+      var disp = dispatches[id];
+      var res = results[id];
+      if (disp) {
+        var st = disp.dataset.state;
+        var settle = settles[disp.dataset.op];
+        if (settle) { st = settle.dataset.state; }
+        var cls = st === "completed" ? "ok" : (st === "outcome-unknown" ? "warn" : "bad");
+        var chip = doc.createElement("a");
+        chip.className = "chip " + cls; chip.href = "#" + (settle || disp).id;
+        chip.textContent = (st || "dispatched") + (settle && settle.dataset.duration ? " · " + settle.dataset.duration : "") + (settle ? "" : " · never settled");
+        html.push(chip);
+        if (!settle && disp.dataset.state) li.classList.add("pending-call");
+        if (st && st !== "completed") msg && msg.setAttribute("data-error", "1");
+      }
+      if (res) {
+        var a = doc.createElement("a");
+        a.className = "chip"; a.href = "#" + res.id; a.textContent = "→ result, line " + res.dataset.line;
+        html.push(a);
+      }
+      html.forEach(function (el) { state.appendChild(doc.createTextNode(" ")); state.appendChild(el); });
+      state.dataset.done = "1";
+    });
+    $$("a.callref[data-call]").forEach(function (a) {
+      var m = messages[a.dataset.call];
+      if (m && !a.getAttribute("href")) a.href = "#" + m.id;
+    });
+  }
+
+  /* filters */
+  var fRole = $("#f-role"), fTool = $("#f-tool"), fErr = $("#f-errors");
+  function fillTools() {
+    if (!fTool) return;
+    var have = {};
+    $$("option", fTool).forEach(function (o) { have[o.value] = 1; });
+    recs().forEach(function (r) {
+      (r.dataset.tool || "").split(" ").forEach(function (t) {
+        if (t && !have[t]) { have[t] = 1; var o = doc.createElement("option"); o.textContent = t; o.value = t; fTool.appendChild(o); }
+      });
+    });
+  }
+  function isError(r) {
+    return r.classList.contains("error") || r.classList.contains("pending") || r.hasAttribute("data-error") || !!$(".refusal", r);
+  }
+  function applyFilters() {
+    var role = fRole ? fRole.value : "", tool = fTool ? fTool.value : "", err = fErr ? fErr.checked : false;
+    recs().forEach(function (r) {
+      var ok = true;
+      if (role && r.dataset.role !== role) ok = false;
+      if (tool && (" " + (r.dataset.tool || "") + " ").indexOf(" " + tool + " ") < 0) ok = false;
+      if (err && !isError(r)) ok = false;
+      r.classList.toggle("hidden", !ok);
+    });
+  }
+  [fRole, fTool, fErr].forEach(function (el) { if (el) el.addEventListener("change", applyFilters); });
+
+  /* find */
+  var find = $("#find"), findCount = $("#find-count"), hits = [], hitAt = -1;
+  function runFind() {
+    var q = find.value.trim().toLowerCase();
+    hits.forEach(function (r) { r.classList.remove("hit", "hit-current"); });
+    hits = []; hitAt = -1;
+    if (q) {
+      visibleRecs().forEach(function (r) {
+        var t = r.dataset.text;
+        if (t === undefined) { t = (($(".body", r) || r).textContent || "").toLowerCase(); r.dataset.text = t; }
+        if (t.indexOf(q) >= 0) { hits.push(r); r.classList.add("hit"); }
+      });
+    }
+    findCount.textContent = q ? hits.length + " found" : "";
+  }
+  function nextHit(step) {
+    if (!hits.length) return;
+    if (hitAt >= 0) hits[hitAt].classList.remove("hit-current");
+    hitAt = (hitAt + step + hits.length) % hits.length;
+    var r = hits[hitAt];
+    r.classList.add("hit-current");
+    $$("details.fold", r).forEach(function (d) { d.open = true; });
+    r.scrollIntoView({ block: "center" }); r.focus({ preventScroll: true });
+    findCount.textContent = (hitAt + 1) + " of " + hits.length;
+  }
+  var findTimer = null;
+  if (find) {
+    find.addEventListener("input", function () { clearTimeout(findTimer); findTimer = setTimeout(runFind, 150); });
+    find.addEventListener("keydown", function (e) {
+      if (e.key === "Enter") { e.preventDefault(); clearTimeout(findTimer); if (!hits.length) runFind(); nextHit(e.shiftKey ? -1 : 1); }
+      if (e.key === "Escape") { find.blur(); }
+    });
+  }
+
+  /* keyboard */
+  var current = null;
+  function move(step) {
+    var list = visibleRecs();
+    if (!list.length) return;
+    var i = current ? list.indexOf(current) : -1;
+    if (i < 0) {
+      var top = window.scrollY;
+      i = step > 0 ? -1 : list.length;
+      for (var k = 0; k < list.length; k++) { if (list[k].offsetTop >= top + 40) { i = step > 0 ? k - 1 : k; break; } }
+    }
+    i = Math.max(0, Math.min(list.length - 1, i + step));
+    current = list[i];
+    current.focus({ preventScroll: true });
+    current.scrollIntoView({ block: "nearest" });
+  }
+  doc.addEventListener("keydown", function (e) {
+    var t = e.target;
+    if (t && (t.tagName === "INPUT" || t.tagName === "SELECT" || t.tagName === "TEXTAREA") || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.key === "j") move(1);
+    else if (e.key === "k") move(-1);
+    else if (e.key === "/") { e.preventDefault(); if (find) find.focus(); }
+    else if (e.key === "t") toggleTheme();
+    else if (e.key === "o" && current) { var ds = $$("details", current); var open = !ds.every(function (d) { return d.open; }); ds.forEach(function (d) { d.open = open; }); }
+    else if (e.key === "r" && rawBox) { rawBox.checked = !rawBox.checked; body.classList.toggle("show-raw", rawBox.checked); }
+    else return;
+  });
+  doc.addEventListener("focusin", function (e) { var r = e.target && e.target.closest && e.target.closest("article.rec"); if (r) current = r; });
+
+  /* a folder of pages: links to lines on other pages, and search over every page */
+  var pages = null;
+  AT.setPages = function (ranges) { pages = ranges; };
+  function pageOf(line) {
+    if (!pages) return 0;
+    for (var i = pages.length - 1; i >= 0; i--) if (pages[i][0] <= line) return i + 1;
+    return 1;
+  }
+  function pageName(n) { var s = String(n); while (s.length < 6) s = "0" + s; return s; }
+  doc.addEventListener("click", function (e) {
+    var a = e.target && e.target.closest && e.target.closest("a[href^='#L']");
+    if (!a || !pages) return;
+    var id = a.getAttribute("href").slice(1);
+    if (doc.getElementById(id)) return;
+    var n = pageOf(parseInt(id.slice(1), 10));
+    if (n) { e.preventDefault(); location.href = (body.dataset.base || "") + "p/" + pageName(n) + ".html#" + id; }
+  });
+  var searchButton = $("#search-all");
+  if (searchButton) {
+    var status = $("#search-status"), list = $("#search-hits"), query = "", found = 0, total = parseInt(body.dataset.pages || "0", 10);
+    AT.addText = function (n, items) {
+      items.forEach(function (it) {
+        if (found >= 200 || it[1].indexOf(query) < 0) return;
+        found++;
+        var li = doc.createElement("li"), a = doc.createElement("a");
+        a.href = "p/" + pageName(n) + ".html#L" + it[0];
+        a.textContent = "page " + n + ", line " + it[0] + ": " + it[1].slice(0, 120);
+        li.appendChild(a); list.appendChild(li);
+      });
+      status.textContent = "page " + n + " of " + total + ", " + found + " found";
+      if (n < total && found < 200) load(n + 1); else status.textContent = found + " found in " + n + " page" + (n === 1 ? "" : "s");
+    };
+    function load(n) { var s = doc.createElement("script"); s.src = "s/" + pageName(n) + ".js"; doc.head.appendChild(s); }
+    searchButton.addEventListener("click", function () {
+      query = (find.value || "").trim().toLowerCase();
+      if (!query) { status.textContent = "type what to find first"; return; }
+      list.textContent = ""; found = 0;
+      if (total) load(1);
+    });
+  }
+
+  /* serve: open at the tail, follow a run still being written */
+  function atBottom() { return window.innerHeight + window.scrollY >= doc.body.scrollHeight - 80; }
+  if (body.dataset.tail) {
+    var last = recs().pop();
+    if (last) last.scrollIntoView({ block: "end" });
+  }
+  if (body.dataset.events && window.EventSource) {
+    var main = $("#records"), end = $("#live-end"), badge = $("#live");
+    var es = new EventSource(body.dataset.events);
+    es.addEventListener("rec", function (e) {
+      var follow = atBottom(), d = JSON.parse(e.data);
+      end.insertAdjacentHTML("beforebegin", d.html);
+      var added = end.previousElementSibling;
+      if (added) added.classList.add("fresh");
+      pair(); fillTools(); applyFilters();
+      if (follow && added) added.scrollIntoView({ block: "end" });
+      if (badge) badge.textContent = "live · line " + d.line;
+    });
+    es.addEventListener("reset", function () { es.close(); location.reload(); });
+    es.addEventListener("open", function () { if (badge) badge.textContent = "live"; });
+    es.addEventListener("error", function () { if (badge) badge.textContent = "reconnecting…"; });
+  }
+
+  pair();
+  fillTools();
+})();

@@ -1,0 +1,144 @@
+"""The pages in a real browser (headless Chromium from the system, driven by Selenium, offline)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_transcript.inspect import read
+from agent_transcript.viewer import write_html
+
+from .conftest import screenshot_dir
+from .helpers import every_kind
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's crashed transcript (a kill -9 mid-tool-call: a torn line, two calls never settled)."""
+    where = tmp_path_factory.mktemp("demo")
+    r = subprocess.run([sys.executable, "-m", "agent_transcript", "demo", str(where / "d")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return where / "d" / "crashed.jsonl"
+
+
+def errors_in_console(driver: Any) -> list[dict[str, Any]]:
+    return [e for e in driver.get_log("browser") if e.get("level") in ("SEVERE", "ERROR")]
+
+
+def wait_for(cond: Any, timeout: float = 15.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = cond()
+        if got or time.monotonic() > deadline:
+            return got
+        time.sleep(0.05)
+
+
+def test_the_demo_page_from_file_url(browser: Any, demo: Path, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    out = tmp_path / "demo.html"
+    write_html(read(str(demo), lenient=True), str(out))
+    browser.get_log("browser")
+    browser.get(out.as_uri())
+    assert browser.execute_script("return document.readyState") == "complete"
+    assert errors_in_console(browser) == []
+    # Nothing was loaded: no resource entry at all (CSS and JS are inline).
+    assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0
+    roles = [e.get_attribute("data-role") for e in browser.find_elements(By.CSS_SELECTOR, "article.k-message")]
+    assert {"system", "user", "assistant", "tool"} <= set(roles)
+    cut = browser.find_element(By.CSS_SELECTOR, "article.cut")
+    assert cut.is_displayed() and "tokens 18,250 → 2,140" in cut.text and "replaced:" in cut.text
+    ended = browser.find_element(By.ID, "ended")
+    assert ended.is_displayed() and "The run ended here." in ended.text
+    assert "write_file" in ended.text and "run_tests" in ended.text
+    pending = browser.find_elements(By.CSS_SELECTOR, "article.k-dispatch.pending")
+    assert [p.get_attribute("data-tool") for p in pending] == ["write_file", "run_tests"]
+    # The JS paired each call with its lifecycle: a chip on the assistant's calls.
+    chips = [c.text for c in browser.find_elements(By.CSS_SELECTOR, "li.call .state .chip")]
+    assert any(c.startswith("completed · 4 ms") for c in chips), chips
+    assert any("never settled" in c for c in chips), chips
+    assert "repairable" in (browser.find_element(By.ID, "verdict").get_attribute("class") or "")
+    browser.set_window_size(1300, 1000)
+    browser.save_screenshot(str(screenshot_dir() / "page-top.png"))
+    cut_y = browser.execute_script("arguments[0].scrollIntoView({block: 'start'}); return window.scrollY", cut)
+    assert cut_y > 0
+    browser.save_screenshot(str(screenshot_dir() / "page-cut.png"))
+    assert errors_in_console(browser) == []
+
+
+def test_find_filters_keys_theme_and_hostile_text(browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    src = every_kind(tmp_path / "run.jsonl")
+    out = tmp_path / "run.html"
+    write_html(read(str(src), lenient=True), str(out))
+    browser.get_log("browser")
+    browser.get(out.as_uri())
+    assert browser.execute_script("return window.__pwned") is None
+    assert errors_in_console(browser) == []
+    body = browser.find_element(By.TAG_NAME, "body")
+    # Keyboard: j moves to a record, and on.
+    body.send_keys("j")
+    first = browser.execute_script("return document.activeElement.dataset.line")
+    body.send_keys("j")
+    second = browser.execute_script("return document.activeElement.dataset.line")
+    assert first is not None and second is not None and int(second) > int(first)
+    # Filters: role, tool, errors.
+    browser.find_element(By.CSS_SELECTOR, "#f-role option[value=tool]").click()
+    shown = [e.get_attribute("data-role") for e in browser.find_elements(By.CSS_SELECTOR, "article.rec") if e.is_displayed()]
+    assert shown and set(shown) == {"tool"}
+    browser.find_element(By.CSS_SELECTOR, "#f-role option[value='']").click()
+    browser.find_element(By.CSS_SELECTOR, "#f-tool option[value=run_tests]").click()
+    shown = [e.get_attribute("data-tool") for e in browser.find_elements(By.CSS_SELECTOR, "article.rec") if e.is_displayed()]
+    assert shown and all("run_tests" in (t or "") for t in shown)
+    browser.find_element(By.CSS_SELECTOR, "#f-tool option[value='']").click()
+    browser.find_element(By.ID, "f-errors").click()
+    shown = [e.get_attribute("data-type") for e in browser.find_elements(By.CSS_SELECTOR, "article.rec") if e.is_displayed()]
+    assert "tool-settled" in shown and "tool-dispatched" in shown and "session-meta" not in shown
+    browser.find_element(By.ID, "f-errors").click()
+    # Find.
+    find = browser.find_element(By.ID, "find")
+    find.send_keys("third turn", Keys.ENTER)
+    assert wait_for(lambda: browser.find_element(By.ID, "find-count").text.endswith("of 1"))
+    assert "Third turn." in browser.execute_script("return document.activeElement.textContent")
+    # Theme.
+    browser.find_element(By.ID, "theme").click()
+    assert browser.execute_script("return document.documentElement.className") in ("dark", "light")
+    # Raw JSON of a record.
+    browser.find_element(By.ID, "f-raw").click()
+    raw = browser.find_element(By.CSS_SELECTOR, "article.k-meta details.raw")
+    assert raw.is_displayed()
+    assert browser.execute_script("return window.__pwned") is None
+    assert errors_in_console(browser) == []
+
+
+def test_a_folder_of_pages_from_file_url(browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    from agent_transcript import Message, Session
+
+    src = tmp_path / "long.jsonl"
+    with Session.create(src) as s:
+        for k in range(600):
+            s.append_message(Message.user(f"turn {k} needle{k}"))
+            s.append_message(Message.assistant("z" * 3000))
+    site = tmp_path / "site"
+    result = write_html(read(str(src), lenient=True), str(site), single=False)
+    assert result.pages > 2
+    browser.get_log("browser")
+    browser.get((site / "index.html").as_uri())
+    browser.find_element(By.ID, "find").send_keys("needle599")
+    browser.find_element(By.ID, "search-all").click()
+    assert wait_for(lambda: "found in" in browser.find_element(By.ID, "search-status").text)
+    hits = browser.find_elements(By.CSS_SELECTOR, "#search-hits a")
+    assert len(hits) == 1 and f"page {result.pages}" in hits[0].text
+    hits[0].click()
+    assert wait_for(lambda: browser.execute_script("return location.hash") == "#L1200")
+    assert errors_in_console(browser) == []

@@ -1,0 +1,185 @@
+"""The renderer and ``html`` on the fixtures: every record kind, hostile text, big lines, the CSP, the folder of pages."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_transcript import Message, Session
+from agent_transcript.inspect import read
+from agent_transcript.viewer import write_html
+
+from .helpers import HOSTILE, every_kind, parse
+
+FIXTURES = Path(__file__).resolve().parent.parent / "data" / "cli"
+ALLOWED_TAGS = {
+    "html", "head", "meta", "title", "style", "body", "div", "span", "input", "select", "option", "label", "button",
+    "main", "section", "article", "header", "a", "time", "p", "pre", "code", "details", "summary", "table", "tr", "th",
+    "td", "ul", "ol", "li", "h3", "h4", "h5", "h6", "b", "strong", "em", "br", "nav", "script",
+}
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "agent_transcript", *args], capture_output=True, text=True, timeout=120)
+
+
+def page(tmp_path: Path, src: Path, **kw: object) -> str:
+    out = tmp_path / (src.stem + ".html")
+    write_html(read(str(src), lenient=True), str(out), **kw)  # type: ignore[arg-type]
+    return out.read_text("utf-8")
+
+
+def assert_safe(html: str) -> None:
+    """Nothing in the page can run but the viewer's own script, and no link leaves for a bad scheme."""
+    t = parse(html)
+    inline = [a for tag, a in t.tags if tag == "script" and "src" not in a]
+    assert len(inline) == 1, "one inline script: the viewer's"
+    for tag, attrs in t.tags:
+        assert tag in ALLOWED_TAGS, tag
+        for name, value in attrs.items():
+            assert not name.startswith("on"), (tag, name, value)
+            assert name != "style", (tag, name)
+            if name == "src":
+                assert tag == "script" and value is not None and value.endswith(".js") and "://" not in value
+            if name == "href":
+                assert value is not None
+                assert value.startswith(("#", "https://", "http://")) or "://" not in value, value
+                assert not value.lower().lstrip().startswith(("javascript:", "data:", "vbscript:")), value
+    assert "javascript:window" not in re.sub(r">[^<]*<", "><", html), "a javascript: link survived outside text"
+
+
+def test_every_record_kind_is_rendered(tmp_path: Path) -> None:
+    src = every_kind(tmp_path / "run.jsonl")
+    html = page(tmp_path, src)
+    t = parse(html)
+    articles = [a for tag, a in t.tags if tag == "article"]
+    types = [json.loads(line)["type"] for line in src.read_bytes().split(b"\n") if line.strip()]
+    assert [a["data-type"] for a in articles] == types
+    assert [int(a["data-line"] or 0) for a in articles] == list(range(1, len(types) + 1))
+    ids = [a["id"] for a in articles]
+    assert len(set(ids)) == len(ids) and all(i and i.startswith("e-") for i in ids)
+    assert {"session-meta", "run-context", "message", "grants", "tool-dispatched", "tool-settled", "elision", "rewind", "compaction", "future-thing"} <= set(types)
+    # The cut: summary beside what it replaced, the tokens, the replacement sent instead.
+    assert "compaction — the cut" in html and "tokens 5,000 → 700 (−86%)" in html
+    assert "[replacement] the story so far" in html and "recorded but not sent" in html
+    assert re.search(r"replaced: \d+ messages \(lines \d+–\d+\)", html)
+    # Elision: the stub and the original on demand; the message says it was elided.
+    assert "stub the model sees" in html and "the original, " in html and "elided at line" in html
+    # Rewind: the rewound answer is flagged as no longer sent.
+    assert "keeps the live messages through" in html and "dropped by a rewind" in html
+    # Tool lifecycle and the end of the run.
+    assert "failed" in html and "1.50 s" in html and "12 ms" in html
+    assert "dispatched: never settled" in html and "The run ended here." in html
+    assert "grants in force" in html
+    # Artifacts: ok, missing, mismatched.
+    assert "digest matches" in html and ">missing<" in html and "digest does not match" in html
+    assert "a type this version does not know" in html and "&lt;b&gt;bold?&lt;/b&gt;" in html
+    assert "check</b> clean" in html
+    assert_safe(html)
+
+
+def test_hostile_text_is_shown_not_run(tmp_path: Path) -> None:
+    src = every_kind(tmp_path / "run.jsonl")
+    html = page(tmp_path, src)
+    assert_safe(html)
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
+    assert "&lt;img src=x onerror=&quot;window.__pwned=1&quot;&gt;" in html
+    assert '<a href="https://example.org/a?b=1&amp;c=&quot;2&quot;"' not in html  # the quote ends the URL
+    assert '<a href="https://example.org/x"' in html
+    assert "[click me](javascript:window.__pwned=1)" in html  # shown as text, not a link
+    # Control characters, DEL, U+2028/9 and a lone surrogate are made visible.
+    assert "␇" in html and "␛[31m" in html and "␀" in html and "\\u2028" in html and "\\ud800" in html
+    assert "\x1b" not in html and "\x00" not in html and "\u2028" not in html
+    html.encode("utf-8")  # no lone surrogate reached the page
+
+
+def test_a_10_mb_line_is_cut_and_folded(tmp_path: Path) -> None:
+    src = tmp_path / "big.jsonl"
+    with Session.create(src) as s:
+        s.append_message(Message.user("x" * (10 * 1024 * 1024)))
+        s.append_message(Message.assistant("<script>" * 200_000))
+    out = page(tmp_path, src, single=True)
+    assert len(out) < 3 * 1024 * 1024
+    assert "more not shown here; the whole text is line 2 of the file" in out
+    assert re.search(r"<summary>1 lines, 10\.0 MB</summary>", out)
+    assert_safe(out)
+
+
+def test_the_csp_forbids_every_load_but_the_inline_css_and_js(tmp_path: Path) -> None:
+    html = page(tmp_path, FIXTURES / "clean.jsonl")
+    t = parse(html)
+    metas = [a for tag, a in t.tags if tag == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
+    assert len(metas) == 1
+    policy = metas[0]["content"] or ""
+    assert policy.startswith("default-src 'none';") and "connect-src 'none'" in policy and "'unsafe-inline'" not in policy
+    script = t.scripts[0]
+    style = html.split("<style>", 1)[1].split("</style>", 1)[0]
+    for body, directive in ((script, "script-src"), (style, "style-src")):
+        h = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
+        assert re.search(rf"{directive} 'sha256-{re.escape(h)}';", policy), directive
+    assert "'self'" not in policy
+
+
+@pytest.mark.parametrize("name", ["clean", "pending", "torn", "missing_newline", "corrupt_mid", "unknown_id", "duplicate_id"])
+def test_every_fixture_renders(tmp_path: Path, name: str) -> None:
+    src = FIXTURES / f"{name}.jsonl"
+    html = page(tmp_path, src)
+    assert_safe(html)
+    verdict = re.search(r'class="verdict v-(\w+)"', html)
+    assert verdict is not None
+    expected = {"torn": "repairable", "corrupt_mid": "corrupt", "unknown_id": "corrupt", "duplicate_id": "corrupt"}.get(name, "clean")
+    assert verdict.group(1) == expected
+    if expected == "corrupt":
+        assert re.search(r"load refuses this file at line \d+: ", html)
+    if name == "torn":
+        assert "The run ended here." in html
+
+
+def test_a_folder_of_pages_holds_every_record_once(tmp_path: Path) -> None:
+    src = tmp_path / "long.jsonl"
+    with Session.create(src) as s:
+        for k in range(700):
+            s.append_message(Message.user(f"turn {k}"))
+            s.append_message(Message.assistant(f"answer {k} " + "y" * 2000))
+    out = tmp_path / "site"
+    result = write_html(read(str(src), lenient=True), str(out), single=False)
+    assert result.pages > 2 and result.path == str(out / "index.html")
+    seen: list[int] = []
+    for k in range(1, result.pages + 1):
+        html = (out / "p" / f"{k:06d}.html").read_text("utf-8")
+        assert_safe(html)
+        lines = [int(x) for x in re.findall(r'<article [^>]*data-line="(\d+)"', html)]
+        seen += lines
+        if k > 1:  # pages are cut at a turn
+            assert re.search(r'<article class="rec k-message r-user"', html.split("<main", 1)[1])
+            first = html.split('<article class="rec ', 1)[1]
+            assert first.startswith("k-message r-user")
+        chunk = (out / "s" / f"{k:06d}.js").read_text("utf-8")
+        assert chunk.startswith(f"window.AT&&AT.addText({k},")
+    assert seen == list(range(1, 1402))
+    index = (out / "index.html").read_text("utf-8")
+    policy = [a["content"] for tag, a in parse(index).tags if tag == "meta" and a.get("http-equiv")][0] or ""
+    assert "script-src 'self' 'sha256-" in policy and f'data-pages="{result.pages}"' in index
+    ranges = json.loads((out / "pages.js").read_text().split("setPages(", 1)[1].rsplit(");", 1)[0])
+    assert ranges[0][0] == 1 and ranges[-1][1] == 1401
+
+
+def test_cli_html(tmp_path: Path) -> None:
+    r = cli("html", str(FIXTURES / "pending.jsonl"), "-o", str(tmp_path / "p.html"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == f"wrote {tmp_path / 'p.html'}\n"
+    assert "never settled" in (tmp_path / "p.html").read_text("utf-8")
+    r = cli("html", str(tmp_path / "nope.jsonl"), "-o", str(tmp_path / "x.html"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "nope.jsonl" in r.stderr
+    r = cli("html", str(FIXTURES / "text.txt"), "-o", str(tmp_path / "x.html"))
+    assert r.returncode == 2 and "not a transcript" in r.stderr
+    assert not (tmp_path / "x.html").exists()
+    r = cli("html", str(FIXTURES / "clean.jsonl"), "-o", str(tmp_path / "no" / "such" / "dir" / "x.html"))
+    assert r.returncode == 2 and r.stderr.startswith("agent-transcript: ") and r.stderr.count("\n") == 1
