@@ -200,6 +200,23 @@ def test_lines_another_program_wrote_are_items_too(tmp_path: Path) -> None:
     assert_checks_and_loads(path)
 
 
+def test_an_elision_another_program_wrote_is_what_the_model_is_sent(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with TranscriptSession(path) as t:
+        asyncio.run(t.add_items(ITEMS))
+    with Session.load(path) as s:
+        ids = s.message_ids
+        s.append_elision([(ids[2], "[output elided]"), (ids[3], "[answer elided]"), (ids[4], "[elided]")])
+    with TranscriptSession(path) as t:
+        items = asyncio.run(t.get_items())
+    assert items[:2] == ITEMS[:2]
+    assert items[2] == {**ITEMS[2], "output": "[output elided]"}
+    assert items[3] == {**ITEMS[3], "content": [{"type": "output_text", "text": "[answer elided]",
+                                                 "annotations": []}]}
+    assert items[4] == {**ITEMS[4], "content": [{"type": "input_text", "text": "[elided]"}]}
+    assert_checks_and_loads(path)
+
+
 def test_a_closed_session_refuses_writes(tmp_path: Path) -> None:
     s = TranscriptSession(tmp_path / "run.jsonl")
     asyncio.run(s.add_items(ITEMS[:1]))
