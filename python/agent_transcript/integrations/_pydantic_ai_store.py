@@ -1,0 +1,268 @@
+"""pydantic-ai's ``ConversationStore`` (pydantic-ai >= 2.66) over a folder of transcripts.
+
+The public name is ``agent_transcript.integrations.pydantic_ai.TranscriptConversationStore``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import hashlib
+import os
+import re
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pydantic
+from pydantic_ai.conversation_store import (
+    ConversationConflict,
+    ConversationEntry,
+    ConversationRecord,
+    ConversationStore,
+)
+
+from agent_transcript import Session, SessionLocked
+
+from ._aio import write_off_loop
+from ._pydantic_ai_history import EXTRA_KEY, live_groups, load, write_entry
+
+#: The run-context fact holding the conversation's record (``None``: deleted).
+RECORD_KEY = "pydantic-ai.record"
+
+_RECORDS: pydantic.TypeAdapter[ConversationRecord] = pydantic.TypeAdapter(ConversationRecord)
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_LOCKED_RETRY_SECONDS = 5.0
+
+
+@dataclasses.dataclass
+class _FileState:
+    stamp: tuple[int, int, int]
+    record: dict[str, Any] | None
+    entries: dict[str, tuple[str | None, Any]]  # entry id -> (parent id, message JSON)
+
+
+def _scan(envelopes: Iterable[Any]) -> tuple[dict[str, Any] | None, dict[str, tuple[str | None, Any]]]:
+    record: dict[str, Any] | None = None
+    entries: dict[str, tuple[str | None, Any]] = {}
+    for env in envelopes:
+        payload = env.payload
+        if not isinstance(payload, dict):
+            continue
+        if env.type == "message":
+            own = payload.get(EXTRA_KEY)
+            if isinstance(own, dict) and isinstance(own.get("entry"), str) and "message" in own:
+                parent = own.get("parent")
+                entries[own["entry"]] = (parent if isinstance(parent, str) else None, own["message"])
+        elif env.type == "run-context":
+            for fact in payload.get("facts") or ():
+                if isinstance(fact, list) and len(fact) == 2 and fact[0] == RECORD_KEY:
+                    record = fact[1] if isinstance(fact[1], dict) else None
+    return record, entries
+
+
+class TranscriptConversationStore(ConversationStore):
+    """pydantic-ai's ``ConversationStore`` keeping each conversation in one
+    transcript in ``folder`` (created ``0700`` if missing).
+
+    Reads never lock; a save or delete opens the conversation's transcript (its
+    lock held only meanwhile, and waited for up to a few seconds), checks the
+    revision and writes. ``delete`` writes a tombstone record: the messages stay
+    in the file (the ABC lets a backend keep them, and this one says so). A fork
+    points at entries in the forked conversation's file, and its own file gets
+    copies of the message lines it shares, so every transcript reads whole.
+    """
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._cache: dict[Path, _FileState] = {}
+        self._lock = threading.Lock()
+
+    def transcript_path(self, conversation_id: str) -> Path:
+        """The transcript that holds ``conversation_id``."""
+        if _SAFE_NAME.fullmatch(conversation_id):
+            name = conversation_id
+        else:
+            name = "c-" + hashlib.sha256(conversation_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        return self.folder / f"{name}.jsonl"
+
+    # -- reading (no lock) -------------------------------------------------------
+
+    def _state(self, path: Path) -> _FileState | None:
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            with self._lock:
+                self._cache.pop(path, None)
+            return None
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        with self._lock:
+            cached = self._cache.get(path)
+        if cached is not None and cached.stamp == stamp:
+            return cached
+        peek = Session.peek(path)
+        if peek.error is not None:
+            return None
+        record, entries = _scan(peek.envelopes)
+        state = _FileState(stamp, record, entries)
+        with self._lock:
+            self._cache[path] = state
+        return state
+
+    def _paths(self) -> list[Path]:
+        return sorted(p for p in self.folder.glob("*.jsonl") if p.is_file())
+
+    def _find_entry(self, entry_id: str, first: Path | None = None) -> tuple[Path, ConversationEntry] | None:
+        paths = self._paths()
+        if first is not None and first in paths:
+            paths.remove(first)
+            paths.insert(0, first)
+        for path in paths:
+            state = self._state(path)
+            if state is not None and entry_id in state.entries:
+                parent, data = state.entries[entry_id]
+                return path, ConversationEntry(id=entry_id, parent_id=parent, message=load(data))
+        return None
+
+    def _record_of(self, conversation_id: str) -> ConversationRecord | None:
+        state = self._state(self.transcript_path(conversation_id))
+        if state is None or state.record is None:
+            return None
+        record = _RECORDS.validate_python(state.record)
+        return record if record.conversation_id == conversation_id else None
+
+    async def read_record(self, conversation_id: str) -> ConversationRecord | None:
+        return await asyncio.to_thread(self._record_of, conversation_id)
+
+    def _records_in(self, scope: str | None, limit: int | None) -> list[ConversationRecord]:
+        records = []
+        for path in self._paths():
+            state = self._state(path)
+            if state is not None and state.record is not None:
+                record = _RECORDS.validate_python(state.record)
+                if scope is None or record.scope == scope:
+                    records.append(record)
+        records.sort(key=lambda r: r.updated_at, reverse=True)
+        return records[:limit]
+
+    async def read_records(self, *, scope: str | None = None,
+                           limit: int | None = None) -> Sequence[ConversationRecord]:
+        return await asyncio.to_thread(self._records_in, scope, limit)
+
+    async def read_entry(self, entry_id: str) -> ConversationEntry:
+        found = await asyncio.to_thread(self._find_entry, entry_id)
+        if found is None:
+            raise LookupError(entry_id)
+        return found[1]
+
+    def _history_from(self, head_id: str | None, limit: int | None) -> list[ConversationEntry]:
+        out: list[ConversationEntry] = []
+        where: Path | None = None
+        entry_id = head_id
+        while entry_id is not None and (limit is None or len(out) < limit):
+            found = self._find_entry(entry_id, where)
+            if found is None:
+                raise LookupError(entry_id)
+            where, entry = found
+            out.append(entry)
+            entry_id = entry.parent_id
+        out.reverse()
+        return out
+
+    async def read_history(self, head_id: str | None, *, limit: int | None = None) -> list[ConversationEntry]:
+        return await asyncio.to_thread(self._history_from, head_id, limit)
+
+    # -- writing (the conversation's transcript locked) ----------------------------
+
+    def _open(self, conversation_id: str) -> Session:
+        path = self.transcript_path(conversation_id)
+        deadline = time.monotonic() + _LOCKED_RETRY_SECONDS
+        while True:
+            try:
+                return Session.open(path, {EXTRA_KEY: {"conversation-id": conversation_id}})
+            except SessionLocked:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01)  # another writer's save takes milliseconds
+
+    @staticmethod
+    def _current(session: Session) -> dict[str, Any] | None:
+        events = session.events
+        for i in range(len(events) - 1, -1, -1):
+            env = events[i]
+            if env.type != "run-context" or not isinstance(env.payload, dict):
+                continue
+            for fact in reversed(env.payload.get("facts") or ()):
+                if isinstance(fact, list) and len(fact) == 2 and fact[0] == RECORD_KEY:
+                    return fact[1] if isinstance(fact[1], dict) else None
+        return None
+
+    def _write(self, record: ConversationRecord, new_entries: Sequence[ConversationEntry],
+                      expected_revision: str | None) -> None:
+        cid = record.conversation_id
+        if expected_revision is not None and not self.transcript_path(cid).exists():
+            raise ConversationConflict(cid)
+        with self._open(cid) as session:
+            current = self._current(session)
+            if (current.get("revision") if current is not None else None) != expected_revision:
+                raise ConversationConflict(cid)
+            own = {e.id: e for e in new_entries}
+            groups = live_groups(session)
+            live = [g[0] for g in groups]
+            tip = live[-1] if live else None
+            if None not in live and (new_entries[0].parent_id == tip if new_entries else record.head_id == tip):
+                keep, tail = len(groups), list(new_entries)  # the common case: a run's messages, appended
+            else:
+                target = self._target(record.head_id, own, session.path)
+                if target is None:
+                    raise ConversationConflict(cid)
+                keep = 0
+                while keep < min(len(live), len(target)) and live[keep] == target[keep].id:
+                    keep += 1
+                tail = target[keep:]
+            if keep < len(groups):
+                session.append_rewind(groups[keep - 1][1] if keep else None)
+            for entry in tail:
+                write_entry(session, entry.id, entry.parent_id, entry.message)
+            session.append_run_context([], [(RECORD_KEY, _RECORDS.dump_python(record, mode="json"))])
+
+    def _target(self, head_id: str | None, own: Mapping[str, ConversationEntry],
+                here: Path) -> list[ConversationEntry] | None:
+        """The history ending at ``head_id``: new entries, then stored ones; None if one is missing."""
+        out: list[ConversationEntry] = []
+        where: Path | None = here
+        entry_id = head_id
+        while entry_id is not None:
+            entry = own.get(entry_id)
+            if entry is None:
+                found = self._find_entry(entry_id, where)
+                if found is None:
+                    return None
+                where, entry = found
+            out.append(entry)
+            entry_id = entry.parent_id
+        out.reverse()
+        return out
+
+    async def write_record(self, record: ConversationRecord, *,
+                           new_entries: Sequence[ConversationEntry] = (),
+                           expected_revision: str | None) -> None:
+        await write_off_loop(functools.partial(self._write, record, list(new_entries), expected_revision))
+
+    def _tombstone(self, conversation_id: str, expected_revision: str) -> None:
+        if not self.transcript_path(conversation_id).exists():
+            raise ConversationConflict(conversation_id)
+        with self._open(conversation_id) as session:
+            current = self._current(session)
+            if current is None or current.get("revision") != expected_revision:
+                raise ConversationConflict(conversation_id)
+            session.append_run_context([], [(RECORD_KEY, None)])
+
+    async def delete_record(self, conversation_id: str, *, expected_revision: str) -> None:
+        """Write a tombstone record; the conversation's messages stay in its transcript."""
+        await write_off_loop(functools.partial(self._tombstone, conversation_id, expected_revision))
+
