@@ -25,7 +25,7 @@ from agents import Agent, Runner, RunState, SQLiteSession, function_tool  # noqa
 from agents.memory import OpenAIResponsesCompactionSession, Session as SdkSession, SessionSettings  # noqa: E402
 from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
 
-from agent_transcript import Message, Session, SessionClosed  # noqa: E402
+from agent_transcript import Message, Session, SessionClosed, SessionLocked  # noqa: E402
 from agent_transcript.integrations.openai_agents import (  # noqa: E402
     EXTRA_KEY,
     TranscriptRunHooks,
@@ -215,6 +215,31 @@ def test_an_elision_another_program_wrote_is_what_the_model_is_sent(tmp_path: Pa
                                                  "annotations": []}]}
     assert items[4] == {**ITEMS[4], "content": [{"type": "input_text", "text": "[elided]"}]}
     assert_checks_and_loads(path)
+
+
+def test_the_file_is_locked_while_the_session_is_open(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with TranscriptSession(path):
+        with pytest.raises(SessionLocked):
+            TranscriptSession(path)
+        with pytest.raises(SessionLocked):
+            Session.load(path)
+    TranscriptSession(path).close()
+
+
+def test_concurrent_adds_keep_each_call_together_and_lose_nothing(tmp_path: Path) -> None:
+    async def go(s: TranscriptSession) -> list[Any]:
+        await asyncio.gather(*(s.add_items([{"role": "user", "content": f"{k}-a"},
+                                            {"role": "user", "content": f"{k}-b"}]) for k in range(40)))
+        return await s.get_items()
+
+    with TranscriptSession(tmp_path / "run.jsonl") as s:
+        items = asyncio.run(go(s))
+    texts = [i["content"] for i in items]
+    assert sorted(texts) == sorted(f"{k}-{x}" for k in range(40) for x in "ab")
+    assert all(texts[i][:-1] == texts[i + 1][:-1] for i in range(0, len(texts), 2))
+    loaded = assert_checks_and_loads(tmp_path / "run.jsonl")
+    assert [e.extra[EXTRA_KEY] for e in loaded.entries] == items
 
 
 def test_a_closed_session_refuses_writes(tmp_path: Path) -> None:

@@ -249,22 +249,26 @@ class TranscriptSession:
             raise TypeError(f"meta must be a dict or None, not {type(meta).__name__}")
         if session_id is not None and not isinstance(session_id, str):
             raise TypeError(f"session_id must be a str or None, not {type(session_id).__name__}")
-        new_meta = dict(meta or {})
-        new_meta.setdefault(EXTRA_KEY, {"session-id": session_id if session_id is not None else p.stem})
-        self._transcript = Session.open(p, new_meta, durability=durability)
-        if session_id is None:
-            stored = self._transcript.meta
-            own = stored.get(EXTRA_KEY) if isinstance(stored, dict) else None
-            sid = own.get("session-id") if isinstance(own, dict) else None
-            session_id = sid if isinstance(sid, str) else p.stem
-        self.session_id = session_id
         self.session_settings = (SessionSettings() if session_settings is None
                                  else coerce_session_settings(session_settings))
+        new_meta = dict(meta or {})
+        new_meta.setdefault(EXTRA_KEY, {"session-id": session_id if session_id is not None else p.stem})
         self._lock = threading.Lock()
         self._closed = False
         self._texts: list[str] = []  # json.dumps of each live item, in order
         self._ids: list[str] = []  # the id of the line each item came from
-        self._reload()
+        self._transcript = Session.open(p, new_meta, durability=durability)
+        try:
+            if session_id is None:
+                stored = self._transcript.meta
+                own = stored.get(EXTRA_KEY) if isinstance(stored, dict) else None
+                sid = own.get("session-id") if isinstance(own, dict) else None
+                session_id = sid if isinstance(sid, str) else p.stem
+            self.session_id = session_id
+            self._reload()
+        except BaseException:
+            self._transcript.close()  # a session that failed to start holds no lock
+            raise
 
     # -- life ----------------------------------------------------------------
 
