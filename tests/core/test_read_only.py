@@ -78,10 +78,10 @@ def test_types_roles_and_sizes_come_from_the_index(fd: int) -> None:
 
 def test_what_replay_did_is_kept_for_a_reader(fd: int) -> None:
     t = _core.Transcript.read_only(fd, os.fstat(fd).st_size)
-    assert t.compaction_effect(10) == ([2, 3, 5], [1])
-    assert t.later(4) == (7, None, None)  # dispatch -> its settle
-    assert t.later(5) == (None, 8, 10)  # t1: elided by e1, then compacted away by c
-    assert t.later(12) == (None, None, None)
+    assert t.compaction_effect(10) == ([(2, None), (3, None), (5, None)], [(1, None)], None)
+    assert t.later(4, None) == (7, None, None, None)  # dispatch -> its settle
+    assert t.later(5, None) == (None, 8, 10, None)  # t1: elided by e1, then compacted away by c
+    assert t.later(12, None) == (None, None, None, None)
     assert t.pending() == [(12, None)]
     effect = t.elision_effect(8)
     assert effect == [(5, {"role": "tool", "content": "result\n" * 3, "tool_call_id": "c1"})]
@@ -90,7 +90,7 @@ def test_what_replay_did_is_kept_for_a_reader(fd: int) -> None:
     assert c_before == (10, {"role": "user", "content": "S"})
     # The sizes, measured without decoding: None for a content that is not a string.
     assert t.elided_sizes([8, 11]) == [[len("result\n" * 3)], [None, 1]]
-    assert t.live() == [(1, None, "system"), (10, 11, "user"), (9, 11, "developer")]
+    assert t.live() == [(1, None, "system", None), (10, 11, "user", None), (9, 11, "developer", None)]
     assert t.live_message(1) == {"role": "user", "content": "[c]"}
     with pytest.raises(ValueError):
         t.compaction_effect(8)
@@ -106,7 +106,52 @@ def test_a_writing_session_keeps_no_history(tmp_path: Path) -> None:
         t = _core.Transcript.load(fd, False, False)
         assert t.type_name(6) == "later-thing"
         with pytest.raises(ValueError):
-            t.later(4)
+            t.later(4, None)
+    finally:
+        os.close(fd)
+
+
+RECORDS = [
+    line("meta", "session-meta", {}),
+    line("s", "message", {"role": "system", "content": "sys", "sysprompt": True}),
+    line("u1", "message", {"role": "user", "content": "u1"}),
+    line("u2", "message", {"role": "user", "content": "u2"}),
+    line("r1", "rewind", {"through-id": "u1"}),
+    line("c", "compaction", {"replaces-through-id": "u1", "summary": "S", "tokens-before": 9, "tokens-after": 1,
+                             "fallback": False, "replacement": [{"role": "user", "content": "k0"},
+                                                                {"role": "tool", "content": "k1", "n": 1}]}),
+    line("e", "elision", {"items": [{"id": "c:1", "stub": "[k1]"}]}),
+    line("u3", "message", {"role": "user", "content": "u3"}),
+    line("r2", "rewind", {"through-id": "c:0"}),
+    line("r3", "rewind", {"through-id": None}),
+]
+
+
+def test_what_rewinds_and_replacements_did_is_kept_for_a_reader(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n".join(RECORDS[:-1]) + "\n", encoding="utf-8")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        t = _core.Transcript.read_only(fd, os.fstat(fd).st_size)
+        assert t.rewind_effect(4) == [(3, None)]
+        assert t.compaction_effect(5) == ([(2, None)], [(1, None)], 2)
+        assert t.rewind_effect(8) == [(5, 1), (7, None)]
+        assert t.later(5, 1) == (None, 6, None, 8)  # c:1 elided, then rewound
+        assert t.later(5, None) == (None, None, None, None), "the compaction's own id names no message"
+        assert t.later(3, None) == (None, None, None, 4)
+        assert t.live() == [(1, None, "system", None), (5, None, "user", 0)]
+        assert t.live_ids() == ["s", "c:0"]
+        assert t.resolve("c:1") == (5, 1) and t.resolve("c") == (5, None) and t.resolve("c:2") is None
+        assert t.resolve("u3") == (7, None) and t.resolve("nope") is None
+        with pytest.raises(ValueError):
+            t.rewind_effect(5)
+    finally:
+        os.close(fd)
+    path.write_text("\n".join(RECORDS) + "\n", encoding="utf-8")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        t = _core.Transcript.read_only(fd, os.fstat(fd).st_size)
+        assert t.rewind_effect(9) == [(1, None), (5, 0)] and t.live() == []
     finally:
         os.close(fd)
 

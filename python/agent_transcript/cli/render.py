@@ -150,14 +150,13 @@ class Renderer:
         return None
 
     def _line_of(self, envelope_id: Any) -> int | None:
-        """The line of the envelope ``envelope_id`` (a message, for what a compaction names)."""
+        """The line of the message ``envelope_id`` (what a compaction or a rewind
+        names): its envelope's, or its compaction's for a replacement message."""
         if not isinstance(envelope_id, str):
             return None
         if envelope_id in self.message_lines:
             return self.message_lines[envelope_id]
-        r = self.reading
-        at = None if r is None else r.index_of(envelope_id)
-        return None if r is None or at is None else r.line_number(at)
+        return None if self.reading is None else self.reading.message_line(envelope_id)
 
     def _section_line(self, digest: Any) -> int | None:
         """The line carrying the text of the run-context section ``digest``."""
@@ -167,10 +166,11 @@ class Renderer:
             return self.section_lines[digest]
         return None if self.reading is None else self.reading.section_line(digest)
 
-    def _later(self, index: int | None) -> Later:
-        """What replay did later to envelope ``index``: the settle of a dispatch,
-        the first elision of a message, the compaction that replaced it."""
-        return Later() if self.reading is None else self.reading.later(index)
+    def _later(self, index: int | None, part: int | None = None) -> Later:
+        """What replay did later to envelope ``index`` (or to that message of its
+        replacement): the settle of a dispatch, the first elision of a message,
+        the compaction that replaced it, the rewind that dropped it."""
+        return Later() if self.reading is None else self.reading.later(index, part)
 
     def _pending_state(self, op_id: str) -> str | None:
         """The state load reports for pending operation ``op_id``, or None."""
@@ -203,6 +203,10 @@ class Renderer:
             for call in _calls(p):
                 call_id, name, _ = tool_call_parts(call)
                 self.call_tools[call_id] = name
+        elif env.type == "compaction":
+            replacement = p.get("replacement")
+            for k in range(len(replacement) if isinstance(replacement, list) else 0):
+                self.message_lines[f"{env.id}:{k}"] = env.line
         elif env.type == "tool-dispatched":
             self.dispatches[env.id] = env
         elif env.type == "run-context":
@@ -266,11 +270,7 @@ class Renderer:
         if replayed_note:
             bits.append(self.s(replayed_note, "yellow"))
         if later:
-            done = self._later(index)
-            if done.elided_line:
-                bits.append(self.s(f"(elided at line {done.elided_line})", "yellow"))
-            if done.compacted_line:
-                bits.append(self.s(f"(compacted away at line {done.compacted_line})", "yellow"))
+            bits.extend(self._fate(self._later(index)))
         out = self._head(env, ("cyan",), "  ".join(bits))
         text = content_text(p.get("content"))
         if text is None:
@@ -282,6 +282,17 @@ class Renderer:
             call_id, name, args = tool_call_parts(call)
             out.append(f"{self.INDENT}{self.s('->', 'yellow')} {self.s(name, 'bold')} {self._one_line(args)}  {self.s(call_id, 'dim')}")
         return out
+
+    def _fate(self, done: Later) -> list[str]:
+        """What later lines did to a message, as notes."""
+        notes = []
+        if done.elided_line:
+            notes.append(self.s(f"(elided at line {done.elided_line})", "yellow"))
+        if done.compacted_line:
+            notes.append(self.s(f"(compacted away at line {done.compacted_line})", "yellow"))
+        if done.rewound_line:
+            notes.append(self.s(f"(rewound at line {done.rewound_line})", "yellow"))
+        return notes
 
     def _grants(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
         out = self._head(v, ("green",), "snapshot (the last one wins)")
@@ -302,15 +313,59 @@ class Renderer:
         if effect is not None:
             what = plural(len(effect.replaced), "message")
             if effect.replaced:
-                what += f" ({line_span(effect.replaced)})"
+                what += f" ({line_span(sorted(set(effect.replaced)))})"
             out.append(self._field("replaced", what + (f", through line {through_line}" if through_line else "")))
             if effect.kept:
-                out.append(self._field("kept", f"{plural(len(effect.kept), 'sticky message')} ({line_span(effect.kept)})"))
+                out.append(self._field("kept", f"{plural(len(effect.kept), 'sticky message')} ({line_span(sorted(set(effect.kept)))})"))
         else:
             where = f"line {through_line}" if through_line else str(p.get("replaces-through-id"))
             out.append(self._field("replaced", f"through {where}"))
-        out.append(self._field("summary", "").rstrip())
+        replacement = p.get("replacement")
+        if isinstance(replacement, list):
+            out.append(self._field("put in", f"{plural(len(replacement), 'message')} in place of the summary"
+                                   + (":" if replacement else "")))
+            for k, m in enumerate(replacement):
+                out.extend(self._replacement_message(v, m, k, index))
+            out.append(self._field("summary", self.s("(recorded, not replayed)", "dim")))
+        else:
+            out.append(self._field("summary", "").rstrip())
         out.extend(self._wrap(str(p.get("summary", "")), max_lines=4))
+        return out
+
+    def _replacement_message(self, v: _View, m: Any, k: int, index: int | None) -> list[str]:
+        """One message of a compaction's replacement: ``:k``, its role, flags and
+        extras, its content on one line, and what later lines did to it."""
+        p = m if isinstance(m, dict) else {}
+        role = str(p.get("role", "?"))
+        bits = [self.s(f":{k}", "dim"), self.s(role, *_ROLE_STYLE.get(role, ("bold",)))]
+        flags = [f for f in ("sysprompt", "sticky") if p.get(f)]
+        if p.get("depth") is not None:
+            flags.append(f"depth={p['depth']}")
+        if flags:
+            bits.append(self.s("[" + ", ".join(flags) + "]", "magenta"))
+        for key, value in p.items():
+            if key not in _MESSAGE_KEYS:
+                bits.append(self.s(f"{key}={value if isinstance(value, str) else compact(value)}", "dim"))
+        if index is not None:
+            bits.extend(self._fate(self._later(index, k)))
+        text = content_text(p.get("content"))
+        body = [self.INDENT + "  " + self._one_line(" ".join(text.split()))] if text else []
+        return [self.INDENT + "  ".join(bits)] + body
+
+    def _rewind(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
+        through = raw.payload.get("through-id") if isinstance(raw.payload, dict) else None
+        if through is None:
+            detail = "to the start: every live message dropped"
+        else:
+            line = self._line_of(through)
+            detail = f"through line {line}" if line else f"through {printable(str(through))}"
+        out = self._head(v, ("magenta", "bold"), detail)
+        effect = None if self.reading is None or index is None else self.reading.rewind_effect(index)
+        if effect is not None:
+            what = plural(len(effect.dropped), "message")
+            if effect.dropped:
+                what += f" ({line_span(sorted(set(effect.dropped)))})"
+            out.append(self._field("dropped", what + "; the lines stay in the file"))
         return out
 
     def _elision(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
@@ -435,7 +490,8 @@ class Renderer:
         return out
 
 
-_KNOWN = {"session-meta", "message", "grants", "compaction", "elision", "tool-dispatched", "tool-settled", "run-context"}
+_KNOWN = {"session-meta", "message", "grants", "compaction", "elision", "tool-dispatched", "tool-settled", "run-context",
+          "rewind"}
 _MESSAGE_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id", "sticky", "sysprompt", "depth"}
 _ROLE_STYLE = {
     "system": ("magenta", "bold"),

@@ -145,7 +145,8 @@ def _show_replayed(reading: Reading, args: argparse.Namespace, types: list[str] 
         for k in chosen:
             env = reading.event(live[k].index)
             message = Message.from_dict(reading.live_message(k))
-            messages.append({"id": env.id, "line": env.line, **message.to_dict()})
+            mid = env.id if live[k].part is None else f"{env.id}:{live[k].part}"
+            messages.append({"id": mid, "line": env.line, **message.to_dict()})
         write_json(
             {
                 "path": str(Path(reading.path)),
@@ -164,7 +165,7 @@ def _show_replayed(reading: Reading, args: argparse.Namespace, types: list[str] 
         s(escaped(str(Path(reading.path))), "bold"),
         s(
             f"  what the model would be sent next: {plural(len(live), 'message')} "
-            f"(from {plural(written, 'message line')}), compaction and elision applied",
+            f"(from {plural(written, 'message line')}), compactions, elisions and rewinds applied",
             "dim",
         ),
     ]
@@ -177,9 +178,12 @@ def _show_replayed(reading: Reading, args: argparse.Namespace, types: list[str] 
         note = ""
         if live[k].summary:
             note = f"(the compaction summary, line {env.line})"
-        elif live[k].elided_line is not None:
-            note = f"(content elided at line {live[k].elided_line})"
-        shown = _Shown(id=printable(env.id), type="message", ts=env.ts, line=env.line)
+        elif live[k].part is not None:
+            note = f"(message {live[k].part} of the compaction's replacement, line {env.line})"
+        if live[k].elided_line is not None and not live[k].summary:
+            note = " ".join(filter(None, [note, f"(content elided at line {live[k].elided_line})"]))
+        mid = env.id if live[k].part is None else f"{env.id}:{live[k].part}"
+        shown = _Shown(id=printable(mid), type="message", ts=env.ts, line=env.line)
         message = sanitized(Message.from_dict(reading.live_message(k)).to_dict())
         out.extend(renderer.message_lines_for(shown, message, index=index, replayed_note=note, later=False))
     sys.stdout.write("\n".join(out) + "\n")

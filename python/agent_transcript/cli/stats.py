@@ -42,6 +42,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
             tokens = f"tokens {tb:,} -> {ta:,}" if isinstance(tb, int) and isinstance(ta, int) else "tokens ?"
             n = c["messages_replaced"]
             replaced = f", {plural(n, 'message')} replaced" if n is not None else ""
+            if c["replacement"] is not None:
+                replaced += f" by a replacement of {plural(c['replacement'], 'message')}"
             row("compactions" if i == 0 else "", f"line {c['line']}: {tokens}{replaced}" + (" [fallback]" if c["fallback"] else ""))
     else:
         row("compactions", "none")
@@ -52,6 +54,13 @@ def cmd_stats(args: argparse.Namespace) -> int:
         row("elisions", f"{e['count']:,} ({plural(e['items'], 'message')} stubbed to {e['stub_bytes']:,} bytes)")
     else:
         row("elisions", "none")
+    r = st["rewinds"]
+    if r["count"] and r["messages_dropped"] is not None:
+        row("rewinds", f"{r['count']:,} ({plural(r['messages_dropped'], 'message')} dropped)")
+    elif r["count"]:
+        row("rewinds", f"{r['count']:,}")
+    else:
+        row("rewinds", "none")
     if st["tools"]:
         row("tools", s(f"{'name':<16}{'calls':>6}{'ok':>5}{'failed':>7}{'unknown':>8}{'p50':>10}{'p95':>10}", "dim"))
         for name, t in sorted(st["tools"].items(), key=lambda kv: -kv[1]["calls"]):

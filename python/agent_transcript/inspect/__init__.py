@@ -2,7 +2,7 @@
 
 Lives here: reading a file without opening it as a session (:mod:`.reader`:
 ``read``, ``Reading``, the tail check, the replay's history as ``Later``,
-``CompactionEffect``, ``LiveMessage``), the check verdict (:mod:`.check`:
+``CompactionEffect``, ``RewindEffect``, ``LiveMessage``), the check verdict (:mod:`.check`:
 ``CheckReport``, ``check_path``), the counts and sizes (:mod:`.stats`:
 ``Stats``, ``compute_stats``), what a payload's values say as text
 (:mod:`.values`) and why a named file cannot be read (:mod:`.files`). Every
@@ -18,13 +18,14 @@ from __future__ import annotations
 
 from .check import CheckReport, check_path, check_report
 from .files import Unreadable, describe_os_error, os_error_reason, require_file
-from .reader import CompactionEffect, Later, LiveMessage, Reading, Refusal, Tail, read, tail
+from .reader import CompactionEffect, Later, LiveMessage, Reading, Refusal, RewindEffect, Tail, read, tail
 from .stats import (
     ArtifactStats,
     CompactionStats,
     ElisionStats,
     MessageCounts,
     PendingStats,
+    RewindStats,
     Stats,
     ToolStats,
     TypeTotal,
@@ -40,6 +41,7 @@ __all__ = [
     "Refusal",
     "Later",
     "CompactionEffect",
+    "RewindEffect",
     "LiveMessage",
     "CheckReport",
     "check_report",
@@ -49,6 +51,7 @@ __all__ = [
     "MessageCounts",
     "CompactionStats",
     "ElisionStats",
+    "RewindStats",
     "ToolStats",
     "PendingStats",
     "ArtifactStats",

@@ -87,11 +87,13 @@ class Later:
         settled_line: the settle of a dispatch.
         elided_line: the first elision that stubbed a message.
         compacted_line: the compaction that replaced a message.
+        rewound_line: the rewind that dropped a message.
     """
 
     settled_line: int | None = None
     elided_line: int | None = None
     compacted_line: int | None = None
+    rewound_line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -99,12 +101,28 @@ class CompactionEffect:
     """What one compaction did to the live messages, as line numbers.
 
     Attributes:
-        replaced: the lines of the messages it replaced, sorted.
+        replaced: the lines of the messages it replaced, sorted (a compaction's
+            line once for each of its replacement messages).
         kept: the lines of the sticky messages it kept, in live order.
+        replacement: how many messages its replacement put in, or None when it
+            has none (its summary went in).
     """
 
     replaced: list[int]
     kept: list[int]
+    replacement: int | None = None
+
+
+@dataclass(frozen=True)
+class RewindEffect:
+    """What one rewind dropped from the live messages.
+
+    Attributes:
+        dropped: the lines of the messages it dropped, in live order (a
+            compaction's line for its summary or a replacement message).
+    """
+
+    dropped: list[int]
 
 
 @dataclass(frozen=True)
@@ -117,6 +135,8 @@ class LiveMessage:
         role: its role.
         summary: it is a compaction's summary.
         elided_line: the line of the elision that stubbed its content, or None.
+        part: its position in compaction ``index``'s replacement (its id is
+            ``"<compaction id>:<part>"``), or None.
     """
 
     position: int
@@ -124,6 +144,7 @@ class LiveMessage:
     role: str | None
     summary: bool
     elided_line: int | None
+    part: int | None = None
 
 
 @dataclass
@@ -259,29 +280,41 @@ class Reading:
         if t is None:
             return []
         return [
-            LiveMessage(k, index, role, t.type_name(index) == "compaction", None if stub_at is None else t.line_number(stub_at))
-            for k, (index, stub_at, role) in enumerate(t.live())
+            LiveMessage(k, index, role, part is None and t.type_name(index) == "compaction",
+                        None if stub_at is None else t.line_number(stub_at), part)
+            for k, (index, stub_at, role, part) in enumerate(t.live())
         ]
 
-    def later(self, i: int | None) -> Later:
-        """What replay did later to envelope ``i`` (nothing known for None or a refused file)."""
+    def later(self, i: int | None, part: int | None = None) -> Later:
+        """What replay did later to envelope ``i`` (with ``part``, to that message of
+        compaction ``i``'s replacement); nothing known for None or a refused file."""
         t = self.transcript
         if t is None or i is None:
             return Later()
-        settled, elided, compacted = t.later(i)
-        return Later(
-            None if settled is None else t.line_number(settled),
-            None if elided is None else t.line_number(elided),
-            None if compacted is None else t.line_number(compacted),
-        )
+        return Later(*(None if at is None else t.line_number(at) for at in t.later(i, part)))
 
     def compaction_effect(self, i: int) -> CompactionEffect | None:
         """What compaction ``i`` replaced and kept; None when load refuses the file."""
         t = self.transcript
         if t is None:
             return None
-        replaced, kept = t.compaction_effect(i)
-        return CompactionEffect(sorted(t.line_number(j) for j in replaced), [t.line_number(j) for j in kept])
+        replaced, kept, replacement = t.compaction_effect(i)
+        return CompactionEffect(sorted(t.line_number(j) for j, _ in replaced), [t.line_number(j) for j, _ in kept],
+                                replacement)
+
+    def rewind_effect(self, i: int) -> RewindEffect | None:
+        """What rewind ``i`` dropped; None when load refuses the file."""
+        t = self.transcript
+        if t is None:
+            return None
+        return RewindEffect([t.line_number(j) for j, _ in t.rewind_effect(i)])
+
+    def message_line(self, message_id: str) -> int | None:
+        """The line a live or earlier message ``message_id`` came from: its envelope's,
+        or its compaction's for a replacement message; None when not found or refused."""
+        t = self.transcript
+        found = None if t is None else t.resolve(message_id)
+        return None if t is None or found is None else t.line_number(found[0])
 
     def section_line(self, digest: str) -> int | None:
         """The line carrying the text of run-context section ``digest``, or None."""

@@ -1,9 +1,9 @@
 """Counts and sizes of a transcript: what ``stats`` prints, as plain data.
 
 Counts and bytes come from the index; what replay did (live messages, what
-each compaction replaced, what each elision stubbed, pending operations) from
-the core's replay, and is None when load refuses the file. Only compactions,
-elisions, tool lines and what they name are decoded.
+each compaction replaced, what each elision stubbed, what each rewind dropped,
+pending operations) from the core's replay, and is None when load refuses the
+file. Only compactions, elisions, tool lines and what they name are decoded.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ __all__ = [
     "MessageCounts",
     "CompactionStats",
     "ElisionStats",
+    "RewindStats",
     "ToolStats",
     "PendingStats",
     "ArtifactStats",
@@ -48,7 +49,9 @@ class MessageCounts:
 
 @dataclass(frozen=True)
 class CompactionStats:
-    """One compaction: where, its token counts as written, and how many messages it replaced."""
+    """One compaction: where, its token counts as written, how many messages it
+    replaced (None: load refuses the file), and how many its replacement put in
+    (None: it has none, its summary went in)."""
 
     line: int
     id: str
@@ -56,6 +59,15 @@ class CompactionStats:
     tokens_after: Any
     fallback: bool
     messages_replaced: int | None
+    replacement: int | None = None
+
+
+@dataclass(frozen=True)
+class RewindStats:
+    """Every rewind together: lines, and the live messages they dropped (None: refused)."""
+
+    count: int
+    messages_dropped: int | None
 
 
 @dataclass(frozen=True)
@@ -122,6 +134,7 @@ class Stats:
     replay_error: str | None
     compactions: list[CompactionStats]
     elisions: ElisionStats
+    rewinds: RewindStats
     tools: dict[str, ToolStats]
     pending: list[PendingStats] | None
     artifacts: ArtifactStats
@@ -146,6 +159,7 @@ class Stats:
                     "tokens_after": c.tokens_after,
                     "fallback": c.fallback,
                     "messages_replaced": c.messages_replaced,
+                    "replacement": c.replacement,
                 }
                 for c in self.compactions
             ],
@@ -155,6 +169,7 @@ class Stats:
                 "elided_bytes": self.elisions.elided_bytes,
                 "stub_bytes": self.elisions.stub_bytes,
             },
+            "rewinds": {"count": self.rewinds.count, "messages_dropped": self.rewinds.messages_dropped},
             "tools": {name: t.to_json() for name, t in self.tools.items()},
             "pending": None
             if self.pending is None
@@ -174,6 +189,12 @@ class Stats:
             "grants": self.grants,
             "warnings": list(self.warnings),
         }
+
+
+def _replacement_size(payload: dict[str, Any]) -> int | None:
+    """How many messages a compaction's replacement lists, as written (a file load refuses)."""
+    replacement = payload.get("replacement")
+    return len(replacement) if isinstance(replacement, list) else None
 
 
 def _percentile(values: Sequence[float], p: float) -> float | None:
@@ -210,6 +231,7 @@ def compute_stats(reading: Reading) -> Stats:
                 tokens_after=p.get("tokens-after"),
                 fallback=bool(p.get("fallback")),
                 messages_replaced=None if effect is None else len(effect.replaced),
+                replacement=_replacement_size(p) if effect is None else effect.replacement,
             )
         )
     elision_at = reading.indices_of_type("elision")
@@ -228,6 +250,12 @@ def compute_stats(reading: Reading) -> Stats:
             if any(size is None for size in sizes):  # not a string: decoded and measured here
                 sizes = [content_size(before.get("content")) for _, before in reading.elision_effect(i)]
             elided_bytes += sum(size or 0 for size in sizes)
+    rewind_at = reading.indices_of_type("rewind")
+    dropped: int | None = 0 if replayed else None
+    for i in rewind_at:
+        done = reading.rewind_effect(i)
+        if dropped is not None and done is not None:
+            dropped += len(done.dropped)
     dispatches = reading.indices_of_type("tool-dispatched")
     settles = reading.indices_of_type("tool-settled")
     dispatch_fields = _fields_in_chunks(reading, dispatches, ["tool"])
@@ -290,6 +318,7 @@ def compute_stats(reading: Reading) -> Stats:
         replay_error=None if reading.refusal is None else str(reading.refusal),
         compactions=compactions,
         elisions=ElisionStats(len(elision_at), elided_items, elided_bytes, stub_bytes),
+        rewinds=RewindStats(len(rewind_at), dropped),
         tools=tools,
         pending=pending,
         artifacts=ArtifactStats(art_count, len(seen_art), art_bytes, art_missing),

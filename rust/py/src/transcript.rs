@@ -351,6 +351,21 @@ fn role_counts(index: &Index) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// Where a message comes from, for Python: `(envelope index, replacement
+/// position or None)`.
+type Place = (u32, Option<u32>);
+
+/// What `later` answers: four line indices, each or None.
+type Later = (Option<u32>, Option<u32>, Option<u32>, Option<u32>);
+
+fn place(at: Source) -> Place {
+    (at.line, (at.part != WHOLE).then_some(at.part))
+}
+
+fn places(at: &[Source]) -> Vec<Place> {
+    at.iter().copied().map(place).collect()
+}
+
 /// `tail_check(fd, /)`: the tail check of an open file, as
 /// `(kind, keep, line, removed, missing_newline, bytes_read)` with kind one of
 /// `"empty"`, `"whole"`, `"torn"`, `"corrupt"`.
@@ -707,6 +722,14 @@ impl Transcript {
         Ok(self.core.line_of(id_key(id)?))
     }
 
+    /// `resolve(id, /)`: what `id` names, as `(envelope index, replacement
+    /// position or None)` (a replacement message's id is
+    /// `"<compaction id>:<k>"`), or None.
+    #[pyo3(signature = (id, /))]
+    fn resolve(&self, id: &Bound<'_, PyString>) -> PyResult<Option<Place>> {
+        Ok(self.core.resolve(id_key(id)?).map(place))
+    }
+
     /// `is_live(id, /)`: whether `id` is a live message.
     #[pyo3(signature = (id, /))]
     fn is_live(&self, id: &Bound<'_, PyString>) -> PyResult<bool> {
@@ -753,10 +776,11 @@ impl Transcript {
     }
 
     /// The live list without reading a line: `(envelope index, index of the
-    /// elision whose stub it carries or None, role)` per message, in order (a
-    /// compaction's summary is the compaction's index, role `"user"`; a
-    /// replacement message, the compaction's index and its own role).
-    fn live(&self) -> Vec<(u32, Option<u32>, String)> {
+    /// elision whose stub it carries or None, role, replacement position or
+    /// None)` per message, in order (a compaction's summary is the
+    /// compaction's index, role `"user"`; a replacement message, the
+    /// compaction's index, its own role and its position).
+    fn live(&self) -> Vec<(u32, Option<u32>, String, Option<u32>)> {
         self.core
             .live
             .iter()
@@ -769,7 +793,8 @@ impl Transcript {
                         _ => self.core.index.role(m.line as usize).unwrap_or(""),
                     }
                 };
-                (m.line, m.stub().map(|(l, _)| l), role.to_owned())
+                let (_, part) = place(m.source());
+                (m.line, m.stub().map(|(l, _)| l), role.to_owned(), part)
             })
             .collect()
     }
@@ -788,33 +813,57 @@ impl Transcript {
         message_dict(py, &self.core, &mut lines, &mut stubs, m.source(), m.stub())
     }
 
-    /// `later(i, /)`: what later lines did to envelope `i`, as line indices:
+    /// `later(i, part, /)`: what later lines did to envelope `i` (with `part`,
+    /// to that message of compaction `i`'s replacement), as line indices:
     /// `(the settle that settled this dispatch, the first elision that stubbed
-    /// this message, the compaction that took it out of the live list)`, each
-    /// or None. Read-only transcripts only.
-    #[pyo3(signature = (index, /))]
-    fn later(&self, index: u32) -> PyResult<(Option<u32>, Option<u32>, Option<u32>)> {
+    /// this message, the compaction that took it out of the live list, the
+    /// rewind that dropped it)`, each or None. Read-only transcripts only.
+    #[pyo3(signature = (index, part, /))]
+    fn later(&self, index: u32, part: Option<u32>) -> PyResult<Later> {
         let h = self.history()?;
-        let at = Source::whole(index);
+        let at = Source {
+            line: index,
+            part: part.unwrap_or(WHOLE),
+        };
         Ok((
-            h.settled_by.get(&index).copied(),
+            if part.is_none() {
+                h.settled_by.get(&index).copied()
+            } else {
+                None
+            },
             h.elided_by.get(&at).copied(),
             h.compacted_by.get(&at).copied(),
+            h.rewound_by.get(&at).copied(),
         ))
     }
 
     /// `compaction_effect(i, /)`: what compaction `i` did to the live list:
-    /// `(replaced, kept)`, envelope indices in live order. Read-only
-    /// transcripts only.
+    /// `(replaced, kept, replacement)`, the first two as `(envelope index,
+    /// replacement position or None)` in live order, the last the number of
+    /// messages its replacement put in, or None when it has none (its summary
+    /// went in). Read-only transcripts only.
     #[pyo3(signature = (index, /))]
-    fn compaction_effect(&self, index: u32) -> PyResult<(Vec<u32>, Vec<u32>)> {
+    fn compaction_effect(&self, index: u32) -> PyResult<(Vec<Place>, Vec<Place>, Option<usize>)> {
         let done = self
             .history()?
             .compactions
             .get(&index)
             .ok_or_else(|| PyValueError::new_err("not a compaction of this transcript"))?;
-        let lines = |at: &[Source]| at.iter().map(|s| s.line).collect();
-        Ok((lines(&done.replaced), lines(&done.kept)))
+        let put = self.core.parts_of(index).map(<[_]>::len);
+        Ok((places(&done.replaced), places(&done.kept), put))
+    }
+
+    /// `rewind_effect(i, /)`: the live messages rewind `i` dropped, as
+    /// `(envelope index, replacement position or None)` in live order.
+    /// Read-only transcripts only.
+    #[pyo3(signature = (index, /))]
+    fn rewind_effect(&self, index: u32) -> PyResult<Vec<Place>> {
+        let dropped = self
+            .history()?
+            .rewinds
+            .get(&index)
+            .ok_or_else(|| PyValueError::new_err("not a rewind of this transcript"))?;
+        Ok(places(dropped))
     }
 
     /// `elision_effect(i, /)`: the messages elision `i` stubbed, in item order,
