@@ -30,9 +30,9 @@ class Writer:
         self.lines: list[bytes] = []
         self.n = 0
 
-    def add(self, type_: str, payload: Any) -> str:
+    def add(self, type_: str, payload: Any, env_id: str | None = None) -> str:
         self.n += 1
-        env_id = f"0198a1b2c3d4700080000000000000{self.n:02x}"
+        env_id = env_id or f"0198a1b2c3d4700080000000000000{self.n:02x}"
         micro = 542283 + self.n * 1500
         ts = f"2026-08-09T13:10:{BASE_SECONDS + micro // 1_000_000:02d}.{micro % 1_000_000:06d}Z"
         line = canonical_json({"id": env_id, "payload": payload, "ts": ts, "type": type_, "v": 1})
@@ -168,6 +168,41 @@ def pending() -> bytes:
     return w.data()
 
 
+def records() -> tuple[bytes, dict[str, str]]:
+    """Undo and replace: a user undoes a turn (a rewind), a compaction keeps the
+    user's turns and a summary (a replacement, Codex's ``replacement_history``),
+    an elision and a later rewind name its messages. Returns the bytes and the
+    ids the damaged variants need."""
+    w = Writer()
+    w.add("session-meta", {"agent": "fixture-agent", "task": "undo and compact"})
+    w.message(Message.system("You are a careful agent."))
+    w.message(Message.user("Rename the helper to parse_ts."))
+    a1 = w.message(Message.assistant("Renamed it in utils.py."), extra={"finish-reason": "stop"})
+    w.message(Message.user("Now delete the old tests."))
+    a2 = w.message(Message.assistant("Deleted tests/test_old.py."), extra={"finish-reason": "stop"})
+    w.add("rewind", {"through-id": a1})  # the user undid the last turn
+    item = {"type": "message", "id": "msg_u3", "role": "user"}
+    w.message(Message.user("Keep the old tests; update them to parse_ts instead."), extra={"item": item})
+    a3 = w.message(Message.assistant("Updated tests/test_old.py."), extra={"finish-reason": "stop"})
+    summary = "Renamed the helper to parse_ts and updated the old tests to use it."
+    replacement = [
+        Message.user("Rename the helper to parse_ts.").to_dict(),
+        {"item": item, **Message.user("Keep the old tests; update them to parse_ts instead.").to_dict()},
+        Message.user(summary).to_dict(),
+    ]
+    comp = w.add(
+        "compaction",
+        {"summary": summary, "replaces-through-id": a3, "tokens-before": 3000, "tokens-after": 250,
+         "fallback": False, "replacement": replacement},
+    )
+    w.add("elision", {"items": [{"id": f"{comp}:0", "stub": "[the first request]"}]})
+    w.message(Message.user("Run the tests."))
+    w.message(Message.assistant("All 12 tests pass."), extra={"finish-reason": "stop"})
+    w.add("rewind", {"through-id": f"{comp}:2"})  # and undid that too
+    w.message(Message.user("Thanks."))
+    return w.data(), {"dropped": a2, "compaction": comp}
+
+
 def main() -> None:
     DATA.mkdir(parents=True, exist_ok=True)
     data, artifacts = clean()
@@ -204,6 +239,19 @@ def main() -> None:
     (DATA / "garbage.bin").write_bytes(bytes((i * 151 + 7) % 256 for i in range(600)))
     (DATA / "text.txt").write_bytes(b"hello, this is not a transcript\nsecond line\n")
     (DATA / "pending.jsonl").write_bytes(pending())
+
+    data, ids = records()
+    (DATA / "records.jsonl").write_bytes(data)
+    # A rewind naming a message an earlier rewind dropped; a line whose id is a
+    # replacement message's.
+    for name, type_, payload, env_id in (
+        ("rewind_unknown.jsonl", "rewind", {"through-id": ids["dropped"]}, None),
+        ("replacement_clash.jsonl", "message", Message.user("x").to_dict(), f"{ids['compaction']}:1"),
+    ):
+        w = Writer()
+        w.n = data.count(b"\n")
+        w.add(type_, payload, env_id)
+        (DATA / name).write_bytes(data + w.data())
 
 
 if __name__ == "__main__":

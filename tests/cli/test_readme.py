@@ -27,3 +27,10 @@ def test_the_usage_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         assert s.grants == {"read_file": "always"}
         assert s.messages[-1] == Message.user("and now the tests")
         assert [e.type for e in s.events][:4] == ["session-meta", "message", "message", "grants"]
+
+
+def test_the_rewind_and_replacement_lines_are_the_fixtures() -> None:
+    text = README.read_text(encoding="utf-8")
+    fixture = (README.parent / "tests" / "data" / "cli" / "records.jsonl").read_text(encoding="utf-8").splitlines()
+    shown = [line for line in text.splitlines() if '"type":"rewind"' in line or '"replacement":[' in line]
+    assert len(shown) == 2 and all(line in fixture for line in shown)

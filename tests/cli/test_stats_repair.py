@@ -23,6 +23,7 @@ STATS_KEYS = {
     "replay_error",
     "compactions",
     "elisions",
+    "rewinds",
     "tools",
     "pending",
     "artifacts",
@@ -54,7 +55,9 @@ def test_stats_json_has_the_documented_keys_and_true_counts(tmp_path: Path) -> N
     (compaction,) = doc["compactions"]
     assert compaction["line"] == 15 and compaction["tokens_before"] == 5000 and compaction["tokens_after"] == 400
     assert compaction["messages_replaced"] == 5 and compaction["fallback"] is False
+    assert compaction["replacement"] is None
     assert doc["elisions"] == {"count": 1, "items": 1, "elided_bytes": 1500, "stub_bytes": 27}
+    assert doc["rewinds"] == {"count": 0, "messages_dropped": 0}
     assert doc["tools"] == {
         "read_file": {"calls": 1, "completed": 1, "failed": 0, "outcome_unknown": 0, "p50_s": 0.25, "p95_s": 0.25},
         "grep": {"calls": 1, "completed": 1, "failed": 0, "outcome_unknown": 0, "p50_s": 0.75, "p95_s": 0.75},
