@@ -15,7 +15,7 @@ from ._core import digest as _digest
 from .artifacts import ArtifactStore
 from .codec import canonical_json
 from .envelope import Entry, Envelope, LazySequence, Peek, PendingToolOperation
-from .errors import CorruptTranscript, SessionBroken, SessionClosed, ToolOperationError
+from .errors import CorruptTranscript, SessionBroken, SessionClosed, ToolOperationError, UnknownId
 from .message import MESSAGE_FIELDS, Message
 
 __all__ = ["Session"]
@@ -168,6 +168,77 @@ class Session:
         except FileNotFoundError:
             pass
         return cls._create(p, meta, fsync, [])
+
+    @classmethod
+    def fork(cls, source: str | os.PathLike[str], path: str | os.PathLike[str], *,
+             through_id: str | None = None) -> Session:
+        """A new transcript at ``path`` holding ``source``'s lines up to and
+        including envelope ``through_id`` (every envelope, if None), byte for
+        byte; returned open, the one writer of the new file.
+
+        ``source`` is read as :meth:`peek` reads it: never locked, never
+        written, so a writer may hold it meanwhile; a torn last line is not
+        copied. Ids stay the same, so the two files line up, and the fork's
+        replay is the source's replay at that line. ``path`` is made as
+        :meth:`create` makes a file (missing parents ``0700``, the file
+        ``0600``, an existing empty file taken as new) and it is fsynced,
+        with its folder, before this returns.
+
+        Raises:
+            FileNotFoundError: there is no file at ``source``.
+            FileExistsError: ``path`` exists and is not empty.
+            SessionLocked: another session holds ``path``.
+            UnknownId: ``through_id`` is not an envelope of ``source``.
+            CorruptTranscript: ``source`` is not a transcript, or a line up to
+                ``through_id`` is damaged (the exception's ``line`` says
+                which); nothing is created.
+            UnsupportedVersion: a copied envelope's ``v`` is not 1.
+        """
+        if through_id is not None:
+            _check_type("through_id", through_id, str)
+        source_path, new_path = _absolute(source), _absolute(path)
+        src = _storage.Descriptor()
+        try:
+            src.fd = _storage.open_regular(source_path, os.O_RDONLY)
+            length = _fork_prefix(src.fd, source_path, through_id)
+            session = cls._fork_into(src.fd, length, source_path, new_path)
+            src.close()
+            return session
+        except BaseException:
+            src.close()
+            raise
+
+    @classmethod
+    def _fork_into(cls, src: int, length: int, source: Path, path: Path) -> Session:
+        _storage.make_parents(path)
+        fd = _storage.Descriptor()
+        taken = False  # an existing empty file, written into
+        try:
+            _storage.open_locked(fd, path, create=True)
+            if os.fstat(fd.fd).st_size > 0:
+                raise FileExistsError(17, "a transcript that is not empty is there already", str(path))
+            taken = not fd.created
+            _copy_lines(src, fd.fd, length)
+            _platform.sync(fd.fd)
+            if fd.created:
+                _storage.fsync_dir(fd.created.parent)
+            try:
+                core = _core.Transcript.load(fd.fd, False, False)
+            except CorruptTranscript as e:
+                raise type(e)(e.message, e.line, str(source)) from None
+            return cls(path, fd, core, [])
+        except BaseException:
+            created = fd.created if fd.fd >= 0 else None
+            if fd.fd >= 0 and taken:
+                # An existing empty file taken as new: leave it empty again.
+                try:
+                    os.ftruncate(fd.fd, 0)
+                except OSError:
+                    pass
+            fd.close()
+            if created:
+                _unlink_quietly(created)
+            raise
 
     @staticmethod
     def peek(path: str | os.PathLike[str]) -> Peek:
@@ -620,6 +691,72 @@ def pending_operations(t: _core.Transcript) -> list[PendingToolOperation]:
             result_message_id=None if result is None else t.envelope_id(result),
         ))
     return out
+
+
+def _fork_prefix(fd: int, path: Path, through_id: str | None) -> int:
+    """How many bytes of ``fd``'s file a fork through ``through_id`` copies: up
+    to and including that envelope's line (the last envelope's, if None) and
+    its ``\n``, read from peek's index; nothing past the last whole line.
+
+    Raises ``CorruptTranscript`` (the file is not a transcript, or a line before
+    that one does not parse) or ``UnknownId``.
+    """
+    from .peek import judge  # the library's own lenient reader
+
+    index = _core.Peeked.open(fd)
+    _, error = judge(index)
+    if error is not None:
+        raise CorruptTranscript(error, None, str(path))
+    if through_id is None:
+        at = len(index) - 1
+    else:
+        at = next((i for i in range(len(index)) if index.envelope_id(i) == through_id), -1)
+        if at < 0:
+            raise UnknownId(f"{path}: no envelope {through_id!r} to fork through")
+    number = index.line_number(at)
+    for skipped, why in index.skipped():
+        if skipped < number:
+            raise CorruptTranscript(f"line {skipped} is damaged ({why}); a fork copies it",
+                                    skipped, str(path))
+    return _end_of_line(fd, number, index.size())
+
+
+def _end_of_line(fd: int, number: int, size: int) -> int:
+    """The offset just past line ``number``'s ``\n`` (1-based), or ``size``
+    when that line is the last and has none."""
+    offset = 0
+    seen = 0
+    while offset < size:
+        chunk = os.pread(fd, min(1 << 20, size - offset), offset)
+        if not chunk:
+            break
+        count = chunk.count(b"\n")
+        if seen + count >= number:
+            at = -1
+            for _ in range(number - seen):
+                at = chunk.index(b"\n", at + 1)
+            return offset + at + 1
+        seen += count
+        offset += len(chunk)
+    return size
+
+
+def _copy_lines(src: int, dst: int, length: int) -> None:
+    """Append the first ``length`` bytes of ``src`` to ``dst``, and a ``\n`` when
+    they end without one (a whole last line that lacked it)."""
+    done = 0
+    last = b"\n"
+    while done < length:
+        chunk = os.pread(src, min(1 << 20, length - done), done)
+        if not chunk:
+            raise OSError(5, "the source transcript shrank while it was being forked")
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(dst, view):]
+        done += len(chunk)
+        last = chunk[-1:]
+    if last != b"\n":
+        os.write(dst, b"\n")
 
 
 def _message_payload(message: Message, extra: dict[str, Any] | None) -> dict[str, Any]:

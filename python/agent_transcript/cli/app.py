@@ -1,6 +1,7 @@
 """The ``agent-transcript`` command line: its parser, and one exit status for every outcome.
 
-Every command but ``repair`` and ``demo`` is read-only: it never locks,
+Every command but ``repair``, ``demo`` and ``fork`` (which writes only its new
+file) is read-only: it never locks,
 repairs or writes, so it is safe on a transcript a writer holds and on a
 damaged one. What load would do (``check``) and what replay makes of a file
 (``show --replayed``, live counts, what a compaction replaced, pending
@@ -25,6 +26,7 @@ from .check import cmd_check
 from .demo import cmd_demo
 from .errors import PROG, CliError
 from .follow import cmd_follow
+from .fork import cmd_fork, fork_arguments
 from .html import cmd_html, html_arguments
 from .reading import describe_os_error
 from .repair import cmd_repair
@@ -82,6 +84,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("dir", metavar="DIR", nargs="?", help="where to write (default: a new temporary directory); the files are kept")
     colour_option(p)
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("fork", help="a new transcript from a prefix of another", description="Copy SOURCE's lines up to and including envelope --through (every whole line by default), byte for byte, into the new file DEST, made as Session.create makes one. SOURCE is only read, never locked: a writer may hold it.")
+    fork_arguments(p)
+    p.set_defaults(func=cmd_fork)
 
     sub.add_parser("bench", help="measure against a plain-Python baseline (see: bench --help)", add_help=False)
     return parser
