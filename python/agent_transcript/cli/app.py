@@ -28,6 +28,7 @@ from .errors import PROG, CliError
 from .follow import cmd_follow
 from .fork import cmd_fork, fork_arguments
 from .html import cmd_html, html_arguments
+from .importer import cmd_import, import_arguments
 from .reading import describe_os_error
 from .repair import cmd_repair
 from .show import cmd_show, show_arguments
@@ -88,6 +89,10 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("fork", help="a new transcript from a prefix of another", description="Copy SOURCE's lines up to and including envelope --through (every whole line by default), byte for byte, into the new file DEST, made as Session.create makes one. SOURCE is only read, never locked: a writer may hold it.")
     fork_arguments(p)
     p.set_defaults(func=cmd_fork)
+
+    p = sub.add_parser("import", help="a Claude Code session or Codex rollout as a transcript", description="Import Claude Code sessions and Codex rollouts (a file, several, or a folder, mirrored; a folder import skips what is unchanged since its import). The format is detected unless --from says it. An existing destination is never overwritten without --force.")
+    import_arguments(p)
+    p.set_defaults(func=cmd_import)
 
     sub.add_parser("bench", help="measure against a plain-Python baseline (see: bench --help)", add_help=False)
     return parser

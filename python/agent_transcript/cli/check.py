@@ -7,6 +7,7 @@ import sys
 
 from ..inspect import CheckReport, check_path
 from .errors import PROG
+from .reading import foreign_hint
 from .style import Style, colour_enabled, escaped, human_bytes, plural, write_json
 
 __all__ = ["cmd_check", "report_line"]
@@ -39,6 +40,10 @@ def _report_text(r: CheckReport) -> str:
     if r.tail is not None and r.tail.kind == "torn" and r.line != r.tail.line:
         prefix = f" (and line {r.tail.line} is a torn tail)"
     what = r.reason if (r.reason or "").startswith("not a transcript") else f"corrupt: {r.reason}"
+    if what and what.startswith("not a transcript"):
+        hint = foreign_hint(str(r.path))
+        if hint is not None:
+            return f"{where}: not a transcript: {hint}"
     return f"{where}: {what}{prefix} — load would refuse it"
 
 

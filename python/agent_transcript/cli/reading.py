@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 
+from ..formats import describe, detect_format
 from ..inspect import Reading, Unreadable, describe_os_error, reader
 from ..inspect import require_file as _require
 from .errors import CliError
 
-__all__ = ["require_file", "read", "describe_os_error"]
+__all__ = ["require_file", "read", "describe_os_error", "foreign_hint"]
 
 
 def require_file(path: str) -> os.stat_result:
@@ -42,5 +43,17 @@ def read(path: str) -> Reading:
         where = f"{path}:{refusal.line}" if refusal.line else path
         raise CliError(f"{where}: {refusal.reason}")
     if reading.error is not None:
-        raise CliError(f"{path}: not a transcript: {reading.error}")
+        raise CliError(f"{path}: not a transcript: {foreign_hint(path) or reading.error}")
     return reading
+
+
+def foreign_hint(path: str) -> str | None:
+    """``"this is a Claude Code session: `agent-transcript import` converts it"`` (or a Codex
+    rollout) when ``path`` is one, else None."""
+    try:
+        found = detect_format(path)
+    except OSError:
+        return None
+    if found is None:
+        return None
+    return f"this is {describe(found)}: `agent-transcript import` converts it"

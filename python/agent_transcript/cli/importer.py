@@ -1,0 +1,52 @@
+"""``import SRC... -o DEST``: Claude Code sessions and Codex rollouts as transcripts."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..formats import FORMATS, ImportResult, UnknownFormat, import_transcript
+from .errors import CliError
+from .reading import describe_os_error
+
+__all__ = ["cmd_import", "import_arguments"]
+
+
+def import_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``import`` command's arguments."""
+    p.add_argument("sources", metavar="SRC", nargs="+", help="a Claude Code session or Codex rollout, or a folder of them")
+    p.add_argument("-o", "--output", metavar="DEST", required=True,
+                   help="the transcript to write (a folder for a folder or several sources)")
+    p.add_argument("--from", dest="source_format", choices=FORMATS, help="the source format (default: detected)")
+    p.add_argument("--force", action="store_true", help="replace an existing destination (atomically)")
+    p.add_argument("--quiet", action="store_true", help="no line per file, no warnings")
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """``import SRC... -o DEST``: exit 0 when every source was imported, 2 on bad input."""
+    dest = Path(args.output)
+    many = len(args.sources) > 1 or any(Path(s).is_dir() for s in args.sources)
+    results: list[ImportResult] = []
+    for src in args.sources:
+        source = Path(src)
+        target = dest / source.name if len(args.sources) > 1 else dest
+        if many and len(args.sources) > 1 and not source.is_dir():
+            target = (dest / source.name).with_suffix(".jsonl")
+        try:
+            results.extend(import_transcript(source, target, source_format=args.source_format, force=args.force))
+        except UnknownFormat as exc:
+            raise CliError(str(exc)) from None
+        except FileExistsError as exc:
+            raise CliError(f"{exc.filename}: {exc.strerror}") from None
+        except OSError as exc:
+            raise CliError(describe_os_error(exc, getattr(exc, "filename", None) or src)) from None
+    if not args.quiet:
+        for r in results:
+            if r.skipped:
+                sys.stdout.write(f"{r.source}: unchanged since its import to {r.dest}, skipped\n")
+                continue
+            sys.stdout.write(f"{r.source}: {r.source_format} -> {r.dest}\n")
+            for w in r.warnings:
+                sys.stderr.write(f"warning: {r.source}: {w}\n")
+    return 0

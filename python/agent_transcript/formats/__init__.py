@@ -1,0 +1,266 @@
+"""Other tools' transcripts, imported: Claude Code sessions and Codex rollouts.
+
+Lives here: format detection (:func:`detect_format`), the importers
+(:func:`import_transcript`, one source file or a folder of them, incremental)
+and :func:`source_lines`, which gives an imported transcript's source back
+byte for byte. An imported transcript replays to the conversation the source
+tool rebuilds on resume (:mod:`.claude_code`, :mod:`.codex` say how), in
+OpenAI chat shape, with every call as a ``tool-dispatched`` (and a
+``tool-settled`` where the source shows its result); its session-meta says
+where it came from (``source``: path, sha256, bytes, lines) and what the
+session was (cwd, model, version); every source line is kept, in order, in a
+``source-line`` envelope (``{"line", "status", "text"}``, ``"base64"`` for a
+line that is not UTF-8, ``"damage"`` for one that is not a whole record), an
+unknown type to replay. Ids and timestamps are derived from the source:
+importing the same bytes twice writes the same bytes.
+
+May import: the standard library, the public API of ``agent_transcript``
+(the names in its ``__all__``) and ``inspect``. Never a private module of
+another package, never a front end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+from . import claude_code, codex
+from ._emit import Emitter
+from ._source import (
+    SOURCE_LINE,
+    Destination,
+    Ids,
+    ImportResult,
+    Line,
+    UnknownFormat,
+    importer_meta,
+    iter_source_lines,
+    read_source,
+    source_line_payload,
+    to_ts,
+)
+
+__all__ = [
+    "FORMATS",
+    "SOURCE_LINE",
+    "ImportResult",
+    "UnknownFormat",
+    "describe",
+    "detect_format",
+    "import_transcript",
+    "source_lines",
+]
+
+#: The source formats, as ``--from`` names them.
+FORMATS = ("claude-code", "codex")
+_NAMES = {"claude-code": "a Claude Code session", "codex": "a Codex rollout"}
+_SCAN_LINES = 50
+_MAX_WARNINGS_IN_META = 100
+
+
+def describe(source_format: str) -> str:
+    """``"a Claude Code session"`` or ``"a Codex rollout"``."""
+    return _NAMES.get(source_format, source_format)
+
+
+def _detect(records: list[dict[str, Any]]) -> str | None:
+    for i, r in enumerate(records):
+        if r.get("type") == "session-meta" and "v" in r and "payload" in r:
+            return None  # already a transcript
+        if codex.looks_like(r, i == 0):
+            return "codex"
+        if claude_code.looks_like(r):
+            return "claude-code"
+    return None
+
+
+def detect_format(path: str | os.PathLike[str]) -> str | None:
+    """``"claude-code"``, ``"codex"``, or None when ``path`` is neither (read from its first lines).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    records: list[dict[str, Any]] = []
+    with open(path, "rb") as f:
+        head = f.read(1 << 20)
+    for raw in head.split(b"\n")[:_SCAN_LINES]:
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            records.append(value)
+    found = _detect(records)
+    if found is None and head.lstrip().startswith(b"{") and b'"items"' in head and b'"session"' in head:
+        lines, _, _, _ = read_source(Path(path))
+        if codex.g0_lines(lines) is not None:
+            return "codex"
+    return found
+
+
+def source_lines(path: str | os.PathLike[str]) -> Iterator[bytes]:
+    """Every line of the source an imported transcript came from, byte for byte and in
+    order, blank and damaged lines included, each without its ``\\n``.
+
+    Raises:
+        OSError: ``path`` cannot be read.
+    """
+    return iter_source_lines(Path(path))
+
+
+def import_transcript(src: str | os.PathLike[str], dest: str | os.PathLike[str], *,
+                      source_format: str | None = None, force: bool = False) -> list[ImportResult]:
+    """Import ``src`` (a Claude Code session or Codex rollout, or a folder of them) into ``dest``.
+
+    A file becomes the transcript ``dest``; a folder becomes the folder
+    ``dest``, its tree mirrored (each source's name with ``.jsonl``), every
+    file of a known format imported and every other skipped; a source whose
+    transcript there was imported from the same bytes is skipped (an
+    incremental import), one imported from other bytes re-imported. The
+    destination is written to a temporary name beside it and renamed into place.
+
+    Args:
+        source_format: ``"claude-code"`` or ``"codex"``; None detects it from the content.
+        force: replace an existing destination (atomically); without it one is never overwritten.
+
+    Returns:
+        One result per source file imported or skipped, in path order.
+
+    Raises:
+        UnknownFormat: the file is neither format (or not ``source_format``), or the folder holds none.
+        FileExistsError: ``dest`` exists (and ``force`` is not set).
+        ValueError: ``source_format`` is not one of :data:`FORMATS`.
+        OSError: a file cannot be read or written.
+    """
+    if source_format is not None and source_format not in FORMATS:
+        raise ValueError(f"source_format must be one of {', '.join(FORMATS)}, not {source_format!r}")
+    source, target = Path(src), Path(dest)
+    if source.is_dir():
+        return _import_folder(source, target, source_format, force)
+    return [_import_file(source, target, source_format, force)]
+
+
+def _import_folder(source: Path, target: Path, source_format: str | None, force: bool) -> list[ImportResult]:
+    found: list[tuple[Path, str]] = []
+    for path in sorted(p for p in source.rglob("*") if p.is_file() and p.suffix in (".jsonl", ".json")):
+        try:
+            fmt = detect_format(path)
+        except OSError:
+            continue
+        if fmt is not None and (source_format is None or fmt == source_format):
+            found.append((path, fmt))
+    if not found:
+        what = describe(source_format) if source_format else "a Claude Code session or Codex rollout"
+        raise UnknownFormat(f"{source}: no file in this folder is {what}")
+    if target.exists() and not target.is_dir():
+        raise FileExistsError(17, "the destination of a folder import is a file", str(target))
+    results = []
+    for path, fmt in found:
+        dest = (target / path.relative_to(source)).with_suffix(".jsonl")
+        previous = _imported_from(dest)
+        if previous is not None and previous.get("path") == str(path.resolve()):
+            _, sha, _, _ = _digest_only(path)
+            if previous.get("sha256") == sha:
+                results.append(ImportResult(path, dest, fmt, [], skipped=True))
+                continue
+            results.append(_import_file(path, dest, fmt, True))
+        else:
+            results.append(_import_file(path, dest, fmt, force))
+    return results
+
+
+def _digest_only(path: Path) -> tuple[None, str, int, None]:
+    import hashlib
+
+    sha = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            sha.update(chunk)
+            size += len(chunk)
+    return None, "sha256:" + sha.hexdigest(), size, None
+
+
+def _imported_from(dest: Path) -> dict[str, Any] | None:
+    """The ``source`` of the session-meta of a transcript this imported, or None."""
+    try:
+        with open(dest, "rb") as f:
+            first = f.readline()
+    except OSError:
+        return None
+    try:
+        envelope = json.loads(first)
+    except ValueError:
+        return None
+    payload = envelope.get("payload") if isinstance(envelope, dict) else None
+    source = payload.get("source") if isinstance(payload, dict) else None
+    return source if isinstance(source, dict) else None
+
+
+def _import_file(source: Path, dest: Path, source_format: str | None, force: bool) -> ImportResult:
+    if source.resolve() == dest.resolve():
+        raise FileExistsError(17, "the destination is the source", str(dest))
+    if not force and (dest.exists() or dest.is_symlink()):
+        raise FileExistsError(17, "the destination exists (--force replaces it)", str(dest))
+    lines, sha, size, warnings = read_source(source)
+    records = [ln.record for ln in lines[:_SCAN_LINES] if ln.record is not None]
+    detected = _detect(records)
+    used = lines
+    if detected is None:
+        g0 = codex.g0_lines(lines)
+        if g0 is not None:
+            detected, used = "codex", g0
+    fmt = source_format or detected
+    if fmt is None or (source_format is not None and detected is not None and detected != source_format):
+        what = describe(detected) if detected else "neither a Claude Code session nor a Codex rollout"
+        wanted = f", not {describe(source_format)}" if source_format and detected else ""
+        raise UnknownFormat(f"{source}: {'this is ' + what if detected else what}{wanted}")
+    if fmt == "codex" and used is lines and detected is None:
+        used = codex.g0_lines(lines) or lines
+    ids = Ids(sha)
+    emit = Emitter(ids)
+    module = claude_code if fmt == "claude-code" else codex
+    info = module.convert(used, emit, warnings)
+    if not any(t == "message" for t, _, _, _ in emit.out) and detected is None:
+        raise UnknownFormat(f"{source}: neither a Claude Code session nor a Codex rollout")
+    pending = emit.pending_calls()
+    if pending:
+        warnings.append(f"{len(pending)} tool call(s) without a result stay pending: {', '.join(pending[:5])}")
+    first_ts = emit.out[0][2] if emit.out else _first_ts(lines)
+    meta: dict[str, Any] = {
+        "format": fmt,
+        **info,
+        "source": {"path": str(source.resolve()), "sha256": sha, "bytes": size, "lines": len(lines)},
+        "importer": importer_meta(),
+        "warnings": warnings[:_MAX_WARNINGS_IN_META],
+    }
+    if len(warnings) > _MAX_WARNINGS_IN_META:
+        meta["warnings-total"] = len(warnings)
+    out = Destination(dest, force=force)
+    try:
+        out.write("session-meta", ids.next("meta"), first_ts, meta)
+        for type_, id_, ts, payload in emit.out:
+            out.write(type_, id_, ts, payload)
+        ts = emit.ts
+        for line in lines:
+            if line.record is not None:
+                ts = to_ts(line.record.get("timestamp"), ts)
+            out.write(SOURCE_LINE, ids.next("line"), ts, source_line_payload(line))
+        out.commit()
+    except BaseException:
+        out.abort()
+        raise
+    return ImportResult(source, dest, fmt, warnings)
+
+
+def _first_ts(lines: list[Line]) -> str:
+    from ._source import EPOCH_TS
+
+    for line in lines:
+        if line.record is not None:
+            ts = to_ts(line.record.get("timestamp"), "")
+            if ts:
+                return ts
+    return EPOCH_TS

@@ -1,0 +1,284 @@
+"""What every importer shares: reading a source line by line (damage kept raw),
+deterministic ids and timestamps, and the destination written to a temporary
+name and renamed into place."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import uuid
+from importlib import metadata
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+from .. import canonical_json
+
+__all__ = [
+    "SOURCE_LINE",
+    "UnknownFormat",
+    "ImportResult",
+    "Line",
+    "read_source",
+    "Ids",
+    "to_ts",
+    "Destination",
+    "source_line_payload",
+]
+
+#: The type of the envelope that carries one source line, byte for byte.
+SOURCE_LINE = "source-line"
+
+_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "agent-transcript/import")
+_BLANK = b" \t\r"
+# Where a record can start, for a torn record glued onto the next one on one line.
+_RECORD_STARTS = (b'{"parentUuid":', b'{"type":', b'{"timestamp":', b'{"id":', b'{"logicalParentUuid":',
+                  b'{"isSidechain":', b'{"record_type":', b'{"leafUuid":', b'{"summary":')
+
+
+class UnknownFormat(ValueError):
+    """The source is neither a Claude Code session nor a Codex rollout (or is not the one asked for)."""
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What one import did.
+
+    Attributes:
+        source: the source file.
+        dest: the transcript written (or left as it was, when ``skipped``).
+        source_format: ``"claude-code"`` or ``"codex"``.
+        warnings: what the import had to do (damaged lines kept raw, ...), one sentence each.
+        skipped: a folder import found ``dest`` already imported from these exact bytes.
+    """
+
+    source: Path
+    dest: Path
+    source_format: str
+    warnings: list[str] = field(default_factory=list)
+    skipped: bool = False
+
+
+@dataclass
+class Line:
+    """One source line: its bytes (without the ``\\n``), what it parsed to, and what was wrong.
+
+    ``record`` is the parsed JSON object (None for a blank or damaged line, or
+    a value that is not an object); ``damage`` says why the line is not one
+    whole JSON object (None when it is); a damaged line may still yield a
+    ``record`` recovered from inside it (NUL padding, a torn record glued onto
+    a whole one).
+    """
+
+    number: int
+    raw: bytes
+    record: dict[str, Any] | None
+    damage: str | None
+    status: str = "metadata"
+
+
+def _parse(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    if not raw.strip(_BLANK):
+        return None, None
+    try:
+        value = json.loads(raw)
+    except UnicodeDecodeError:
+        return None, "not UTF-8"
+    except ValueError:
+        pass
+    else:
+        if isinstance(value, dict):
+            return value, None
+        return None, "not a JSON object"
+    stripped = raw.strip(b"\x00" + _BLANK)
+    if stripped != raw.strip(_BLANK):
+        if not stripped:
+            return None, "only NUL bytes"
+        record, damage = _parse(stripped)
+        if record is not None:
+            return record, "NUL bytes around a record (record recovered)"
+        return None, f"NUL bytes and {damage or 'nothing'}"
+    decoder = json.JSONDecoder()
+    text = raw.decode("utf-8", "surrogateescape")
+    starts = sorted({i for start in _RECORD_STARTS for i in _find_all(text, start.decode()) if i > 0})
+    for at in starts:
+        try:
+            value, end = decoder.raw_decode(text, at)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and not text[end:].strip(" \t\r"):
+            return value, f"a torn record glued onto the next (the record at character {at} recovered)"
+    if not raw.rstrip(_BLANK).endswith(b"}"):
+        return None, "a torn record (not one whole JSON value)"
+    return None, "not one whole JSON value"
+
+
+def _find_all(text: str, needle: str) -> Iterator[int]:
+    at = text.find(needle)
+    while at >= 0:
+        yield at
+        at = text.find(needle, at + 1)
+
+
+def read_source(path: Path) -> tuple[list[Line], str, int, list[str]]:
+    """Every line of ``path``, parsed, with the file's sha256 and size and the warnings.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    lines: list[Line] = []
+    warnings: list[str] = []
+    sha = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        for number, chunk in enumerate(f, 1):
+            sha.update(chunk)
+            size += len(chunk)
+            raw = chunk[:-1] if chunk.endswith(b"\n") else chunk
+            record, damage = _parse(raw)
+            line = Line(number, raw, record, damage)
+            if damage is not None:
+                line.status = "damaged"
+                kept = "the record in it used" if record is not None else "kept raw"
+                warnings.append(f"line {number}: damaged ({damage}); {kept}")
+            elif record is None and raw.strip(_BLANK):
+                line.status = "metadata"
+            elif record is None:
+                line.status = "blank"
+            lines.append(line)
+    return lines, "sha256:" + sha.hexdigest(), size, warnings
+
+
+def source_line_payload(line: Line) -> dict[str, Any]:
+    """The payload of the envelope carrying ``line``: its text (or base64, when
+    it is not UTF-8), its number and what the import made of it."""
+    payload: dict[str, Any] = {"line": line.number, "status": line.status}
+    try:
+        payload["text"] = line.raw.decode("utf-8")
+    except UnicodeDecodeError:
+        payload["base64"] = base64.b64encode(line.raw).decode("ascii")
+    if line.damage is not None:
+        payload["damage"] = line.damage
+    return payload
+
+
+class Ids:
+    """Deterministic envelope ids: a UUIDv5 of the source's digest, a kind and a counter."""
+
+    def __init__(self, source_digest: str) -> None:
+        self._base = source_digest
+        self._n = 0
+
+    def next(self, kind: str) -> str:
+        self._n += 1
+        return uuid.uuid5(_NAMESPACE, f"{kind}:{self._base}:{self._n}").hex
+
+
+def to_ts(value: Any, fallback: str) -> str:
+    """A source timestamp (ISO 8601, or epoch seconds) as an envelope ``ts``; ``fallback`` when it is none."""
+    try:
+        if isinstance(value, str) and value:
+            when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            when = datetime.fromtimestamp(value, timezone.utc)
+        else:
+            return fallback
+    except (ValueError, OverflowError, OSError):
+        return fallback
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+EPOCH_TS = "1970-01-01T00:00:00.000000Z"
+
+
+def importer_meta() -> dict[str, str]:
+    """Who imported: the distribution and its version."""
+    try:
+        version = metadata.version("agent-transcript")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return {"name": "agent-transcript", "version": version}
+
+
+class Destination:
+    """The transcript being written: a temporary file beside ``dest``, renamed into
+    place by :meth:`commit` (never over an existing file unless ``force``)."""
+
+    def __init__(self, dest: Path, *, force: bool) -> None:
+        self.dest = dest
+        self.force = force
+        if not force and (dest.exists() or dest.is_symlink()):
+            raise FileExistsError(17, "the destination exists (--force replaces it)", str(dest))
+        missing = [p for p in reversed(dest.parents) if not p.exists()]
+        for parent in missing:
+            os.mkdir(parent, 0o700)
+        self.temp = dest.with_name(f".{dest.name}.import-{os.getpid()}.tmp")
+        fd = os.open(self.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+        self._file: IO[bytes] = os.fdopen(fd, "wb", buffering=1 << 20)
+
+    def write(self, type_: str, id_: str, ts: str, payload: Any) -> None:
+        line = canonical_json({"id": id_, "payload": payload, "ts": ts, "type": type_, "v": 1})
+        self._file.write(line.encode("utf-8"))
+        self._file.write(b"\n")
+
+    def commit(self) -> None:
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        try:
+            if self.force:
+                os.replace(self.temp, self.dest)
+            else:
+                os.link(self.temp, self.dest)  # fails if something took the name meanwhile
+                os.unlink(self.temp)
+        except BaseException:
+            self.abort()
+            raise
+        try:
+            dfd = os.open(self.dest.parent, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            os.fsync(dfd)
+        except OSError:
+            pass
+        finally:
+            os.close(dfd)
+
+    def abort(self) -> None:
+        try:
+            self._file.close()
+        except OSError:
+            pass
+        try:
+            os.unlink(self.temp)
+        except FileNotFoundError:
+            pass
+
+
+def iter_source_lines(path: Path) -> Iterator[bytes]:
+    """The source lines an imported transcript carries, in source order (see
+    ``formats.source_lines``): the importer writes them in that order."""
+    with open(path, "rb") as f:
+        for chunk in f:
+            if b'"type":"source-line"' not in chunk:
+                continue
+            try:
+                envelope = json.loads(chunk)
+            except ValueError:
+                continue
+            if not isinstance(envelope, dict) or envelope.get("type") != SOURCE_LINE:
+                continue
+            payload = envelope.get("payload")
+            if not isinstance(payload, dict):
+                continue
+            text = payload.get("text")
+            if isinstance(text, str):
+                yield text.encode("utf-8", "surrogatepass")
+            else:
+                yield base64.b64decode(str(payload.get("base64") or ""))

@@ -1,0 +1,520 @@
+"""Claude Code sessions (``~/.claude/projects/<project>/<session>.jsonl``) as transcripts.
+
+The conversation is the one ``claude --resume`` rebuilds: the records of type
+user, assistant, attachment and system form a tree through ``parentUuid``
+(legacy ``progress`` records bridged over); the leaf is the latest
+non-sidechain record by timestamp (the first on a tie); the active branch is
+the walk from it to its root, with the parallel tool results the single-parent
+walk misses recovered (streamed fragments sharing a ``message.id``). Each
+``compact_boundary`` starts a segment; the segment before it is the chain of its
+``logicalParentUuid``; the summary record after it becomes a compaction.
+Branches not taken (a rewind, an edited prompt) are not replayed: their lines
+are kept with the status ``off-branch``.
+
+Chain records become OpenAI-chat messages: assistant fragments merged by
+``message.id`` (text, ``tool_use`` as ``tool_calls``, thinking kept in the
+extras), user records split into one ``tool`` message per ``tool_result`` and a
+user message for the rest, ``local_command`` system records as user messages.
+Attachments, other system records, API-error assistants and every non-chain
+record are kept only as source lines.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+from ._emit import Emitter
+from ._source import Line, to_ts
+
+__all__ = ["looks_like", "convert"]
+
+CHAIN = frozenset(("user", "assistant", "attachment", "system"))
+META_TYPES = frozenset((
+    "summary", "custom-title", "ai-title", "file-history-snapshot", "permission-mode", "last-prompt",
+    "queue-operation", "attribution-snapshot", "content-replacement", "tag", "agent-name", "mode",
+    "worktree-state", "pr-link", "progress",
+))
+_REJECTED = ("The user doesn't want to proceed with this tool use", "User rejected")
+_INTERRUPTED = "[Request interrupted by user for tool use]"
+
+
+def looks_like(record: dict[str, Any]) -> bool:
+    """Whether one parsed source line is a Claude Code record."""
+    kind = record.get("type")
+    if kind in CHAIN:
+        return "parentUuid" in record or "sessionId" in record or "uuid" in record and "message" in record
+    return kind in META_TYPES and ("sessionId" in record or "leafUuid" in record or "messageId" in record
+                                   or "uuid" in record or "permissionMode" in record)
+
+
+def _when(record: dict[str, Any]) -> float | None:
+    value = record.get("timestamp")
+    if not isinstance(value, str):
+        return None
+    ts = to_ts(value, "")
+    if not ts:
+        return None
+    # The envelope ts sorts as the instant does: compare it as text.
+    return float(ts[:4] + ts[5:7] + ts[8:10] + ts[11:13] + ts[14:16] + ts[17:19] + "." + ts[20:26])
+
+
+class _Tree:
+    """The chain records by uuid (a repeated uuid: the later value, the first position)."""
+
+    def __init__(self, lines: list[Line]) -> None:
+        self.records: dict[str, dict[str, Any]] = {}
+        self.line_of: dict[str, Line] = {}
+        self.parent: dict[str, str | None] = {}
+        bridge: dict[str, str | None] = {}
+        for line in lines:
+            r = line.record
+            if r is None:
+                continue
+            uid = r.get("uuid")
+            if not isinstance(uid, str):
+                continue
+            p = r.get("parentUuid")
+            p = p if isinstance(p, str) else None
+            if p is not None and p in bridge:
+                p = bridge[p]
+            if r.get("type") == "progress":
+                bridge[uid] = p
+                continue
+            if r.get("type") not in CHAIN:
+                continue
+            if uid in self.line_of:
+                self.line_of[uid].status = "superseded"
+            self.records[uid] = r
+            self.line_of[uid] = line
+            self.parent[uid] = p
+
+    def msg_id(self, uid: str) -> str | None:
+        r = self.records[uid]
+        m = r.get("message")
+        if r.get("type") == "assistant" and isinstance(m, dict) and isinstance(m.get("id"), str):
+            return str(m["id"])
+        return None
+
+    def leaf(self) -> str | None:
+        all_side = all(r.get("isSidechain") is True for r in self.records.values())
+        best: str | None = None
+        best_when = float("-inf")
+        for uid, r in self.records.items():
+            if r.get("isSidechain") is True and not all_side:
+                continue
+            when = _when(r)
+            if when is not None and when > best_when:
+                best, best_when = uid, when
+        return best
+
+    def walk(self, leaf: str) -> list[str]:
+        chain: list[str] = []
+        seen: set[str] = set()
+        uid: str | None = leaf
+        while uid is not None and uid in self.records and uid not in seen:
+            seen.add(uid)
+            chain.append(uid)
+            uid = self.parent[uid]
+        chain.reverse()
+        return self._recover_parallel_results(chain, seen)
+
+    def _recover_parallel_results(self, chain: list[str], seen: set[str]) -> list[str]:
+        # One line per streamed content block: N parallel tool_use blocks are N
+        # assistant lines sharing a message.id, each tool_result a child of its
+        # own one; the walk keeps one branch, this puts the others back.
+        assistants = [u for u in chain if self.records[u].get("type") == "assistant"]
+        anchor: dict[str, str] = {}
+        for u in assistants:
+            mid = self.msg_id(u)
+            if mid is not None:
+                anchor[mid] = u
+        if not anchor:
+            return chain
+        siblings: dict[str, list[str]] = {}
+        results_by_parent: dict[str, list[str]] = {}
+        for u, r in self.records.items():
+            mid = self.msg_id(u)
+            if mid is not None:
+                siblings.setdefault(mid, []).append(u)
+            elif r.get("type") == "user" and _tool_results(r):
+                p = self.parent[u]
+                if p is not None:
+                    results_by_parent.setdefault(p, []).append(u)
+        insert: dict[str, list[str]] = {}
+        done: set[str] = set()
+        for u in assistants:
+            mid = self.msg_id(u)
+            if mid is None or mid in done:
+                continue
+            done.add(mid)
+            group = siblings.get(mid, [])
+            sibs = [s for s in group if s not in seen]
+            trs = [t for m in group for t in results_by_parent.get(m, []) if t not in seen]
+            if not sibs and not trs:
+                continue
+            key = self._sort_key
+            sibs.sort(key=key)
+            trs.sort(key=key)
+            seen.update(sibs)
+            seen.update(trs)
+            insert[anchor[mid]] = sibs + trs
+        if not insert:
+            return chain
+        out: list[str] = []
+        for u in chain:
+            out.append(u)
+            out.extend(insert.get(u, ()))
+        return out
+
+    def _sort_key(self, uid: str) -> float:
+        when = _when(self.records[uid])
+        return when if when is not None else float("inf")
+
+
+def _tool_results(record: dict[str, Any]) -> list[dict[str, Any]]:
+    m = record.get("message")
+    content = m.get("content") if isinstance(m, dict) else None
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
+def _is_boundary(record: dict[str, Any]) -> bool:
+    return record.get("type") == "system" and record.get("subtype") == "compact_boundary"
+
+
+def _segments(tree: _Tree, leaf: str) -> list[list[str]]:
+    segments = [tree.walk(leaf)]
+    followed: set[str] = set()
+    while segments[0]:
+        first = tree.records[segments[0][0]]
+        logical = first.get("logicalParentUuid")
+        if not _is_boundary(first) or not isinstance(logical, str) or logical not in tree.records:
+            break
+        if logical in followed:
+            break
+        followed.add(logical)
+        segments.insert(0, tree.walk(logical))
+    return segments
+
+
+def _part(block: dict[str, Any]) -> dict[str, Any] | None:
+    kind = block.get("type")
+    if kind == "text":
+        return {"type": "text", "text": block.get("text", "")}
+    if kind == "image":
+        src = block.get("source")
+        if isinstance(src, dict) and src.get("type") == "base64":
+            return {"type": "image_url", "image_url": {"url": f"data:{src.get('media_type')};base64,{src.get('data')}"}}
+        if isinstance(src, dict) and src.get("type") == "url":
+            return {"type": "image_url", "image_url": {"url": src.get("url")}}
+    return None
+
+
+def _result_content(block: dict[str, Any]) -> Any:
+    content = block.get("content")
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for b in content:
+            part = _part(b) if isinstance(b, dict) else None
+            parts.append(part if part is not None else b)
+        return parts
+    return content
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
+
+class _Group:
+    def __init__(self, kind: str, uid: str, record: dict[str, Any]) -> None:
+        self.kind = kind  # user | assistant | tool | summary
+        self.uids = [uid]
+        self.records = [record]
+        self.mid: str | None = None
+        self.blocks: list[Any] = []
+        self.content: Any = None
+        self.block: dict[str, Any] = {}
+
+
+def _groups(tree: _Tree, segment: list[str]) -> list[_Group]:
+    groups: list[_Group] = []
+    for i, uid in enumerate(segment):
+        r = tree.records[uid]
+        kind = r.get("type")
+        m = r.get("message")
+        m = m if isinstance(m, dict) else {}
+        if kind == "system":
+            if r.get("subtype") == "local_command":
+                g = _Group("user", uid, r)
+                g.content = r.get("content", "")
+                groups.append(g)
+            continue
+        if kind == "assistant":
+            if r.get("isApiErrorMessage") is True:
+                continue
+            content = m.get("content")
+            blocks = content if isinstance(content, list) else ([{"type": "text", "text": content}]
+                                                                if isinstance(content, str) else [])
+            mid = m.get("id") if isinstance(m.get("id"), str) else None
+            target = None
+            if mid is not None:
+                for g in reversed(groups):
+                    if g.kind == "assistant" and g.mid == mid:
+                        target = g
+                        break
+                    if g.kind not in ("assistant", "tool"):
+                        break
+            if target is None:
+                target = _Group("assistant", uid, r)
+                target.mid = mid
+                groups.append(target)
+            else:
+                target.uids.append(uid)
+                target.records.append(r)
+            target.blocks.extend(blocks)
+            continue
+        if kind != "user":
+            continue  # attachments: rendered by Claude Code at request time, not a message of their own
+        content = m.get("content")
+        if r.get("isCompactSummary") is True and i > 0 and _is_boundary(tree.records[segment[i - 1]]):
+            g = _Group("summary", uid, r)
+            g.content = content
+            groups.append(g)
+            continue
+        if isinstance(content, list):
+            rest = []
+            for b in content:
+                if isinstance(b, dict) and b.get("type") == "tool_result":
+                    g = _Group("tool", uid, r)
+                    g.block = b
+                    groups.append(g)
+                else:
+                    rest.append(b)
+            if rest:
+                g = _Group("user", uid, r)
+                g.content = rest
+                groups.append(g)
+        elif content is not None:
+            g = _Group("user", uid, r)
+            g.content = content
+            groups.append(g)
+    return groups
+
+
+def _user_content(content: Any) -> tuple[Any, list[Any]]:
+    if not isinstance(content, list):
+        return content, []
+    parts, dropped = [], []
+    for b in content:
+        part = _part(b) if isinstance(b, dict) else None
+        if part is None:
+            dropped.append(b)
+        else:
+            parts.append(part)
+    return parts, dropped
+
+
+def _provenance(tree: _Tree, g: _Group) -> dict[str, Any]:
+    return {"uuids": g.uids, "lines": [tree.line_of[u].number for u in g.uids]}
+
+
+def _extra_flags(record: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+    return {k: record[k] for k in keys if k in record}
+
+
+def convert(lines: list[Line], emit: Emitter, warnings: list[str]) -> dict[str, Any]:
+    """Emit the replayed conversation of a Claude Code session; returns the session-meta facts."""
+    tree = _Tree(lines)
+    info: dict[str, Any] = {}
+    meta_records = [ln.record for ln in lines if ln.record is not None and ln.record.get("type") not in CHAIN]
+    titles: dict[str, Any] = {}
+    last_mode: Any = None
+    for r in meta_records:
+        kind = r.get("type")
+        if kind == "summary" and isinstance(r.get("summary"), str):
+            titles["summary"] = r["summary"]
+        elif kind == "custom-title" and isinstance(r.get("customTitle"), str):
+            titles["custom"] = r["customTitle"]
+        elif kind == "ai-title" and isinstance(r.get("aiTitle"), str):
+            titles["ai"] = r["aiTitle"]
+        elif kind == "permission-mode" and isinstance(r.get("permissionMode"), str):
+            last_mode = r["permissionMode"]
+    title = titles.get("custom") or titles.get("ai") or titles.get("summary")
+    if title is not None:
+        info["title"] = title
+    for r in tree.records.values():
+        for key, name in (("sessionId", "session-id"), ("cwd", "cwd"), ("gitBranch", "git-branch")):
+            if name not in info and isinstance(r.get(key), str):
+                info[name] = r[key]
+        if isinstance(r.get("version"), str):
+            info["version"] = r["version"]
+    leaf = tree.leaf()
+    if leaf is None:
+        return info
+    info["leaf"] = leaf
+    segments = _segments(tree, leaf)
+    for segment in segments:
+        for uid in segment:
+            tree.line_of[uid].status = "used"
+    for uid, line in tree.line_of.items():
+        if line.status != "used" and line.status != "superseded":
+            line.status = "sidechain" if tree.records[uid].get("isSidechain") is True else "off-branch"
+
+    facts: dict[str, Any] = {}
+    mode: Any = None
+    run_id: str | None = None
+    round_ = -1
+    seen_mids: set[str] = set()
+    answered: set[str] = set()
+    for index, segment in enumerate(segments):
+        groups = _groups(tree, segment)
+        if index > 0 and (not groups or groups[0].kind != "summary"):
+            # A boundary with no summary after it: resume starts from the boundary.
+            first = tree.records[segment[0]]
+            emit.rewind(0, to_ts(first.get("timestamp"), emit.ts))
+            answered = set()
+        for g in groups:
+            r = g.records[0]
+            ts = to_ts(r.get("timestamp"), emit.ts)
+            for key, name in (("cwd", "cwd"), ("version", "version"), ("gitBranch", "git-branch")):
+                if isinstance(r.get(key), str):
+                    facts[name] = r[key]
+            if g.kind == "summary":
+                boundary = tree.records[segment[0]]
+                cm = boundary.get("compactMetadata")
+                cm = cm if isinstance(cm, dict) else {}
+                before: int = cm["preTokens"] if isinstance(cm.get("preTokens"), int) else 0
+                after: int = cm["postTokens"] if isinstance(cm.get("postTokens"), int) else 0
+                extra = {"claude-code": {**_provenance(tree, g), "isCompactSummary": True}}
+                if isinstance(g.content, str):
+                    emit.compaction(g.content, before, after, ts=ts)
+                else:
+                    parts, _ = _user_content(g.content)
+                    emit.compaction(_text_of(g.content), before, after, ts=ts,
+                                    replacement=[{**extra, "role": "user", "content": parts}])
+                answered = set()
+                continue
+            if g.kind == "user":
+                if isinstance(r.get("permissionMode"), str) and r["permissionMode"] != mode:
+                    mode = r["permissionMode"]
+                    emit.grants({"claude-code": {"permission-mode": mode}}, ts)
+                said, dropped = _user_content(g.content)
+                cc = {**_provenance(tree, g), **_extra_flags(r, ("isMeta", "promptId", "isCompactSummary"))}
+                if dropped:
+                    cc["blocks-dropped"] = dropped
+                emit_facts(emit, facts, ts)
+                emit.message({"claude-code": cc, "role": "user", "content": said}, ts)
+                if not r.get("isMeta"):
+                    run_id = r.get("promptId") if isinstance(r.get("promptId"), str) else g.uids[0]
+                    round_ = -1
+                    seen_mids = set()
+                continue
+            if g.kind == "assistant":
+                texts, calls, thinking, dropped = [], [], [], []
+                for b in g.blocks:
+                    kind = b.get("type") if isinstance(b, dict) else None
+                    if kind == "text":
+                        texts.append(b.get("text", ""))
+                    elif kind == "tool_use" and isinstance(b.get("id"), str):
+                        calls.append(b)
+                    elif kind in ("thinking", "redacted_thinking"):
+                        thinking.append(b)
+                    else:
+                        dropped.append(b)
+                if not calls and not "".join(str(t) for t in texts).strip():
+                    continue  # thinking-only or whitespace-only: Claude Code drops it on resume
+                content: Any
+                if len(texts) == 1:
+                    content = texts[0]
+                elif texts:
+                    content = [{"type": "text", "text": t} for t in texts]
+                else:
+                    content = None
+                m = r.get("message") if isinstance(r.get("message"), dict) else {}
+                model = m.get("model") if isinstance(m, dict) else None
+                if isinstance(model, str) and model != "<synthetic>":
+                    facts["model"] = model
+                    info["model"] = model
+                cc = {**_provenance(tree, g)}
+                for key, name in (("id", "message-id"), ("model", "model"), ("stop_reason", "stop-reason")):
+                    if isinstance(m, dict) and m.get(key) is not None:
+                        cc[name] = m[key]
+                if thinking:
+                    cc["thinking"] = thinking
+                if dropped:
+                    cc["blocks-dropped"] = dropped
+                payload: dict[str, Any] = {"claude-code": cc, "role": "assistant", "content": content}
+                if calls:
+                    payload["tool_calls"] = [
+                        {"id": b["id"], "type": "function",
+                         "function": {"name": str(b.get("name", "")),
+                                      "arguments": json.dumps(b.get("input", {}), ensure_ascii=False,
+                                                              separators=(",", ":"))}}
+                        for b in calls
+                    ]
+                emit_facts(emit, facts, ts)
+                emit.message(payload, ts)
+                if g.mid is None or g.mid not in seen_mids:
+                    round_ += 1
+                    if g.mid is not None:
+                        seen_mids.add(g.mid)
+                for b in calls:
+                    arguments = b.get("input", {})
+                    emit.dispatch(b["id"], str(b.get("name", "")), arguments, run_id=run_id,
+                                  round_=max(round_, 0), ts=ts)
+                continue
+            # a tool result
+            b = g.block
+            call = b.get("tool_use_id")
+            content = _result_content(b)
+            cc = {**_provenance(tree, g)}
+            if "is_error" in b:
+                cc["is_error"] = b["is_error"]
+            if not isinstance(call, str) or call not in emit.calls or call in answered:
+                why = "duplicate" if call in answered else "orphan"
+                warnings.append(f"line {tree.line_of[g.uids[0]].number}: a tool_result for "
+                                f"{call!r} answers no live call ({why}); imported as a user message")
+                cc[f"{why}-tool-result"] = call
+                emit.message({"claude-code": cc, "role": "user", "content": content}, ts)
+                continue
+            answered.add(call)
+            emit.message({"claude-code": cc, "role": "tool", "tool_call_id": call, "content": content}, ts)
+            outcome, reason, error = "completed", None, None
+            if b.get("is_error") is True:
+                outcome = "failed"
+                text = _text_of(content)
+                tur = r.get("toolUseResult")
+                if any(s in text for s in _REJECTED):
+                    reason = "rejected-by-user"
+                elif _INTERRUPTED in text or (isinstance(tur, dict) and tur.get("interrupted") is True):
+                    reason = "interrupted"
+                else:
+                    error = text or None
+            emit.settle(call, outcome, ts, reason=reason, duration=_duration(r.get("toolUseResult")), error=error)
+    if last_mode is not None and last_mode != mode:
+        emit.grants({"claude-code": {"permission-mode": last_mode}})
+    return info
+
+
+def emit_facts(emit: Emitter, facts: dict[str, Any], ts: str) -> None:
+    emit.facts([[k, facts[k]] for k in ("cwd", "version", "git-branch", "model") if k in facts], ts)
+
+
+def _duration(result: Any) -> float | None:
+    if not isinstance(result, dict):
+        return None
+    for key, scale in (("durationMs", 1000.0), ("totalDurationMs", 1000.0), ("durationSeconds", 1.0)):
+        value = result.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value / scale
+    return None

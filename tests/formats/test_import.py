@@ -1,0 +1,224 @@
+"""Importing Claude Code sessions and Codex rollouts: replay equals the tool's own resume,
+tool lifecycle, nothing lost, deterministic, bad input refused (issue 13)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_transcript import Session
+from agent_transcript.formats import UnknownFormat, detect_format, import_transcript, source_lines
+
+from .sources import BASIC, SOURCES, Source, lines
+
+
+def cli(*args: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "agent_transcript", *map(str, args)],
+                          capture_output=True, text=True, encoding="utf-8", timeout=120)
+
+
+def write(tmp_path: Path, src: Source) -> Path:
+    path = tmp_path / (src.name + src.suffix)
+    path.write_bytes(src.data)
+    return path
+
+
+def shape(messages: list) -> list:
+    return [(m.role, m.content, tuple(c["id"] for c in m.tool_calls or ()), m.tool_call_id) for m in messages]
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=[s.name for s in SOURCES])
+def test_replay_equals_the_tools_resume(tmp_path: Path, src: Source) -> None:
+    path = write(tmp_path, src)
+    assert detect_format(path) == src.format
+    dest = tmp_path / "out.jsonl"
+    [result] = import_transcript(path, dest)
+    assert result.source_format == src.format
+    assert len(result.warnings) >= src.warnings
+    with Session.load(dest) as s:
+        assert shape(s.messages) == src.messages
+        assert s.warnings == []
+        # every tool message answers a call of an assistant message before it
+        calls: set[str] = set()
+        for m in s.messages:
+            if m.role == "tool":
+                assert m.tool_call_id in calls
+            calls.update(c["id"] for c in m.tool_calls or ())
+        pending = {op.call_id: op.state for op in s.pending_tool_operations()}
+        assert pending == {c: "dispatched" for c in src.pending}
+        settled = {e.payload["op-id"]: e.payload["outcome"] for e in s.events if e.type == "tool-settled"}
+        ops = {e.id: e.payload["call-id"] for e in s.events if e.type == "tool-dispatched"}
+        assert {ops[op]: outcome for op, outcome in settled.items()} == src.settled
+        types = [e.type for e in s.events]
+        for kind, least in src.types.items():
+            assert types.count(kind) >= least, kind
+        assert s.meta["format"] == src.format
+        assert s.meta["source"]["path"] == str(path.resolve())
+        assert s.meta["source"]["sha256"].startswith("sha256:")
+    assert list(source_lines(dest)) == src.data.split(b"\n")[: -1 if src.data.endswith(b"\n") else None]
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=[s.name for s in SOURCES])
+def test_imported_file_passes_check_and_show_json(tmp_path: Path, src: Source) -> None:
+    dest = tmp_path / "out.jsonl"
+    r = cli("import", write(tmp_path, src), "-o", dest)
+    assert r.returncode == 0, r.stderr
+    r = cli("check", dest)
+    assert r.returncode == 0 and "clean" in r.stdout, r.stdout + r.stderr
+    r = cli("show", "--json", dest)
+    assert r.returncode == 0, r.stderr
+    shown = json.loads(r.stdout)
+    with Session.load(dest) as s:
+        assert shown["meta"] == s.meta
+        assert len(shown["envelopes"]) == len(s.events)
+
+
+def test_importing_twice_gives_the_same_bytes(tmp_path: Path) -> None:
+    for src in SOURCES:
+        path = write(tmp_path, src)
+        import_transcript(path, tmp_path / "a.jsonl", force=True)
+        import_transcript(path, tmp_path / "b.jsonl", force=True)
+        assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes(), src.name
+
+
+def test_claude_code_mapping_details(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(lines(*BASIC))
+    import_transcript(path, tmp_path / "o.jsonl")
+    with Session.load(tmp_path / "o.jsonl") as s:
+        entry = s.entries[1]
+        assert entry.extra["claude-code"]["uuids"] == ["a1", "a2", "a3"]
+        assert entry.extra["claude-code"]["thinking"][0]["thinking"] == "need ls"
+        assert s.grants == {"claude-code": {"permission-mode": "acceptEdits"}}
+        assert s.meta["title"] == "Listing demo files" and s.meta["cwd"] == "/w/demo"
+        assert s.meta["version"] == "2.1.40" and s.meta["model"] == "claude-sonnet-4-5"
+        dispatched = next(e for e in s.events if e.type == "tool-dispatched")
+        assert dispatched.payload["arguments"] == {"command": "ls"}
+        assert dispatched.payload["run-id"] == "p1"
+        settled = next(e for e in s.events if e.type == "tool-settled")
+        assert settled.payload["duration"] == 0.25
+        assert settled.ts == "2026-03-01T10:00:04.000000Z"
+        statuses = [e.payload["status"] for e in s.events if e.type == "source-line"]
+        assert statuses[:5] == ["used"] * 5
+
+
+def test_off_branch_and_damaged_lines_are_marked(tmp_path: Path) -> None:
+    by = {s.name: s for s in SOURCES}
+    for name, status in (("cc-rewind-branches", "off-branch"), ("cc-nul-line", "damaged"),
+                         ("cc-sidechain", "sidechain"), ("codex-rollback", "rolled-back")):
+        dest = tmp_path / f"{name}.out.jsonl"
+        import_transcript(write(tmp_path, by[name]), dest)
+        with Session.load(dest) as s:
+            assert status in [e.payload["status"] for e in s.events if e.type == "source-line"], name
+
+
+def test_codex_grants_and_meta(tmp_path: Path) -> None:
+    src = next(s for s in SOURCES if s.name == "codex-g2")
+    import_transcript(write(tmp_path, src), tmp_path / "o.jsonl")
+    with Session.load(tmp_path / "o.jsonl") as s:
+        assert s.grants == {"codex": {"approval-policy": "on-request", "sandbox-policy": {"type": "workspace-write"}}}
+        assert s.meta["model"] == "gpt-5-codex" and s.meta["version"] == "0.98.0" and s.meta["cwd"] == "/w/demo"
+        assert s.entries[2].extra["codex"]["reasoning"][0]["encrypted_content"] == "gAAAA"
+        settled = next(e for e in s.events if e.type == "tool-settled")
+        assert settled.payload["duration"] == 0.1
+
+
+# -- bad input ------------------------------------------------------------------
+
+def test_neither_format_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    src = tmp_path / "notes.jsonl"
+    src.write_text('{"hello": "world"}\n')
+    r = cli("import", src, "-o", tmp_path / "out.jsonl")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and "neither" in r.stderr
+    assert list(tmp_path.iterdir()) == [src]
+    with pytest.raises(UnknownFormat):
+        import_transcript(src, tmp_path / "out.jsonl")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = cli("import", empty, "-o", tmp_path / "outdir")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    assert not (tmp_path / "outdir").exists()
+
+
+def test_forced_format_that_does_not_match_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, SOURCES[0])
+    r = cli("import", "--from", "codex", path, "-o", tmp_path / "o.jsonl")
+    assert r.returncode == 2 and "Claude Code" in r.stderr
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_existing_destination_is_never_overwritten_unless_forced(tmp_path: Path) -> None:
+    path = write(tmp_path, SOURCES[0])
+    dest = tmp_path / "o.jsonl"
+    dest.write_text("mine\n")
+    r = cli("import", path, "-o", dest)
+    assert r.returncode == 2 and "exists" in r.stderr and dest.read_text() == "mine\n"
+    r = cli("import", "--force", path, "-o", dest)
+    assert r.returncode == 0, r.stderr
+    assert Session.peek(dest).error is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, "o.jsonl"])  # no temp left
+
+
+def test_show_check_stats_name_the_format(tmp_path: Path) -> None:
+    for src in (SOURCES[0], SOURCES[10]):
+        path = write(tmp_path, src)
+        word = "Claude Code session" if src.format == "claude-code" else "Codex rollout"
+        for cmd in ("show", "check", "stats"):
+            r = cli(cmd, path)
+            assert r.returncode == 2
+            assert f"this is a {word}: `agent-transcript import` converts it" in r.stderr, (cmd, r.stderr)
+
+
+def test_folder_import_mirrors_the_tree_and_is_incremental(tmp_path: Path) -> None:
+    root = tmp_path / "projects"
+    (root / "p1").mkdir(parents=True)
+    (root / "p2").mkdir()
+    (root / "p1" / "a.jsonl").write_bytes(SOURCES[0].data)
+    (root / "p2" / "b.jsonl").write_bytes(SOURCES[10].data)
+    (root / "p2" / "notes.json").write_text("{}")
+    out = tmp_path / "out"
+    results = import_transcript(root, out)
+    assert [(r.dest.relative_to(out).as_posix(), r.skipped) for r in results] == [("p1/a.jsonl", False),
+                                                                                   ("p2/b.jsonl", False)]
+    before = (out / "p1" / "a.jsonl").read_bytes()
+    results = import_transcript(root, out)
+    assert [r.skipped for r in results] == [True, True]
+    (root / "p1" / "a.jsonl").write_bytes(SOURCES[0].data + SOURCES[0].data.split(b"\n")[0] + b"\n")
+    results = import_transcript(root, out)
+    assert [r.skipped for r in results] == [False, True]
+    assert (out / "p1" / "a.jsonl").read_bytes() != before
+    r = cli("import", root, "-o", out)
+    assert r.returncode == 0 and r.stdout.count("skipped") == 2
+
+
+# -- nothing lost -----------------------------------------------------------------
+
+_line = st.one_of(
+    st.binary(max_size=40).filter(lambda b: b"\n" not in b),
+    st.sampled_from([b"", b"   ", b"\r", b"\x00" * 8, b"{", b'{"type":"summary"', b"\xff\xfe"]),
+    st.builds(lambda t: json.dumps({"type": "x-unknown", "t": t}).encode(), st.text(max_size=10)),
+    st.sampled_from([json.dumps(r).encode() for r in BASIC]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_line, max_size=12), st.booleans())
+def test_source_lines_give_the_source_back_byte_for_byte(tmp_path_factory: pytest.TempPathFactory,
+                                                         body: list[bytes], final_newline: bool) -> None:
+    tmp = tmp_path_factory.mktemp("prop")
+    data = b"\n".join([json.dumps(BASIC[0]).encode(), *body]) + (b"\n" if final_newline else b"")
+    src = tmp / "s.jsonl"
+    src.write_bytes(data)
+    import_transcript(src, tmp / "o.jsonl")
+    got = list(source_lines(tmp / "o.jsonl"))
+    # Joined with \n they are the source, but for a final \n (SPEC "Beyond one file").
+    assert b"\n".join(got) == (data[:-1] if data.endswith(b"\n") else data)
+    with Session.load(tmp / "o.jsonl") as s:
+        assert s.messages and s.warnings == []
