@@ -8,6 +8,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import uuid
 from importlib import metadata
 from dataclasses import dataclass, field
@@ -179,6 +180,8 @@ class Ids:
 
 def to_ts(value: Any, fallback: str) -> str:
     """A source timestamp (ISO 8601, or epoch seconds) as an envelope ``ts``; ``fallback`` when it is none."""
+    if isinstance(value, str) and _UTC_MS.fullmatch(value):  # the common case, 2026-03-01T10:00:00.123Z
+        return f"{value[:19]}.{value[20:-1]:0<6}Z"
     try:
         if isinstance(value, str) and value:
             when = datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -193,6 +196,7 @@ def to_ts(value: Any, fallback: str) -> str:
     return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+_UTC_MS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{1,6}Z")
 EPOCH_TS = "1970-01-01T00:00:00.000000Z"
 
 

@@ -1,0 +1,84 @@
+"""Import throughput and peak memory, against a plain-Python ``json.loads`` pass over
+the same file in the same run (issue 13's bench). Not a test: run it by hand.
+
+    python benches/bench_import.py [--mb 1024] [--dir /tmp/bench-import]
+
+Writes a Claude Code session and a Codex rollout of ``--mb`` MiB with
+``import_gen.py``, then for each runs, each in a fresh child process (so that
+its peak RSS is its own): the baseline (read every line, ``json.loads`` it,
+drop it) and ``agent_transcript.formats.import_transcript``. Prints MB/s and
+peak RSS for both, and the peak as a fraction of the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MIB = 1024 * 1024
+
+_BASELINE = """
+import json, resource, sys, time
+t = time.perf_counter()
+with open(sys.argv[1], "rb") as f:
+    for line in f:
+        try:
+            json.loads(line)
+        except ValueError:
+            pass
+print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+
+_IMPORT = """
+import resource, sys, time
+from agent_transcript.formats import import_transcript
+t = time.perf_counter()
+import_transcript(sys.argv[1], sys.argv[2], force=True)
+print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+
+
+def _child(code: str, *args: str) -> tuple[float, int]:
+    out = subprocess.run([sys.executable, "-c", code, *args], check=True, capture_output=True, text=True).stdout
+    seconds, rss = out.split()
+    return float(seconds), int(rss)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mb", type=float, default=1024.0)
+    parser.add_argument("--dir", default="/tmp/bench-import")
+    args = parser.parse_args()
+    sys.path.insert(0, str(HERE))
+    import import_gen
+
+    folder = Path(args.dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for kind, write in (("claude-code", import_gen.write_claude_code), ("codex", import_gen.write_codex)):
+        src = folder / f"{kind}.jsonl"
+        size = write(str(src), int(args.mb * MIB))
+        base_s, base_rss = _child(_BASELINE, str(src))
+        imp_s, imp_rss = _child(_IMPORT, str(src), str(folder / f"{kind}.imported.jsonl"))
+        out_size = os.path.getsize(folder / f"{kind}.imported.jsonl")
+        rows.append({
+            "format": kind, "source-bytes": size, "imported-bytes": out_size,
+            "json.loads MB/s": round(size / MIB / base_s, 1), "json.loads peak RSS MiB": round(base_rss / MIB, 1),
+            "import MB/s": round(size / MIB / imp_s, 1), "import peak RSS MiB": round(imp_rss / MIB, 1),
+            "import peak / file": round(imp_rss / size, 2),
+        })
+        os.unlink(folder / f"{kind}.imported.jsonl")
+        os.unlink(src)
+    print(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    start = time.perf_counter()
+    main()
+    print(f"total {time.perf_counter() - start:.0f}s", file=sys.stderr)
