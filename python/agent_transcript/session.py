@@ -645,6 +645,7 @@ _OPEN: weakref.WeakSet[Session] = weakref.WeakSet()
 
 
 def _after_fork_in_child() -> None:
+    _core.after_fork()  # the core's id generators reseed: no id drawn twice
     for session in list(_OPEN):
         try:
             session._forked_away()

@@ -1,28 +1,37 @@
 //! What each new envelope is stamped with: a time-ordered id and a UTC timestamp.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+// How many forks this process is from its first one, as told by `forked`.
+static FORKS: AtomicU64 = AtomicU64::new(0);
+
+/// Call in a forked child (the binding's at-fork handler does): every generator
+/// copied across the fork then reseeds itself before its next id, so parent and
+/// child never draw the same ids.
+pub fn forked() {
+    FORKS.fetch_add(1, Ordering::Relaxed);
+}
 
 /// Makes envelope ids: 32 lowercase hex characters with UUIDv7's bits (48-bit
 /// Unix milliseconds, version 7, a 12-bit sequence, the variant, 62 random bits),
 /// strictly increasing within one generator even when the clock stalls or steps back.
-/// A generator copied into a forked child reseeds itself there, so parent and
-/// child never draw the same ids.
 pub struct IdGen {
     state: u64,
     last_ms: u64,
     seq: u16,
-    // The process the state was seeded in.
-    pid: u32,
+    // `FORKS` when the state was seeded.
+    forks: u64,
 }
 
-// A seed from the OS's randomness (and the clock, should that fail).
-fn seed(pid: u32) -> u64 {
+// A seed from the OS's randomness (and the clock and pid, should that fail).
+fn seed() -> u64 {
     let mut seed = [0u8; 8];
     let from_os = std::fs::File::open("/dev/urandom")
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut seed));
     let mut state = u64::from_le_bytes(seed);
     if from_os.is_err() {
-        state ^= now().0.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(pid);
+        state ^= now().0.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(std::process::id());
     }
     state
 }
@@ -30,12 +39,11 @@ fn seed(pid: u32) -> u64 {
 impl IdGen {
     /// A generator seeded from the OS's randomness (and the clock, should that fail).
     pub fn new() -> Self {
-        let pid = std::process::id();
         IdGen {
-            state: seed(pid),
+            state: seed(),
             last_ms: 0,
             seq: 0,
-            pid,
+            forks: FORKS.load(Ordering::Relaxed),
         }
     }
 
@@ -50,11 +58,11 @@ impl IdGen {
 
     /// The next id.
     pub fn next_id(&mut self) -> String {
-        let pid = std::process::id();
-        if pid != self.pid {
+        let forks = FORKS.load(Ordering::Relaxed);
+        if forks != self.forks {
             // A forked child: same state as the parent, so the same "random" bits.
-            self.state = seed(pid);
-            self.pid = pid;
+            self.state = seed();
+            self.forks = forks;
         }
         let ms = now().0 / 1000;
         if ms > self.last_ms {
@@ -166,6 +174,21 @@ mod tests {
             "2000-02-29T00:00:00.000001Z"
         );
         assert_eq!(utc_timestamp().len(), 27);
+    }
+
+    #[test]
+    fn a_generator_copied_by_a_fork_reseeds() {
+        let parent = IdGen::new();
+        let mut child = IdGen {
+            state: parent.state,
+            last_ms: parent.last_ms,
+            seq: parent.seq,
+            forks: parent.forks,
+        };
+        let mut parent = parent;
+        forked();
+        let (a, b) = (parent.next_id(), child.next_id());
+        assert_ne!(a[16..], b[16..], "the same random bits on both sides");
     }
 
     #[test]

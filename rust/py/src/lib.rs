@@ -25,9 +25,16 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decode::py_loads, m)?)?;
     m.add_function(wrap_pyfunction!(transcript::tail_check, m)?)?;
     m.add_function(wrap_pyfunction!(transcript::parse_envelope, m)?)?;
+    m.add_function(wrap_pyfunction!(after_fork, m)?)?;
     m.add_class::<transcript::Transcript>()?;
     m.add_class::<transcript::Peeked>()?;
     Ok(())
+}
+
+/// `after_fork()`: in a forked child, make every id generator reseed itself.
+#[pyfunction]
+fn after_fork() {
+    transcript_core::stamp::forked();
 }
 
 /// `"sha256:" + hexdigest` of `data` (a `str` is UTF-8 encoded first).
