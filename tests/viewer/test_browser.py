@@ -142,3 +142,53 @@ def test_a_folder_of_pages_from_file_url(browser: Any, tmp_path: Path) -> None:
     hits[0].click()
     assert wait_for(lambda: browser.execute_script("return location.hash") == "#L1200")
     assert errors_in_console(browser) == []
+
+
+def test_serve_lists_opens_and_follows(browser: Any, demo: Path, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    from agent_transcript import canonical_json
+
+    from .serving import append_line, served
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "crashed.jsonl").write_bytes(demo.read_bytes())
+    (folder / "run.jsonl").write_bytes((demo.parent / "run.jsonl").read_bytes())
+    live = folder / "live.jsonl"
+    every_kind(live)
+    with served(folder) as base:
+        browser.get_log("browser")
+        browser.get(base)
+        rows = browser.find_elements(By.CSS_SELECTOR, "table.picker tr.row")
+        assert len(rows) == 3
+        statuses = {r.find_element(By.CSS_SELECTOR, "code").text: r.get_attribute("data-status") for r in rows}
+        assert statuses == {"crashed.jsonl": "torn", "run.jsonl": "clean", "live.jsonl": "pending"}
+        browser.save_screenshot(str(screenshot_dir() / "picker.png"))
+        assert errors_in_console(browser) == []
+        browser.find_element(By.CSS_SELECTOR, "a[href='/t/live.jsonl']").click()
+        assert wait_for(lambda: browser.execute_script("return document.body.dataset.events || ''"))
+        # Opened at the tail: the last record is on screen.
+        assert wait_for(lambda: browser.execute_script(
+            "var r = document.querySelectorAll('article.rec'); var b = r[r.length - 1].getBoundingClientRect(); return b.top < innerHeight && b.bottom > 0"))
+        assert wait_for(lambda: browser.find_element(By.ID, "live").text == "live")
+        before = len(browser.find_elements(By.CSS_SELECTOR, "article.rec"))
+
+        def line(n: int, text: str) -> bytes:
+            env = {"id": f"live{n}", "payload": {"role": "assistant", "content": text}, "ts": "2026-08-09T13:10:09.000000Z", "type": "message", "v": 1}
+            return canonical_json(env).encode() + b"\n"
+
+        whole, torn = line(1, "appended by another process"), line(2, "<b>the torn one</b>")
+        append_line(live, whole + torn[:25])
+        assert wait_for(lambda: len(browser.find_elements(By.CSS_SELECTOR, "article.rec")) == before + 1)
+        assert "appended by another process" in browser.find_elements(By.CSS_SELECTOR, "article.rec")[-1].text
+        time.sleep(1.0)  # the half line is held, however long
+        assert len(browser.find_elements(By.CSS_SELECTOR, "article.rec")) == before + 1
+        assert "the torn one" not in browser.find_element(By.TAG_NAME, "main").text
+        append_line(live, torn[25:])
+        assert wait_for(lambda: len(browser.find_elements(By.CSS_SELECTOR, "article.rec")) == before + 2)
+        last = browser.find_elements(By.CSS_SELECTOR, "article.rec")[-1]
+        assert "<b>the torn one</b>" in last.text and last.get_attribute("data-line") == str(before + 2)
+        browser.save_screenshot(str(screenshot_dir() / "serve-live.png"))
+        assert browser.execute_script("return window.__pwned") is None
+        assert errors_in_console(browser) == []

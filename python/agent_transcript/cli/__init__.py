@@ -2,7 +2,7 @@
 
 Lives here: the parser and the exit status of every outcome (:mod:`.app`),
 one module per command (:mod:`.show`, :mod:`.check`, :mod:`.repair`,
-:mod:`.stats`, :mod:`.follow`, :mod:`.demo`, :mod:`.bench`, :mod:`.html`), the terminal
+:mod:`.stats`, :mod:`.follow`, :mod:`.demo`, :mod:`.bench`, :mod:`.html`, :mod:`.serve`), the terminal
 renderer (:mod:`.render`), its style and text helpers (:mod:`.style`), and
 how a command opens the file it is given (:mod:`.reading`).
 

@@ -31,6 +31,7 @@ from .html import cmd_html, html_arguments
 from .importer import cmd_import, import_arguments
 from .reading import describe_os_error
 from .repair import cmd_repair
+from .serve import cmd_serve, serve_arguments
 from .show import cmd_show, show_arguments
 from .stats import cmd_stats
 from .style import colour_option, escaped
@@ -80,6 +81,10 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("html", help="a page for a person: one self-contained .html file (a folder of pages for a big one)", description="Render a transcript as HTML: one self-contained file (inline CSS and JS, no network, a strict Content-Security-Policy) for a transcript of ordinary size, a folder of pages (OUT/index.html) for a big one. Read-only.")
     html_arguments(p)
     p.set_defaults(func=cmd_html)
+
+    p = sub.add_parser("serve", help="a local viewer of a folder of transcripts (127.0.0.1 only, read-only, live)", description="Serve a folder of transcripts on 127.0.0.1: a resume picker, each transcript opening at its tail, live follow of a run still being written. Read-only: no endpoint writes.")
+    serve_arguments(p)
+    p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("demo", help="the whole story on a scratch transcript: a kill -9 mid-tool-call, then repair and resume", description="A scripted agent (no model, no network) writes a transcript and is killed with SIGKILL mid-tool-call; the demo then shows peek, check, load's repair, the pending tool operations, their resolution and a resumed run.")
     p.add_argument("dir", metavar="DIR", nargs="?", help="where to write (default: a new temporary directory); the files are kept")

@@ -20,5 +20,6 @@ from __future__ import annotations
 
 from .page import SINGLE_LIMIT, HtmlResult, write_html
 from .render import Renderer, anchor
+from .server import ViewerServer, make_server
 
-__all__ = ["write_html", "HtmlResult", "SINGLE_LIMIT", "Renderer", "anchor"]
+__all__ = ["write_html", "HtmlResult", "SINGLE_LIMIT", "Renderer", "anchor", "make_server", "ViewerServer"]

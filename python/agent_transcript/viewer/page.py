@@ -78,7 +78,7 @@ def csp(*, self_scripts: bool = False, connect: bool = False) -> str:
     )
 
 
-def head(title: str, policy: str, *, body_data: dict[str, str] | None = None) -> str:
+def head(title: str, policy: str, *, body_data: dict[str, str] | None = None, tools: bool = True) -> str:
     """The document up to the start of ``<main>``, with the toolbar."""
     a = assets()
     data = "".join(f' data-{k}="{text(v)}"' for k, v in (body_data or {}).items())
@@ -90,6 +90,12 @@ def head(title: str, policy: str, *, body_data: dict[str, str] | None = None) ->
         f"<body{data}>\n"
         '<div class=toolbar role=toolbar>'
         f'<span class=title>{text(title)}</span>'
+        + (_TOOLS if tools else '<input id=find type=search placeholder="find (/)" aria-label="find"><span id=find-count></span><button id=theme type=button title="dark / light (t)">◐</button>')
+        + "</div>\n"
+    )
+
+
+_TOOLS = (
         '<input id=find type=search placeholder="find (/)" aria-label="find in the page"><span id=find-count></span>'
         '<select id=f-role aria-label="role"><option value="">every role</option><option value=user>user</option><option value=assistant>assistant</option><option value=tool>tool</option><option value=system>system</option></select>'
         '<select id=f-tool aria-label="tool"><option value="">every tool</option></select>'
@@ -97,8 +103,7 @@ def head(title: str, policy: str, *, body_data: dict[str, str] | None = None) ->
         '<label><input id=f-raw type=checkbox> raw JSON</label>'
         '<button id=theme type=button title="dark / light (t)">◐</button>'
         '<span class=keys>j/k next/prev · / find · o open · t theme</span>'
-        "</div>\n"
-    )
+)
 
 
 def summary_panel(reading: Reading, title: str, go: Callable[[str, int], str] | None = None) -> str:

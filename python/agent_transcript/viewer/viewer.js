@@ -99,6 +99,13 @@
   var find = $("#find"), findCount = $("#find-count"), hits = [], hitAt = -1;
   function runFind() {
     var q = find.value.trim().toLowerCase();
+    var rows = $$("table.picker tr.row");
+    if (rows.length) {
+      var n = 0;
+      rows.forEach(function (tr) { var ok = !q || tr.textContent.toLowerCase().indexOf(q) >= 0; tr.classList.toggle("hidden", !ok); if (ok) n++; });
+      findCount.textContent = q ? n + " found" : "";
+      return;
+    }
     hits.forEach(function (r) { r.classList.remove("hit", "hit-current"); });
     hits = []; hitAt = -1;
     if (q) {
@@ -202,19 +209,19 @@
   /* serve: open at the tail, follow a run still being written */
   function atBottom() { return window.innerHeight + window.scrollY >= doc.body.scrollHeight - 80; }
   if (body.dataset.tail) {
-    var last = recs().pop();
-    if (last) last.scrollIntoView({ block: "end" });
+    window.scrollTo(0, doc.body.scrollHeight);
   }
   if (body.dataset.events && window.EventSource) {
     var main = $("#records"), end = $("#live-end"), badge = $("#live");
     var es = new EventSource(body.dataset.events);
     es.addEventListener("rec", function (e) {
-      var follow = atBottom(), d = JSON.parse(e.data);
+      var follow = atBottom(), d = JSON.parse(e.data), ended = $("#ended");
+      if (ended) ended.remove();  /* the run goes on */
       end.insertAdjacentHTML("beforebegin", d.html);
       var added = end.previousElementSibling;
       if (added) added.classList.add("fresh");
       pair(); fillTools(); applyFilters();
-      if (follow && added) added.scrollIntoView({ block: "end" });
+      if (follow) window.scrollTo(0, doc.body.scrollHeight);
       if (badge) badge.textContent = "live · line " + d.line;
     });
     es.addEventListener("reset", function () { es.close(); location.reload(); });

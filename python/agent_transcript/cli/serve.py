@@ -1,0 +1,37 @@
+"""``agent-transcript serve DIR``: a local viewer of a folder of transcripts (127.0.0.1 only)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..viewer import make_server
+from .errors import CliError
+from .reading import describe_os_error
+
+__all__ = ["cmd_serve", "serve_arguments"]
+
+
+def serve_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--port", type=int, default=8765, metavar="N", help="the port on 127.0.0.1 (default 8765; 0: any free one)")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    if not 0 <= args.port <= 65535:
+        raise CliError(f"--port {args.port}: not a port (0 to 65535)")
+    if not os.path.isdir(args.dir):
+        raise CliError(f"{args.dir}: not a directory" if os.path.exists(args.dir) else f"{args.dir}: no such directory")
+    try:
+        server = make_server(args.dir, args.port)
+    except OSError as exc:
+        raise CliError(f"127.0.0.1:{args.port}: {describe_os_error(exc, args.dir) if exc.filename else exc.strerror or exc}") from None
+    sys.stdout.write(f"serving {server.root} at http://127.0.0.1:{server.port}/ (read-only; Ctrl-C to stop)\n")
+    sys.stdout.flush()
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        server.stopping.set()
+        server.server_close()
+    return 0

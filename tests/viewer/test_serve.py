@@ -1,0 +1,120 @@
+"""``serve``: the Host check, no write endpoint, names kept in the folder, the picker rows, the event stream."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+from pathlib import Path
+
+from agent_transcript import Message, Session, canonical_json
+from agent_transcript.viewer.server import picker_row
+
+from .helpers import every_kind
+from .serving import append_line, served
+
+FIXTURES = Path(__file__).resolve().parent.parent / "data" / "cli"
+
+
+def envelope_line(n: int, text: str) -> bytes:
+    env = {"id": f"live{n:04d}", "payload": {"role": "assistant", "content": text}, "ts": "2026-08-09T13:10:08.542283Z", "type": "message", "v": 1}
+    return canonical_json(env).encode() + b"\n"
+
+
+def get(base: str, path: str, *, host: str | None = None, method: str = "GET") -> tuple[int, dict[str, str], bytes]:
+    port = int(base.rsplit(":", 1)[1].strip("/"))
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    try:
+        c.putrequest(method, path, skip_host=True)
+        c.putheader("Host", host or f"127.0.0.1:{port}")
+        c.endheaders()
+        r = c.getresponse()
+        return r.status, dict(r.getheaders()), r.read()
+    finally:
+        c.close()
+
+
+def test_the_server_checks_the_host_refuses_writes_and_escapes_nothing(tmp_path: Path) -> None:
+    every_kind(tmp_path / "run.jsonl")
+    (tmp_path / "secret.txt").write_text("secret")
+    with served(tmp_path) as base:
+        port = base.rsplit(":", 1)[1].strip("/")
+        status, headers, body = get(base, "/")
+        assert status == 200 and b"<code>run.jsonl</code>" in body
+        assert "default-src 'none'" in headers["Content-Security-Policy"] and headers["X-Content-Type-Options"] == "nosniff"
+        for host in ("evil.example", f"evil.example:{port}", "127.0.0.1", f"127.0.0.1:{int(port) + 1}", f"localhost.evil:{port}"):
+            assert get(base, "/", host=host)[0] == 403, host
+        assert get(base, "/", host=f"localhost:{port}")[0] == 200
+        for method in ("POST", "PUT", "DELETE", "PATCH"):
+            assert get(base, "/t/run.jsonl", method=method)[0] == 405
+        for bad in ("/t/..%2fsecret.txt", "/t/../../etc/passwd", "/t/%2fetc%2fpasswd", "/t/nope.jsonl", "/a/run.jsonl?file=..%2Frun.jsonl", "/nowhere"):
+            assert get(base, bad)[0] == 404, bad
+        status, headers, body = get(base, "/t/run.jsonl")
+        assert status == 200 and b"compaction" in body and b'data-events="/e/run.jsonl?offset=' in body
+        assert "connect-src 'self'" in headers["Content-Security-Policy"]
+        assert b"&lt;script&gt;window.__pwned=1&lt;/script&gt;" in body
+        status, headers, body = get(base, "/a/run.jsonl?file=" + json.loads(_artifact_line(tmp_path / "run.jsonl"))["file"])
+        assert status == 200 and body.startswith(b"full output") and headers["Content-Type"].startswith("text/plain")
+
+
+def _artifact_line(path: Path) -> str:
+    for line in path.read_bytes().split(b"\n"):
+        if b'"artifact"' in line:
+            return json.dumps(json.loads(line)["payload"]["artifact"])
+    raise AssertionError("no artifact")
+
+
+def test_picker_rows_from_the_first_and_last_lines(tmp_path: Path) -> None:
+    with Session.create(tmp_path / "a.jsonl", meta={"task": "t"}) as s:
+        s.append_message(Message.system("sys"))
+        s.append_message(Message.user("Fix the <b>parser</b>\nsecond line"))
+        s.append_tool_dispatched("c1", "run", "{}")
+    (tmp_path / "torn.jsonl").write_bytes((FIXTURES / "torn.jsonl").read_bytes())
+    (tmp_path / "text.jsonl").write_bytes(b"hello\n")
+    row = picker_row(str(tmp_path), "a.jsonl")
+    assert row.title == "Fix the <b>parser</b>" and row.status == "1 pending" and row.started and row.last and row.size > 0
+    assert picker_row(str(tmp_path), "torn.jsonl").status.startswith("torn tail")
+    assert picker_row(str(tmp_path), "text.jsonl").status == "not a transcript"
+    with served(tmp_path) as base:
+        body = get(base, "/")[2].decode()
+        assert body.count("<tr class=row") == 3 and "Fix the &lt;b&gt;parser&lt;/b&gt;" in body
+
+
+def test_events_hold_a_half_line_and_follow_a_repair(tmp_path: Path) -> None:
+    src = tmp_path / "live.jsonl"
+    with Session.create(src) as s:
+        s.append_message(Message.user("start"))
+    size = src.stat().st_size
+    with served(tmp_path) as base:
+        port = int(base.rsplit(":", 1)[1].strip("/"))
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        c.request("GET", f"/e/live.jsonl?offset={size}&line=3")
+        r = c.getresponse()
+        assert r.status == 200 and r.getheader("Content-Type", "").startswith("text/event-stream")
+        assert r.readline() == b"retry: 1000\n" and r.readline() == b"\n"
+        one = envelope_line(1, "first live")
+        half = envelope_line(2, "torn")[:30]
+        append_line(src, one + half)
+        events = _read_event(r)
+        assert events["event"] == "rec" and events["id"] == f"{size + len(one)}.3"
+        assert json.loads(events["data"])["line"] == 3 and "first live" in json.loads(events["data"])["html"]
+        # The half line is held; a repair removes it (swapping the file); the next whole line comes.
+        time.sleep(0.6)
+        with Session.load(src) as s:  # load repairs the torn tail, by rename
+            s.append_message(Message.assistant("after the repair"))
+        events = _read_event(r)
+        data = json.loads(events["data"])
+        assert data["line"] == 4 and "after the repair" in data["html"] and "torn" not in data["html"]
+        c.close()
+
+
+def _read_event(r: http.client.HTTPResponse) -> dict[str, str]:
+    out: dict[str, str] = {}
+    while True:
+        line = r.readline().decode()
+        if line == "\n" and out:
+            return out
+        if line.startswith(":") or line == "\n":
+            continue
+        key, _, value = line.rstrip("\n").partition(": ")
+        out[key] = value
