@@ -73,7 +73,7 @@ def test_every_record_kind_is_rendered(tmp_path: Path) -> None:
     # Elision: the stub and the original on demand; the message says it was elided.
     assert "stub the model sees" in html and "the original, " in html and "elided at line" in html
     # Rewind: the rewound answer is flagged as no longer sent.
-    assert "keeps the live messages through" in html and "dropped by a rewind" in html
+    assert "keeps the live messages through" in html and "dropped by the rewind at line" in html and "dropped: 1 message" in html
     # Tool lifecycle and the end of the run.
     assert "failed" in html and "1.50 s" in html and "12 ms" in html
     assert "dispatched: never settled" in html and "The run ended here." in html
@@ -127,19 +127,23 @@ def test_the_csp_forbids_every_load_but_the_inline_css_and_js(tmp_path: Path) ->
     assert "'self'" not in policy
 
 
-@pytest.mark.parametrize("name", ["clean", "pending", "torn", "missing_newline", "corrupt_mid", "unknown_id", "duplicate_id"])
+@pytest.mark.parametrize("name", ["clean", "pending", "torn", "missing_newline", "corrupt_mid", "unknown_id", "duplicate_id", "records", "rewind_unknown", "replacement_clash"])
 def test_every_fixture_renders(tmp_path: Path, name: str) -> None:
     src = FIXTURES / f"{name}.jsonl"
     html = page(tmp_path, src)
     assert_safe(html)
     verdict = re.search(r'class="verdict v-(\w+)"', html)
     assert verdict is not None
-    expected = {"torn": "repairable", "corrupt_mid": "corrupt", "unknown_id": "corrupt", "duplicate_id": "corrupt"}.get(name, "clean")
+    corrupt = ("corrupt_mid", "unknown_id", "duplicate_id", "rewind_unknown", "replacement_clash")
+    expected = "repairable" if name == "torn" else ("corrupt" if name in corrupt else "clean")
     assert verdict.group(1) == expected
     if expected == "corrupt":
         assert re.search(r"load refuses this file at line \d+: ", html)
     if name == "torn":
         assert "The run ended here." in html
+    if name == "records":  # rewinds and a replacement, from replay
+        assert "dropped: 2 messages" in html and "dropped by the rewind at line 7" in html
+        assert "the replacement messages, in place of the summary" in html
 
 
 def test_a_folder_of_pages_holds_every_record_once(tmp_path: Path) -> None:

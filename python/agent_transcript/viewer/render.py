@@ -157,10 +157,8 @@ class Renderer:
         self.excerpts: OrderedDict[str, tuple[int, str, str]] = OrderedDict()  # id -> (line, role, excerpt)
         self.call_tools: OrderedDict[str, str] = OrderedDict()
         self.pending: dict[str, PendingToolOperation] = {}
-        self.live: set[int] | None = None
         if reading is not None and reading.replayed:
             self.pending = {op.op_id: op for op in reading.pending() or []}
-            self.live = {m.index for m in reading.live()}
 
     # -- pieces
 
@@ -262,8 +260,9 @@ class Renderer:
             if later.compacted_line:
                 chips.append(f'<a class="chip gone" href="#L{later.compacted_line}">compacted away at line {later.compacted_line}</a>')
                 classes += " replaced"
-            elif self.live is not None and index not in self.live:
-                chips.append(_chip("dropped by a rewind: no longer sent", "gone"))
+            rewound = later.rewound_line
+            if rewound:
+                chips.append(f'<a class="chip gone" href="#L{rewound}">dropped by the rewind at line {rewound}: no longer sent</a>')
                 classes += " rewound"
         body: list[str] = []
         call_id = p.get("tool_call_id")
@@ -325,7 +324,7 @@ class Renderer:
         if has_replacement:
             chips.append(_chip("with replacement", "flag"))
         through = p.get("replaces-through-id")
-        through_line = self.reading.line_of(through) if self.reading is not None and isinstance(through, str) else None
+        through_line = self.reading.message_line(through) if self.reading is not None and isinstance(through, str) else None
         if through_line is None and isinstance(through, str) and through in self.excerpts:
             through_line = self.excerpts[through][0]
         effect = self.reading.compaction_effect(index) if self.reading is not None and index is not None else None
@@ -353,7 +352,13 @@ class Renderer:
             for k, m in enumerate(p["replacement"]):
                 m = m if isinstance(m, dict) else {}
                 role = str(m.get("role", "?"))
-                reps.append(f'<div class="repl r-{text(role)}" id="{text(anchor(f"{env.id}:{k}"))}"><span class=role>{text(role)}</span> <code>{text(f"{env.id}:{k}")}</code>'
+                later_bits = ""
+                if self.reading is not None and index is not None:
+                    lt = self.reading.later(index, k)
+                    for what_, at_line in (("elided", lt.elided_line), ("compacted away", lt.compacted_line), ("dropped by the rewind", lt.rewound_line)):
+                        if at_line:
+                            later_bits += f' <a class="chip gone" href="#L{at_line}">{what_} at line {at_line}</a>'
+                reps.append(f'<div class="repl r-{text(role)}" id="{text(anchor(f"{env.id}:{k}"))}"><span class=role>{text(role)}</span> <code>{text(f"{env.id}:{k}")}</code>{later_bits}'
                             f'{self._block(content_text(m.get("content")) or "(no content)")}</div>')
             sent += "<p>the replacement messages, in place of the summary (which is recorded but not sent):</p>" + "".join(reps)
             sent += f'<details class=fold><summary>the recorded summary</summary>{self._block(str(p.get("summary", "")), md=True)}</details>'
@@ -395,15 +400,25 @@ class Renderer:
             what = "<p>empties the live list: every earlier message is dropped from what the model is sent</p>"
             through_line = 0
         else:
-            through_line = (self.reading.line_of(through) if self.reading is not None and isinstance(through, str) else None) or (
+            through_line = (self.reading.message_line(through) if self.reading is not None and isinstance(through, str) else None) or (
                 self.excerpts[through][0] if isinstance(through, str) and through in self.excerpts else None
             )
             what = f"<p>keeps the live messages through {_line_link(through_line) or text(through)} and drops every live message after it</p>"
-        dropped = [v for v in self.excerpts.values() if through_line is not None and v[0] > through_line]
-        if dropped:
-            lis = "".join(f'<li><a class=lref href="#L{ln}">line {ln}</a> <span class=role>{text(role)}</span> {text(ex)}</li>' for ln, role, ex in dropped[:CUT_LIST])
-            more = f"<li>… and {len(dropped) - CUT_LIST:,} more</li>" if len(dropped) > CUT_LIST else ""
-            what += f"<h4>messages written after it (the ones still live are dropped)</h4><ol class=replaced-list>{lis}{more}</ol>"
+        effect = self.reading.rewind_effect(index) if self.reading is not None and index is not None else None
+        if effect is not None:
+            by_line = {v[0]: v for v in self.excerpts.values()}
+            lis = "".join(
+                f'<li><a class=lref href="#L{ln}">line {ln}</a> <span class=role>{text(by_line[ln][1] if ln in by_line else "")}</span> {text(by_line[ln][2] if ln in by_line else "")}</li>'
+                for ln in effect.dropped[:CUT_LIST]
+            )
+            more = f"<li>… and {len(effect.dropped) - CUT_LIST:,} more</li>" if len(effect.dropped) > CUT_LIST else ""
+            n = len(effect.dropped)
+            what += f"<h4>dropped: {n:,} message{'s' if n != 1 else ''}</h4><ol class=replaced-list>{lis}{more}</ol>"
+        else:
+            dropped = [v for v in self.excerpts.values() if through_line is not None and v[0] > through_line]
+            if dropped:
+                lis = "".join(f'<li><a class=lref href="#L{ln}">line {ln}</a> <span class=role>{text(role)}</span> {text(ex)}</li>' for ln, role, ex in dropped[:CUT_LIST])
+                what += f"<h4>messages written after it (the ones still live are dropped)</h4><ol class=replaced-list>{lis}</ol>"
         self.outline.add("rewind", anchor(str(env.id)), "rewind", env.line)
         return self._article(env, "k-rewind", {}, self._head(env, "rewind", []), what)
 
