@@ -96,6 +96,17 @@ REWIND = [
 REWIND_M: list[Expected] = [("user", "hello", (), None), ("assistant", "hi", (), None),
                             ("user", "write a haiku", (), None), ("assistant", "old pond", (), None)]
 
+REWIND_AFTER_A_CALL = [  # the branch left had a call with no result: not a pending operation of the run
+    user("u1", None, "00:00", "hello"),
+    asst("a1", "u1", "00:01", "m1", text("hi")),
+    user("u2", "a1", "00:02", "run it"),
+    asst("a2", "u2", "00:03", "m2", use("toolu_x", command="rm -rf /")),
+    user("u2b", "a1", "00:04", "do something else"),
+    asst("a2b", "u2b", "00:05", "m3", text("ok")),
+]
+REWIND_AFTER_A_CALL_M: list[Expected] = [("user", "hello", (), None), ("assistant", "hi", (), None),
+                                         ("user", "do something else", (), None), ("assistant", "ok", (), None)]
+
 COMPACT_AFTER_REWIND = REWIND + [
     _cc("system", "b1", None, "10:00", subtype="compact_boundary", content="Conversation compacted",
         logicalParentUuid="a2b", compactMetadata={"trigger": "auto", "preTokens": 1500}),
@@ -259,9 +270,11 @@ G0_M: list[Expected] = [("user", T("hi"), (), None), ("assistant", T("hello"), (
 SOURCES = [
     Source("cc-basic-streamed-fragments", "claude-code", lines(*BASIC), BASIC_M, settled={"toolu_1": "completed"},
            types={"grants": 2, "run-context": 1}),
-    Source("cc-rewind-branches", "claude-code", lines(*REWIND), REWIND_M),
+    Source("cc-rewind-branches", "claude-code", lines(*REWIND), REWIND_M, types={"rewind": 1}),
+    Source("cc-rewind-after-a-call", "claude-code", lines(*REWIND_AFTER_A_CALL), REWIND_AFTER_A_CALL_M,
+           types={"rewind": 1}),
     Source("cc-compaction-after-rewind", "claude-code", lines(*COMPACT_AFTER_REWIND), COMPACT_AFTER_REWIND_M,
-           types={"compaction": 1}),
+           types={"compaction": 1, "rewind": 1}),
     Source("cc-sidechain", "claude-code", lines(*SIDECHAIN), SIDECHAIN_M, settled={"toolu_t": "completed"}),
     Source("cc-parallel-tool-results", "claude-code", lines(*PARALLEL), PARALLEL_M,
            settled={"t1": "completed", "t2": "failed"}),

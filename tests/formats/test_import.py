@@ -222,3 +222,17 @@ def test_source_lines_give_the_source_back_byte_for_byte(tmp_path_factory: pytes
     assert b"\n".join(got) == (data[:-1] if data.endswith(b"\n") else data)
     with Session.load(tmp / "o.jsonl") as s:
         assert s.messages and s.warnings == []
+
+
+def test_a_branch_not_taken_is_written_then_rewound(tmp_path: Path) -> None:
+    src = next(s for s in SOURCES if s.name == "cc-rewind-branches")
+    import_transcript(write(tmp_path, src), tmp_path / "o.jsonl")
+    with Session.load(tmp_path / "o.jsonl") as s:
+        kinds = [(e.type, e.payload.get("content")) for e in s.events if e.type in ("message", "rewind")]
+        assert kinds == [("message", "hello"), ("message", "hi"), ("message", "write a poem"), ("message", "roses"),
+                         ("rewind", None), ("message", "write a haiku"), ("message", "old pond")]
+        rewind = next(e for e in s.events if e.type == "rewind")
+        assert rewind.payload["through-id"] == s.message_ids[1]
+        dropped = [e for e in s.events if e.type == "message" and e.payload["claude-code"].get("branch-not-taken")]
+        assert [e.payload["content"] for e in dropped] == ["write a poem", "roses"]
+        assert s.pending_tool_operations() == []

@@ -8,8 +8,11 @@ the walk from it to its root, with the parallel tool results the single-parent
 walk misses recovered (streamed fragments sharing a ``message.id``). Each
 ``compact_boundary`` starts a segment; the segment before it is the chain of its
 ``logicalParentUuid``; the summary record after it becomes a compaction.
-Branches not taken (a rewind, an edited prompt) are not replayed: their lines
-are kept with the status ``off-branch``.
+A branch not taken (a rewind, an edited prompt) is written where it left the
+active branch, as the messages it had (``"branch-not-taken": true`` in their
+extras, no tool operations) followed by a rewind back to the fork: the file
+says what happened, replay gives what Claude Code resumes with. Its lines keep
+the status ``off-branch``.
 
 Chain records become OpenAI-chat messages: assistant fragments merged by
 ``message.id`` (text, ``tool_use`` as ``tool_calls``, thinking kept in the
@@ -370,6 +373,8 @@ def convert(lines: list[Line], emit: Emitter, warnings: list[str]) -> dict[str, 
         if line.status != "used" and line.status != "superseded":
             line.status = "sidechain" if tree.records[uid].get("isSidechain") is True else "off-branch"
 
+    active = {u for segment in segments for u in segment}
+    not_taken = _not_taken(tree, active)
     facts: dict[str, Any] = {}
     mode: Any = None
     run_id: str | None = None
@@ -384,6 +389,7 @@ def convert(lines: list[Line], emit: Emitter, warnings: list[str]) -> dict[str, 
             emit.rewind(0, to_ts(first.get("timestamp"), emit.ts))
             answered = set()
         for g in groups:
+            _branches_before(tree, emit, g, not_taken)
             r = g.records[0]
             ts = to_ts(r.get("timestamp"), emit.ts)
             for key, name in (("cwd", "cwd"), ("version", "version"), ("gitBranch", "git-branch")):
@@ -420,48 +426,14 @@ def convert(lines: list[Line], emit: Emitter, warnings: list[str]) -> dict[str, 
                     seen_mids = set()
                 continue
             if g.kind == "assistant":
-                texts, calls, thinking, dropped = [], [], [], []
-                for b in g.blocks:
-                    kind = b.get("type") if isinstance(b, dict) else None
-                    if kind == "text":
-                        texts.append(b.get("text", ""))
-                    elif kind == "tool_use" and isinstance(b.get("id"), str):
-                        calls.append(b)
-                    elif kind in ("thinking", "redacted_thinking"):
-                        thinking.append(b)
-                    else:
-                        dropped.append(b)
-                if not calls and not "".join(str(t) for t in texts).strip():
+                mapped = _assistant_payload(tree, g)
+                if mapped is None:
                     continue  # thinking-only or whitespace-only: Claude Code drops it on resume
-                content: Any
-                if len(texts) == 1:
-                    content = texts[0]
-                elif texts:
-                    content = [{"type": "text", "text": t} for t in texts]
-                else:
-                    content = None
-                m = r.get("message") if isinstance(r.get("message"), dict) else {}
-                model = m.get("model") if isinstance(m, dict) else None
+                payload, calls = mapped
+                model = payload["claude-code"].get("model")
                 if isinstance(model, str) and model != "<synthetic>":
                     facts["model"] = model
                     info["model"] = model
-                cc = {**_provenance(tree, g)}
-                for key, name in (("id", "message-id"), ("model", "model"), ("stop_reason", "stop-reason")):
-                    if isinstance(m, dict) and m.get(key) is not None:
-                        cc[name] = m[key]
-                if thinking:
-                    cc["thinking"] = thinking
-                if dropped:
-                    cc["blocks-dropped"] = dropped
-                payload: dict[str, Any] = {"claude-code": cc, "role": "assistant", "content": content}
-                if calls:
-                    payload["tool_calls"] = [
-                        {"id": b["id"], "type": "function",
-                         "function": {"name": str(b.get("name", "")),
-                                      "arguments": json.dumps(b.get("input", {}), ensure_ascii=False,
-                                                              separators=(",", ":"))}}
-                        for b in calls
-                    ]
                 emit_facts(emit, facts, ts)
                 emit.message(payload, ts)
                 if g.mid is None or g.mid not in seen_mids:
@@ -501,9 +473,120 @@ def convert(lines: list[Line], emit: Emitter, warnings: list[str]) -> dict[str, 
                 else:
                     error = text or None
             emit.settle(call, outcome, ts, reason=reason, duration=_duration(r.get("toolUseResult")), error=error)
+    for paths in not_taken.values():  # left from the active branch's last record
+        _emit_not_taken(tree, emit, paths)
     if last_mode is not None and last_mode != mode:
         emit.grants({"claude-code": {"permission-mode": last_mode}})
     return info
+
+
+def _assistant_payload(tree: _Tree, g: _Group) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    """An assistant group as a message payload and its tool_use blocks; None for one
+    with neither text nor calls (thinking only), which Claude Code drops on resume."""
+    texts, calls, thinking, dropped = [], [], [], []
+    for b in g.blocks:
+        kind = b.get("type") if isinstance(b, dict) else None
+        if kind == "text":
+            texts.append(b.get("text", ""))
+        elif kind == "tool_use" and isinstance(b.get("id"), str):
+            calls.append(b)
+        elif kind in ("thinking", "redacted_thinking"):
+            thinking.append(b)
+        else:
+            dropped.append(b)
+    if not calls and not "".join(str(t) for t in texts).strip():
+        return None
+    content: Any
+    if len(texts) == 1:
+        content = texts[0]
+    elif texts:
+        content = [{"type": "text", "text": t} for t in texts]
+    else:
+        content = None
+    m = g.records[0].get("message")
+    m = m if isinstance(m, dict) else {}
+    cc = {**_provenance(tree, g)}
+    for key, name in (("id", "message-id"), ("model", "model"), ("stop_reason", "stop-reason")):
+        if m.get(key) is not None:
+            cc[name] = m[key]
+    if thinking:
+        cc["thinking"] = thinking
+    if dropped:
+        cc["blocks-dropped"] = dropped
+    payload: dict[str, Any] = {"claude-code": cc, "role": "assistant", "content": content}
+    if calls:
+        payload["tool_calls"] = [
+            {"id": b["id"], "type": "function",
+             "function": {"name": str(b.get("name", "")),
+                          "arguments": json.dumps(b.get("input", {}), ensure_ascii=False, separators=(",", ":"))}}
+            for b in calls
+        ]
+    return payload, calls
+
+
+def _not_taken(tree: _Tree, active: set[str]) -> dict[str, list[list[str]]]:
+    """The branches not taken, by the active record they leave from: for each dead end
+    (a non-sidechain record off the active branch with no child off it), the path
+    from that record's fork point down to it, oldest dead end first."""
+    dead = {u for u, r in tree.records.items()
+            if u not in active and r.get("isSidechain") is not True and tree.line_of[u].status == "off-branch"}
+    has_dead_child = {tree.parent[u] for u in dead}
+    out: dict[str, list[list[str]]] = {}
+    ends = sorted((u for u in dead if u not in has_dead_child), key=tree._sort_key)
+    for end in ends:
+        path: list[str] = []
+        uid: str | None = end
+        seen: set[str] = set()
+        while uid is not None and uid in dead and uid not in seen:
+            seen.add(uid)
+            path.append(uid)
+            uid = tree.parent[uid]
+        if uid is not None and uid in active:
+            path.reverse()
+            out.setdefault(uid, []).append(path)
+    return out
+
+
+def _branches_before(tree: _Tree, emit: Emitter, g: _Group, not_taken: dict[str, list[list[str]]]) -> None:
+    """The branches that left from the records before ``g`` (its parents), written now:
+    after everything they share with the active branch, before the rest of it."""
+    if not not_taken:
+        return
+    for uid in g.uids:
+        parent = tree.parent.get(uid)
+        if parent is not None and parent in not_taken:
+            _emit_not_taken(tree, emit, not_taken.pop(parent))
+
+
+def _emit_not_taken(tree: _Tree, emit: Emitter, paths: list[list[str]]) -> None:
+    """Each branch not taken as the messages it had, then a rewind back to where it left:
+    the file says what happened, replay says what Claude Code resumes with. No tool
+    operations: those calls are not the run's."""
+    keep = len(emit.live)
+    for path in paths:
+        calls: set[str] = set()
+        for g in _groups(tree, path):
+            r = g.records[0]
+            ts = to_ts(r.get("timestamp"), emit.ts)
+            cc: dict[str, Any] = {**_provenance(tree, g), "branch-not-taken": True}
+            if g.kind == "assistant":
+                mapped = _assistant_payload(tree, g)
+                if mapped is None:
+                    continue
+                payload, blocks = mapped
+                payload["claude-code"]["branch-not-taken"] = True
+                calls.update(b["id"] for b in blocks)
+                emit.message(payload, ts)
+            elif g.kind == "tool" and g.block.get("tool_use_id") in calls:
+                calls.discard(str(g.block.get("tool_use_id")))
+                emit.message({"claude-code": cc, "role": "tool", "tool_call_id": g.block["tool_use_id"],
+                              "content": _result_content(g.block)}, ts)
+            elif g.kind == "tool":
+                emit.message({"claude-code": cc, "role": "user", "content": _result_content(g.block)}, ts)
+            elif g.kind == "user":
+                said, _ = _user_content(g.content)
+                emit.message({"claude-code": cc, "role": "user", "content": said}, ts)
+        emit.rewind(keep)
 
 
 def emit_facts(emit: Emitter, facts: dict[str, Any], ts: str) -> None:
