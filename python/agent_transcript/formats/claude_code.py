@@ -69,6 +69,8 @@ class _Tree:
         self.records: dict[str, dict[str, Any]] = {}
         self.line_of: dict[str, Line] = {}
         self.parent: dict[str, str | None] = {}
+        self._by_message: dict[str, list[str]] | None = None
+        self._results_by_parent: dict[str, list[str]] | None = None
         bridge: dict[str, str | None] = {}
         for line in lines:
             r = line.record
@@ -134,16 +136,7 @@ class _Tree:
                 anchor[mid] = u
         if not anchor:
             return chain
-        siblings: dict[str, list[str]] = {}
-        results_by_parent: dict[str, list[str]] = {}
-        for u, r in self.records.items():
-            mid = self.msg_id(u)
-            if mid is not None:
-                siblings.setdefault(mid, []).append(u)
-            elif r.get("type") == "user" and _tool_results(r):
-                p = self.parent[u]
-                if p is not None:
-                    results_by_parent.setdefault(p, []).append(u)
+        siblings, results_by_parent = self._indexes()
         insert: dict[str, list[str]] = {}
         done: set[str] = set()
         for u in assistants:
@@ -169,6 +162,23 @@ class _Tree:
             out.append(u)
             out.extend(insert.get(u, ()))
         return out
+
+    def _indexes(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """The assistant records by ``message.id`` and the tool-result records by parent,
+        in map order: built once (every segment's walk uses them)."""
+        if self._by_message is None or self._results_by_parent is None:
+            siblings: dict[str, list[str]] = {}
+            results_by_parent: dict[str, list[str]] = {}
+            for u, r in self.records.items():
+                mid = self.msg_id(u)
+                if mid is not None:
+                    siblings.setdefault(mid, []).append(u)
+                elif r.get("type") == "user" and _tool_results(r):
+                    p = self.parent[u]
+                    if p is not None:
+                        results_by_parent.setdefault(p, []).append(u)
+            self._by_message, self._results_by_parent = siblings, results_by_parent
+        return self._by_message, self._results_by_parent
 
     def _sort_key(self, uid: str) -> float:
         when = _when(self.records[uid])
