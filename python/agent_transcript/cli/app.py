@@ -27,6 +27,7 @@ from .demo import cmd_demo
 from .errors import PROG, CliError
 from .follow import cmd_follow
 from .fork import cmd_fork, fork_arguments
+from .ls import cmd_ls, ls_arguments
 from .html import cmd_html, html_arguments
 from .importer import cmd_import, import_arguments
 from .reading import describe_os_error
@@ -90,6 +91,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("dir", metavar="DIR", nargs="?", help="where to write (default: a new temporary directory); the files are kept")
     colour_option(p)
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("ls", help="one row per transcript of a folder, from first and last lines", description="List every *.jsonl (and *.jsonl.zst) under each DIR: status, whether a writer holds it, size, started, last activity, the last envelope's type, title (the first user message) and path, each from the file's first and last lines only. Never locks: a writer's load never fails because of ls (held is read from /proc/locks).")
+    ls_arguments(p)
+    p.set_defaults(func=cmd_ls)
 
     p = sub.add_parser("fork", help="a new transcript from a prefix of another", description="Copy SOURCE's lines up to and including envelope --through (every whole line by default), byte for byte, into the new file DEST, made as Session.create makes one. SOURCE is only read, never locked: a writer may hold it.")
     fork_arguments(p)

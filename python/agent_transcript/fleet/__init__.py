@@ -1,0 +1,35 @@
+"""Many transcripts at once: listing a folder, and (to come) exporting it as tables.
+
+Lives here: :func:`list_transcripts`, one :class:`TranscriptRow` per file of a
+folder read from its first and last lines only (what ``agent-transcript ls``
+prints and what a viewer's picker shows), and :func:`writer_locks`, which says
+which files a writer holds without ever touching their lock.
+
+May import: the standard library, the library's public API (the names in
+``agent_transcript.__all__``) and :mod:`agent_transcript.inspect` by its public
+names. Never a private module of another package, never ``cli`` (the command
+line imports this, not the other way round). Nothing here locks, repairs or
+writes a transcript.
+"""
+
+from __future__ import annotations
+
+from .listing import (
+    STATUSES,
+    TRANSCRIPT_SUFFIXES,
+    TranscriptRow,
+    list_transcripts,
+    read_row,
+    sort_rows,
+    writer_locks,
+)
+
+__all__ = [
+    "TranscriptRow",
+    "list_transcripts",
+    "read_row",
+    "sort_rows",
+    "writer_locks",
+    "STATUSES",
+    "TRANSCRIPT_SUFFIXES",
+]

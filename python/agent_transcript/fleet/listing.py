@@ -1,0 +1,376 @@
+"""A folder of transcripts, one row per file, from each file's first and last lines.
+
+Nothing is replayed and no file is read whole: a row costs a ``stat``, one
+read at the file's start and one at its end, so a folder of a hundred thousand
+files lists in about the time it takes to open them. The walk is a generator
+(one open file, one directory listing per level at a time), so memory does not
+grow with the number of files.
+
+Whether a writer holds a file is read from ``/proc/locks``, once per listing:
+a lock-free look at the kernel's table of locks. Nothing here ever calls
+``flock``: even a non-blocking shared probe (``LOCK_SH | LOCK_NB``) holds the
+lock for an instant, and a writer's ``Session.load`` (``LOCK_EX | LOCK_NB``)
+falling in that instant would fail with ``SessionLocked``. Where there is no
+``/proc/locks`` (not Linux), ``held`` is None: unknown.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..inspect import content_text, os_error_reason
+
+__all__ = ["TranscriptRow", "list_transcripts", "read_row", "sort_rows", "writer_locks", "STATUSES",
+           "TRANSCRIPT_SUFFIXES"]
+
+#: What a row's ``status`` may be, from the file's first and last lines only
+#: (``agent-transcript check`` reads every line):
+#:
+#: * ``clean``: a session-meta first, the last line a whole envelope;
+#: * ``torn tail``: the last line is cut short, what a crash leaves (load removes it);
+#: * ``corrupt``: the last two lines are both damaged, which load refuses;
+#: * ``unsupported version``: the session-meta's ``v`` is not 1;
+#: * ``not a transcript``: the first line is not a session-meta (an empty file too);
+#: * ``claude-code``, ``codex``: another tool's transcript, which ``import`` reads;
+#: * ``unreadable``: it cannot be opened (``reason`` says why: permission, a dangling link).
+STATUSES = ("clean", "torn tail", "corrupt", "unsupported version", "not a transcript",
+            "claude-code", "codex", "unreadable")
+
+#: The names a listing takes for transcripts.
+TRANSCRIPT_SUFFIXES = (".jsonl", ".jsonl.zst")
+
+TITLE_CHARS = 80
+# How much of each end is read. A first line longer than HEAD_MAX is not
+# parsed (the file is listed as not a transcript); the title is looked for in
+# the first HEAD bytes only.
+HEAD = 64 * 1024
+HEAD_MAX = 1 << 20
+TAIL = 16 * 1024
+TAIL_MAX = 4 << 20
+
+# The end of every line this library writes: the canonical key order puts
+# ts, type and v last, so a long line's type is read without reading it all.
+_CANONICAL_END = re.compile(rb'"ts":"([^"\\]*)","type":"([^"\\]*)","v":([0-9]+)\}[ \t\r]*\Z')
+
+
+@dataclass(frozen=True)
+class TranscriptRow:
+    """One file of a listing.
+
+    Attributes:
+        path: the file's path, as the walk found it (a symlink's own path).
+        status: one of :data:`STATUSES`.
+        size: bytes on disk (0 if unreadable).
+        mtime: the last modification, in seconds since the epoch.
+        title: the first user message's text, clipped to 80 characters (looked
+            for in the first 64 KiB), or None.
+        agent, model: the session-meta's ``agent`` and ``model``, when strings.
+        started: the session-meta's ``ts``.
+        last_activity: the ``ts`` of the last whole envelope.
+        last_type: that envelope's type.
+        held: a writer holds the file's lock now (None: cannot tell here).
+        writer_pid: the process holding it, when known.
+        reason: why the status is not ``clean``, for a person, or None.
+    """
+
+    path: Path
+    status: str
+    size: int
+    mtime: float
+    title: str | None = None
+    agent: str | None = None
+    model: str | None = None
+    started: str | None = None
+    last_activity: str | None = None
+    last_type: str | None = None
+    held: bool | None = None
+    writer_pid: int | None = None
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as JSON-ready values (``path`` a string)."""
+        d = asdict(self)
+        d["path"] = str(self.path)
+        return d
+
+
+def writer_locks() -> dict[tuple[int, int], int] | None:
+    """``(st_dev, st_ino) -> pid`` of every file an ``flock`` write lock holds
+    now, read from ``/proc/locks`` (which takes no lock a writer waits on), or
+    None where there is no such table."""
+    try:
+        with open("/proc/locks", "rb") as f:
+            text = f.read()
+    except OSError:
+        return None
+    out: dict[tuple[int, int], int] = {}
+    for raw in text.splitlines():
+        fields = raw.split()
+        # "1: FLOCK  ADVISORY  WRITE 22652 fe:00:5507182 0 EOF"; a waiter has "->".
+        if len(fields) < 6 or fields[1] != b"FLOCK" or fields[3] != b"WRITE":
+            continue
+        try:
+            major, minor, ino = fields[5].split(b":")
+            out[(os.makedev(int(major, 16), int(minor, 16)), int(ino))] = int(fields[4])
+        except ValueError:
+            continue
+    return out
+
+
+def list_transcripts(*roots: str | os.PathLike[str], recursive: bool = True,
+                     locks: dict[tuple[int, int], int] | None | bool = True,
+                     ) -> Iterator[TranscriptRow]:
+    """One :class:`TranscriptRow` per transcript-named file under ``roots``
+    (``*.jsonl``, ``*.jsonl.zst``), yielded as the walk finds them, in name
+    order within each folder. A root that is a file is listed itself, whatever
+    its name.
+
+    A symlink to a file is listed under its own path; a symlink to a folder is
+    not walked into (no cycles). ``locks`` is :func:`writer_locks`' answer to
+    use, or True to read it now (once), or False not to say ``held``.
+
+    Raises:
+        OSError: a root cannot be read (a missing one is FileNotFoundError),
+            at the call, before any row.
+    """
+    tops = [(Path(root), stat.S_ISDIR(os.stat(root).st_mode)) for root in roots]  # raise now
+    table = writer_locks() if locks is True else (None if locks is False else locks)
+    return _rows(tops, recursive, table)
+
+
+def _rows(tops: list[tuple[Path, bool]], recursive: bool,
+          table: dict[tuple[int, int], int] | None) -> Iterator[TranscriptRow]:
+    for top, is_dir in tops:
+        if is_dir:
+            yield from _walk(top, recursive, table)
+        else:
+            yield read_row(top, table)
+
+
+def _walk(top: Path, recursive: bool, table: dict[tuple[int, int], int] | None) -> Iterator[TranscriptRow]:
+    stack: list[Path] = [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            if folder == top:
+                raise
+            continue  # an unreadable sub-folder is skipped, as find does
+        subfolders = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if recursive:
+                    subfolders.append(Path(entry.path))
+            elif entry.name.endswith(TRANSCRIPT_SUFFIXES):
+                yield read_row(Path(entry.path), table)
+        stack.extend(reversed(subfolders))
+
+
+def read_row(path: Path, locks: dict[tuple[int, int], int] | None = None) -> TranscriptRow:
+    """The row of one file, from its first and last lines; never raises for a bad file."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        reason = "a dangling symlink" if os.path.islink(path) else os_error_reason(e)
+        return TranscriptRow(path, "unreadable", 0, 0.0, reason=reason)
+    pid = None if locks is None else locks.get((st.st_dev, st.st_ino))
+    held = None if locks is None else pid is not None
+    base = dict(path=path, size=st.st_size, mtime=st.st_mtime, held=held, writer_pid=pid)
+    if not stat.S_ISREG(st.st_mode):
+        return TranscriptRow(status="unreadable", reason="not a regular file", **base)  # type: ignore[arg-type]
+    if path.name.endswith(".zst"):
+        return TranscriptRow(status="unreadable", reason="compressed transcripts are not listed yet",
+                             **base)  # type: ignore[arg-type]
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        return TranscriptRow(status="unreadable", reason=os_error_reason(e), **base)  # type: ignore[arg-type]
+    try:
+        fields = _read_ends(fd, st.st_size)
+    except OSError as e:
+        return TranscriptRow(status="unreadable", reason=os_error_reason(e), **base)  # type: ignore[arg-type]
+    finally:
+        os.close(fd)
+    return TranscriptRow(**base, **fields)  # type: ignore[arg-type]
+
+
+def _read_ends(fd: int, size: int) -> dict[str, Any]:
+    head = os.pread(fd, HEAD, 0)
+    body = head.lstrip(b" \t\r\n")
+    if not body:
+        why = "the file is empty" if not head else "the first line is blank as far as it was read"
+        return {"status": "not a transcript", "reason": why}
+    start = len(head) - len(body)
+    end = head.find(b"\n", start)
+    if end < 0 and len(head) == HEAD:
+        more = os.pread(fd, HEAD_MAX, 0)
+        end = more.find(b"\n", start)
+        if end < 0 and len(more) == HEAD_MAX:
+            return {"status": "not a transcript", "reason": "the first line is longer than 1 MiB"}
+        head = more
+    first_raw = head[start: end if end >= 0 else len(head)]
+    first = _parse(first_raw)
+    if first is None or first.get("type") != "session-meta" or "id" not in first:
+        other = _foreign(first)
+        if other:
+            return {"status": other, "reason": f"a {other} file, which import reads"}
+        return {"status": "not a transcript", "reason": "the first line is not a session-meta"}
+    payload = first.get("payload")
+    meta: dict[str, Any] = payload if isinstance(payload, dict) else {}
+    out: dict[str, Any] = {
+        "started": _str(first.get("ts")),
+        "agent": _str(meta.get("agent")),
+        "model": _str(meta.get("model")),
+        "title": _title(head, end),
+    }
+    if first.get("v") != 1:
+        return {**out, "status": "unsupported version", "reason": f"version {first.get('v')!r}"}
+    last = _last_lines(fd, size, end + 1 if end >= 0 else size)
+    status, reason = "clean", None
+    env: dict[str, Any] | None = first
+    if last:
+        env = last[0]
+        if env is None:
+            env = last[1] if len(last) > 1 else first
+            status, reason = ("torn tail", "the last line is cut short") if env is not None else \
+                ("corrupt", "the last two lines are both damaged")
+    out.update(status=status, reason=reason)
+    if env is not None:
+        out.update(last_type=_str(env.get("type")), last_activity=_str(env.get("ts")))
+    return out
+
+
+def _last_lines(fd: int, size: int, floor: int) -> list[dict[str, Any] | None]:
+    """The last two non-blank lines after offset ``floor`` (the end of the first
+    line), newest first, each parsed as far as needed (``type`` and ``ts``), or
+    None when it does not parse. Fewer when there are fewer."""
+    out: list[dict[str, Any] | None] = []
+    end = size
+    while len(out) < 2:
+        end = _skip_blank_back(fd, end, floor)
+        if end <= floor:
+            break
+        read = min(TAIL, end - floor)
+        block = os.pread(fd, read, end - read)
+        nl = block.rfind(b"\n")
+        if nl >= 0 or end - read == floor:
+            raw = block[nl + 1:]
+            out.append(_parse_line(raw))
+            end -= len(raw)
+            continue
+        # A line longer than the block: its end is enough for a canonical one.
+        start = _line_start(fd, end, floor)
+        m = _CANONICAL_END.search(block)
+        if m:
+            out.append(_fields(m))
+        else:
+            out.append(_parse(os.pread(fd, end - start, start)) if end - start <= TAIL_MAX else None)
+        if start > floor and os.pread(fd, 1, start - 1) != b"\n":
+            break  # the search stopped short of the line's start: read no further
+        end = start
+    return out
+
+
+def _skip_blank_back(fd: int, end: int, floor: int) -> int:
+    """``end`` moved back over blanks and newlines, no further than ``floor``."""
+    while end > floor:
+        read = min(TAIL, end - floor)
+        block = os.pread(fd, read, end - read)
+        kept = block.rstrip(b" \t\r\n")
+        end -= read - len(kept)
+        if kept:
+            break
+    return end
+
+
+def _line_start(fd: int, end: int, least: int) -> int:
+    """The offset of the start of the line that ends at ``end`` (searching back
+    at most TAIL_MAX bytes; beyond that, where the search stopped)."""
+    pos = end
+    floor = max(least, end - TAIL_MAX)
+    while pos > floor:
+        read = min(TAIL, pos - floor)
+        block = os.pread(fd, read, pos - read)
+        nl = block.rfind(b"\n")
+        if nl >= 0:
+            return pos - read + nl + 1
+        pos -= read
+    return floor
+
+
+def _parse_line(raw: bytes) -> dict[str, Any] | None:
+    m = _CANONICAL_END.search(raw)
+    if m and raw.startswith(b'{"id":"'):
+        return _fields(m)
+    return _parse(raw)
+
+
+def _fields(m: re.Match[bytes]) -> dict[str, Any]:
+    return {"ts": m.group(1).decode(errors="replace"), "type": m.group(2).decode(errors="replace"),
+            "v": int(m.group(3))}
+
+
+def _parse(raw: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _title(head: bytes, first_end: int) -> str | None:
+    """The first user message's text among the whole lines of ``head``, clipped."""
+    if first_end < 0:
+        return None
+    for raw in head[first_end + 1:].split(b"\n")[:-1]:
+        if b'"message"' not in raw or b'"user"' not in raw:
+            continue
+        env = _parse(raw)
+        payload = env.get("payload") if env else None
+        if env and env.get("type") == "message" and isinstance(payload, dict) and payload.get("role") == "user":
+            text = content_text(payload.get("content"))
+            if text is None:
+                continue
+            text = " ".join(text.split())
+            return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
+    return None
+
+
+def _foreign(first: dict[str, Any] | None) -> str | None:
+    """``claude-code`` or ``codex`` when the first line looks like one of theirs."""
+    if first is None:
+        return None
+    if first.get("type") == "session_meta" and isinstance(first.get("payload"), dict) and "timestamp" in first:
+        return "codex"  # a Codex rollout
+    if "instructions" in first and "timestamp" in first and "id" in first:
+        return "codex"  # the older rollout head
+    if "sessionId" in first and first.get("type") in ("user", "assistant", "system", "summary"):
+        return "claude-code"
+    if first.get("type") == "summary" and "leafUuid" in first:
+        return "claude-code"
+    return None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def sort_rows(rows: Iterable[TranscriptRow], key: str) -> list[TranscriptRow]:
+    """``rows`` sorted by ``key``, a TranscriptRow field (a missing value first)."""
+    def by(r: TranscriptRow) -> tuple[bool, Any]:
+        value = getattr(r, key)
+        return (value is not None, str(value) if isinstance(value, Path) else value)
+    return sorted(rows, key=by)
