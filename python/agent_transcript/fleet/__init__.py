@@ -6,8 +6,9 @@ prints and what a viewer's picker shows), and :func:`writer_locks`, which says
 which files a writer holds without ever touching their lock.
 
 May import: the standard library, the library's public API (the names in
-``agent_transcript.__all__``) and :mod:`agent_transcript.inspect` by its public
-names. Never a private module of another package, never ``cli`` (the command
+``agent_transcript.__all__``), :mod:`agent_transcript.inspect` and
+:mod:`agent_transcript.formats` (which tells another tool's file) by their
+public names. Never a private module of another package, never ``cli`` (the command
 line imports this, not the other way round). Nothing here locks, repairs or
 writes a transcript.
 """

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..formats import describe, detect_format
 from ..inspect import content_text, os_error_reason
 
 __all__ = ["TranscriptRow", "list_transcripts", "read_row", "sort_rows", "writer_locks", "STATUSES",
@@ -199,7 +200,7 @@ def read_row(path: Path, locks: dict[tuple[int, int], int] | None = None) -> Tra
     except OSError as e:
         return TranscriptRow(status="unreadable", reason=os_error_reason(e), **base)  # type: ignore[arg-type]
     try:
-        fields = _read_ends(fd, st.st_size)
+        fields = _read_ends(fd, st.st_size, path)
     except OSError as e:
         return TranscriptRow(status="unreadable", reason=os_error_reason(e), **base)  # type: ignore[arg-type]
     finally:
@@ -207,7 +208,7 @@ def read_row(path: Path, locks: dict[tuple[int, int], int] | None = None) -> Tra
     return TranscriptRow(**base, **fields)  # type: ignore[arg-type]
 
 
-def _read_ends(fd: int, size: int) -> dict[str, Any]:
+def _read_ends(fd: int, size: int, path: Path) -> dict[str, Any]:
     head = os.pread(fd, HEAD, 0)
     body = head.lstrip(b" \t\r\n")
     if not body:
@@ -224,9 +225,12 @@ def _read_ends(fd: int, size: int) -> dict[str, Any]:
     first_raw = head[start: end if end >= 0 else len(head)]
     first = _parse(first_raw)
     if first is None or first.get("type") != "session-meta" or "id" not in first:
-        other = _foreign(first)
+        try:
+            other = detect_format(path)  # the importers' own test, from the first lines
+        except OSError:
+            other = None
         if other:
-            return {"status": other, "reason": f"a {other} file, which import reads"}
+            return {"status": other, "reason": f"{describe(other)}, which import reads"}
         return {"status": "not a transcript", "reason": "the first line is not a session-meta"}
     payload = first.get("payload")
     meta: dict[str, Any] = payload if isinstance(payload, dict) else {}
@@ -346,21 +350,6 @@ def _title(head: bytes, first_end: int) -> str | None:
                 continue
             text = " ".join(text.split())
             return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
-    return None
-
-
-def _foreign(first: dict[str, Any] | None) -> str | None:
-    """``claude-code`` or ``codex`` when the first line looks like one of theirs."""
-    if first is None:
-        return None
-    if first.get("type") == "session_meta" and isinstance(first.get("payload"), dict) and "timestamp" in first:
-        return "codex"  # a Codex rollout
-    if "instructions" in first and "timestamp" in first and "id" in first:
-        return "codex"  # the older rollout head
-    if "sessionId" in first and first.get("type") in ("user", "assistant", "system", "summary"):
-        return "claude-code"
-    if first.get("type") == "summary" and "leafUuid" in first:
-        return "claude-code"
     return None
 
 
