@@ -355,5 +355,5 @@ def _plain(fragment: str) -> str:
     import html as _html
     import re as _re
 
-    body = fragment.split("<details class=raw>", 1)[0]
+    body = fragment.split("<div class=body>", 1)[-1][: SEARCH_CHARS * 4].split("<details class=raw>", 1)[0]
     return " ".join(_html.unescape(_re.sub(r"<[^>]+>", " ", body)).lower().split())

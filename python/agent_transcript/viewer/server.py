@@ -2,7 +2,7 @@
 
 ``GET /`` is the resume picker: one row per transcript (title from the first
 user message, status, started, last activity, size), from each file's first
-and last 64 KiB only. ``GET /t/<name>`` opens a transcript at its tail (the
+and last few KiB only. ``GET /t/<name>`` opens a transcript at its tail (the
 last records, rendered from the read model like ``html``'s pages, with a link
 to the earlier ones), and its script follows the run over server-sent events
 (``GET /e/<name>``): each event is one whole line, rendered, with the byte
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 import urllib.parse
@@ -36,8 +37,9 @@ from .render import Renderer, size_text
 
 __all__ = ["ViewerServer", "make_server", "picker_row", "PickerRow"]
 
+HEAD_FIRST = 16 * 1024
 HEAD_BYTES = 64 * 1024
-TAIL_BYTES = 64 * 1024
+TAIL_BYTES = 16 * 1024
 TAIL_RECORDS = 300
 POLL = 0.2
 HEARTBEAT = 10.0
@@ -56,6 +58,10 @@ class PickerRow:
     mtime: float
 
 
+_CANON_ID = re.compile(rb'\{"id":"([^"\\]*)","payload":')
+_CANON_OP = re.compile(rb'"op-id":"([^"\\]*)"')
+
+
 def _lines(data: bytes) -> list[bytes]:
     return [ln for ln in data.split(b"\n") if ln.strip()]
 
@@ -69,55 +75,70 @@ def _obj(line: bytes) -> dict[str, Any] | None:
 
 
 def picker_row(root: str, name: str) -> PickerRow:
-    """The picker's row of ``root/name``, read from its head and tail only."""
+    """The picker's row of ``root/name``, read from its head and tail only
+    (the first 16 KiB, or 64 KiB when no user message is in them; the last 16 KiB).
+
+    What is decoded is what the row shows: the first line, the first user
+    message, and in the tail the last line and the tool lines (a call
+    dispatched there and not settled after it is pending)."""
     path = os.path.join(root, name)
     try:
         with open(path, "rb") as f:
             st = os.fstat(f.fileno())
-            head_ = f.read(HEAD_BYTES)
-            f.seek(max(0, st.st_size - TAIL_BYTES))
-            tail_ = f.read(TAIL_BYTES)
+            size = st.st_size
+            head_ = f.read(HEAD_FIRST)
+            if b'"user"' not in head_ and size > HEAD_FIRST:
+                head_ += f.read(HEAD_BYTES - HEAD_FIRST)
+            if size <= len(head_):
+                tail_ = head_
+            else:
+                f.seek(max(0, size - TAIL_BYTES))
+                tail_ = f.read(TAIL_BYTES)
     except OSError as exc:
         return PickerRow(name, name, f"unreadable: {exc.strerror or exc}", "", "", 0, 0.0)
-    size = st.st_size
-    first_lines = _lines(head_ if size <= HEAD_BYTES else head_.rsplit(b"\n", 1)[0])
-    first = _obj(first_lines[0]) if first_lines else None
+    whole_head = len(head_) >= size
+    first_nl = head_.find(b"\n")
+    first = _obj(head_[: first_nl if first_nl >= 0 else len(head_)])
     if first is None or first.get("type") != "session-meta":
         return PickerRow(name, name, "not a transcript", "", "", size, st.st_mtime)
     title = ""
-    meta = first.get("payload")
-    for ln in first_lines[1:]:
-        if b'"user"' not in ln:
-            continue
-        env = _obj(ln)
+    cut = head_ if whole_head else head_[: head_.rfind(b"\n") + 1]
+    at = cut.find(b'"user"')
+    while at >= 0 and not title:
+        ls = cut.rfind(b"\n", 0, at) + 1
+        le = cut.find(b"\n", at)
+        env = _obj(cut[ls : le if le >= 0 else len(cut)])
         p = env.get("payload") if env else None
         if env and env.get("type") == "message" and isinstance(p, dict) and p.get("role") == "user":
             title = (content_text(p.get("content")) or "").strip().split("\n", 1)[0][:120]
-            break
+        at = cut.find(b'"user"', le if le >= 0 else len(cut))
+    meta = first.get("payload")
     if not title and isinstance(meta, dict):
         title = str(meta.get("title") or meta.get("task") or "")
-    # The tail: a torn last line, and the calls dispatched there but not settled.
+    body = tail_ if len(tail_) >= size else tail_.split(b"\n", 1)[-1]
     torn = False
-    body = tail_
-    if size > TAIL_BYTES:
-        body = body.split(b"\n", 1)[1] if b"\n" in body else b""
     if not tail_.endswith(b"\n"):
         last_part = tail_.rsplit(b"\n", 1)[-1]
         if last_part.strip() and _obj(last_part) is None:
             torn = True
             body = body[: len(body) - len(last_part)]
+    lines = _lines(body)
+    last = _obj(lines[-1]) if lines else None
+    last_ts = str(last.get("ts", "")) if last else ""
     dispatched: dict[str, None] = {}
-    last_ts = ""
-    for ln in _lines(body):
-        env = _obj(ln)
-        if env is None:
-            continue
-        last_ts = str(env.get("ts", last_ts))
-        p = env.get("payload")
-        if env.get("type") == "tool-dispatched":
-            dispatched[str(env.get("id"))] = None
-        elif env.get("type") == "tool-settled" and isinstance(p, dict):
-            dispatched.pop(str(p.get("op-id")), None)
+    for ln in lines:
+        # A canonical line is read without decoding it (its id first, its type last); any other is decoded.
+        if ln.endswith(b'"type":"tool-dispatched","v":1}') and (m := _CANON_ID.match(ln)):
+            dispatched[m.group(1).decode("utf-8", "replace")] = None
+        elif ln.endswith(b'"type":"tool-settled","v":1}') and (m := _CANON_OP.search(ln)) and b'\\' not in m.group(1):
+            dispatched.pop(m.group(1).decode("utf-8", "replace"), None)
+        elif b'"tool-dispatched"' in ln or b'"tool-settled"' in ln:
+            env = _obj(ln)
+            p = env.get("payload") if env else None
+            if env and env.get("type") == "tool-dispatched":
+                dispatched[str(env.get("id"))] = None
+            elif env and env.get("type") == "tool-settled" and isinstance(p, dict):
+                dispatched.pop(str(p.get("op-id")), None)
     status = "torn tail" if torn else ("clean" if not dispatched else f"{len(dispatched)} pending")
     if torn and dispatched:
         status += f", {len(dispatched)} pending"
@@ -160,6 +181,8 @@ class ViewerServer(ThreadingHTTPServer):
                 if not fn.endswith(".jsonl"):
                     continue
                 full = os.path.join(dirpath, fn)
+                if os.path.islink(full) and not os.path.realpath(full).startswith(self.root + os.sep):
+                    continue  # a link out of the folder is not served, so not listed
                 name = os.path.relpath(full, self.root)
                 try:
                     st = os.stat(full)

@@ -1,0 +1,119 @@
+"""The viewer's figures (issue 14's bench). Not a test: run it by hand.
+
+    python benches/bench_viewer.py [--mb 1024] [--dir /tmp/bench-viewer] [--files 10000]
+
+Writes the bench's yardstick transcript of ``--mb`` MiB (the bench generator,
+seed 1) unless it is there, then, each in a fresh child process so that its
+peak RSS is its own: ``Session.load`` of it, and ``agent-transcript html`` of
+it (a folder of pages). Then ``serve``'s tail page of it (the server's time to
+answer ``GET /t/<name>``, which includes reading the file), and the picker
+over ``--files`` small transcripts (the rows of a cold folder, then a warm one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+MIB = 1024 * 1024
+
+_CHILD = """
+import resource, sys, time
+t = time.perf_counter()
+{body}
+dt = time.perf_counter() - t
+print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+LOAD = """
+from agent_transcript import Session
+s = Session.load(sys.argv[1]); n = len(s.messages); s.close()
+"""
+HTML = """
+from agent_transcript.cli import main
+assert main(["html", sys.argv[1], "-o", sys.argv[2], "--pages"]) == 0
+"""
+
+
+def child(body: str, *args: str) -> tuple[float, float]:
+    out = subprocess.run([sys.executable, "-c", _CHILD.format(body=body), *args], capture_output=True, text=True, check=True)
+    dt, rss = out.stdout.strip().splitlines()[-1].split()
+    return float(dt), int(rss) / 1024  # ru_maxrss is KiB on Linux
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--mb", type=float, default=1024)
+    p.add_argument("--dir", default="/tmp/bench-viewer")
+    p.add_argument("--files", type=int, default=10_000)
+    args = p.parse_args(argv)
+    from agent_transcript.bench.generator import write_transcript
+    from agent_transcript.viewer import make_server
+
+    where = Path(args.dir)
+    where.mkdir(parents=True, exist_ok=True)
+    src = where / f"yardstick-{args.mb:g}.jsonl"
+    if not src.exists():
+        t = time.perf_counter()
+        write_transcript(src, args.mb)
+        print(f"generated {src} ({src.stat().st_size / MIB:,.0f} MiB) in {time.perf_counter() - t:.1f} s")
+    size = src.stat().st_size / MIB
+    load_t, load_rss = child(LOAD, str(src))
+    print(f"load:  {load_t:7.2f} s  peak RSS {load_rss:7.1f} MB  ({size / load_t:,.0f} MiB/s)")
+    out = where / "site"
+    shutil.rmtree(out, ignore_errors=True)
+    html_t, html_rss = child(HTML, str(src), str(out))
+    pages = len(os.listdir(out / "p"))
+    print(f"html:  {html_t:7.2f} s  peak RSS {html_rss:7.1f} MB  ({size / html_t:,.1f} MiB/s, {pages:,} pages; {html_t / load_t:.1f}x load)")
+
+    # serve: the tail page of the big one.
+    folder = where / "one"
+    folder.mkdir(exist_ok=True)
+    link = folder / src.name
+    if not link.exists():
+        os.link(src, link)  # a hard link: serve refuses a symbolic link out of its folder
+    server = make_server(str(folder), 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    c = http.client.HTTPConnection("127.0.0.1", server.port, timeout=600)
+    t = time.perf_counter()
+    c.request("GET", f"/t/{src.name}", headers={"Host": f"127.0.0.1:{server.port}"})
+    body = c.getresponse().read()
+    print(f"serve: the tail page of {size:,.0f} MiB in {time.perf_counter() - t:.2f} s ({len(body) / MIB:.1f} MiB of HTML)")
+    server.shutdown()
+
+    # The picker over many small transcripts.
+    many = where / f"many-{args.files}"
+    if not many.exists():
+        many.mkdir()
+        head = _head_lines(src, 40)
+        for k in range(args.files):
+            (many / f"run-{k:05d}.jsonl").write_bytes(head)
+    server = make_server(str(many), 0)
+    t = time.perf_counter()
+    rows = server.transcripts()
+    cold = time.perf_counter() - t
+    t = time.perf_counter()
+    server.transcripts()
+    warm = time.perf_counter() - t
+    server.server_close()
+    print(f"picker: {len(rows):,} transcripts in {cold:.2f} s (first look), {warm:.2f} s (cached rows)")
+    return 0
+
+
+def _head_lines(src: Path, n: int) -> bytes:
+    out = []
+    with src.open("rb") as f:
+        for _ in range(n):
+            out.append(f.readline())
+    return b"".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
