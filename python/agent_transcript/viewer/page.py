@@ -35,7 +35,6 @@ SINGLE_LIMIT = 8 * 1024 * 1024
 #: turn or compaction once past 3/4 of either; at once past twice either).
 PAGE_RECORDS = 400
 PAGE_BYTES = 1_500_000
-SEARCH_CHARS = 600
 
 
 @dataclass(frozen=True)
@@ -305,7 +304,7 @@ def _write_folder(reading: Reading, out: str) -> int:
                 written += len(frag)
                 count += 1
                 last_line = reading.line_number(i)
-                search.append([last_line, _plain(frag)[:SEARCH_CHARS]])
+                search.append([last_line, " ".join(r.search_text.lower().split())])
                 i += 1
             if i >= total:
                 f.write(ended_banner(reading))
@@ -348,12 +347,3 @@ def _page_of(ranges: list[tuple[int, int]], line: int) -> int:
         else:
             hi = mid - 1
     return lo + 1
-
-
-def _plain(fragment: str) -> str:
-    """A fragment's text without its tags (for the search chunks), lowercased."""
-    import html as _html
-    import re as _re
-
-    body = fragment.split("<div class=body>", 1)[-1][: SEARCH_CHARS * 4].split("<details class=raw>", 1)[0]
-    return " ".join(_html.unescape(_re.sub(r"<[^>]+>", " ", body)).lower().split())

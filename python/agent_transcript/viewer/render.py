@@ -31,13 +31,15 @@ FOLD_CHARS = 1200
 FOLD_LINES = 14
 #: At most this much of one block is put in the page; the rest is said, with its line.
 MAX_BLOCK = 256 * 1024
-#: The raw JSON of a record is cut here.
-MAX_RAW = 64 * 1024
+#: The raw JSON of a record is cut here (the whole line is in the file, at the line named).
+MAX_RAW = 16 * 1024
 #: Markdown is rendered for texts up to this size; longer ones are shown as they are.
 MAX_MARKDOWN = 64 * 1024
 #: How many messages' excerpts are kept for the compaction cut and rewinds.
 EXCERPT_WINDOW = 4000
 EXCERPT_CHARS = 160
+#: How much of a record's text goes into a folder's search chunk.
+SEARCH_CHARS = 600
 #: How many replaced messages the cut lists one by one.
 CUT_LIST = 60
 
@@ -157,6 +159,9 @@ class Renderer:
         self.excerpts: OrderedDict[str, tuple[int, str, str]] = OrderedDict()  # id -> (line, role, excerpt)
         self.call_tools: OrderedDict[str, str] = OrderedDict()
         self.pending: dict[str, PendingToolOperation] = {}
+        #: The last rendered record's text for search (its content, else its raw line's start).
+        self.search_text = ""
+        self._message_text = ""
         if reading is not None and reading.replayed:
             self.pending = {op.op_id: op for op in reading.pending() or []}
 
@@ -187,6 +192,7 @@ class Renderer:
     def _raw(self, env: Envelope) -> str:
         # One line, as in the file (the C encoder: an indented dump is several times slower).
         raw = json.dumps({"id": env.id, "payload": env.payload, "ts": env.ts, "type": env.type, "v": env.v}, ensure_ascii=False, separators=(",", ":"))
+        self.search_text = raw[:SEARCH_CHARS]
         more = ""
         if len(raw) > MAX_RAW:
             more = f"\n… {len(raw) - MAX_RAW:,} more characters (line {env.line} of the file)"
@@ -226,10 +232,13 @@ class Renderer:
         name = "_" + str(env.type).replace("-", "_")
         handler = getattr(self, name, None) if env.type in _KNOWN else None
         p = env.payload
+        self._message_text = ""
         try:
             out: str = handler(env, p if isinstance(p, dict) else {}, index) if handler else self._unknown(env, p, index)
         except (TypeError, ValueError, AttributeError, KeyError):
             out = self._unknown(env, p, index)
+        if self._message_text:
+            self.search_text = self._message_text
         refusal = self.reading.refusal if self.reading is not None else None
         if index is not None and refusal is not None and refusal.line == env.line:
             out = out.replace('<div class=body>', f'<div class=body><p class="refusal">load refuses this line: {text(refusal.reason)}</p>', 1)
@@ -297,6 +306,7 @@ class Renderer:
             data["tool"] = " ".join(tools)
             body.append(f"<ul class=calls>{''.join(items)}</ul>")
         self._remember(str(env.id), env.line, role, content)
+        self._message_text = (t or "")[:SEARCH_CHARS] + " " + str(data.get("tool", ""))
         if role == "user":
             self.outline.add("turn", anchor(str(env.id)), (t or "")[:80], env.line)
         return self._article(env, classes, data, self._head(env, role, chips), "".join(body))

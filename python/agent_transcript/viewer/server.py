@@ -24,13 +24,14 @@ import re
 import threading
 import time
 import urllib.parse
+from collections import OrderedDict
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from .. import Envelope
-from ..inspect import content_text, read
+from ..inspect import Reading, content_text, read
 from .markup import text
 from .page import assets, csp, ended_banner, head, outline_nav, summary_panel
 from .render import Renderer, size_text
@@ -43,6 +44,7 @@ TAIL_BYTES = 16 * 1024
 TAIL_RECORDS = 300
 POLL = 0.2
 HEARTBEAT = 10.0
+READINGS_KEPT = 4
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,8 @@ class ViewerServer(ThreadingHTTPServer):
         self.root = os.path.realpath(root)
         self.stopping = threading.Event()
         self._rows: dict[str, tuple[tuple[int, int], PickerRow]] = {}
+        self._readings: OrderedDict[str, tuple[tuple[int, int, int], Reading]] = OrderedDict()
+        self._lock = threading.Lock()
         super().__init__(("127.0.0.1", port), _Handler)
 
     @property
@@ -196,6 +200,23 @@ class ViewerServer(ThreadingHTTPServer):
                 rows.append(got[1])
         rows.sort(key=lambda r: r.mtime, reverse=True)
         return rows
+
+    def reading(self, path: str) -> Reading:
+        """``path`` read (the core's replay), kept for the next request while the
+        file's inode, size and mtime stay the same (the last few files only)."""
+        st = os.stat(path)
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        with self._lock:
+            got = self._readings.get(path)
+            if got is not None and got[0] == key:
+                self._readings.move_to_end(path)
+                return got[1]
+        reading = read(path, lenient=True)
+        with self._lock:
+            self._readings[path] = (key, reading)
+            while len(self._readings) > READINGS_KEPT:
+                self._readings.popitem(last=False)
+        return reading
 
     def shutdown(self) -> None:
         self.stopping.set()
@@ -301,7 +322,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.NOT_FOUND, "no such transcript in this folder")
             return
         try:
-            reading = read(path, lenient=True)
+            reading = self.server.reading(path)
         except OSError as exc:
             self._error(HTTPStatus.NOT_FOUND, exc.strerror or str(exc))
             return
