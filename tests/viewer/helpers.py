@@ -49,6 +49,7 @@ def every_kind(path: Path) -> Path:
         s.append_compaction("Summary: the user said hello; a.py was read.", u2, 5000, 700,
                             replacement=[Message.user("[replacement] the story so far"), (Message.assistant("[replacement] ok"), {"k": 1})])
         s.append_message(Message.user("Third turn."))
+        s.append_message(Message.assistant("Thinking first."), extra={"reasoning": "step one\nstep two <b>not bold</b>\n" * 30})
         s.append_message(Message.assistant("Last call.", tool_calls=[call("c3", "write_file", {"path": "b.py"})]))
         s.append_tool_dispatched("c3", "write_file", '{"path": "b.py"}', round=3)
         changed = s.write_artifact("original bytes", excerpt="orig")

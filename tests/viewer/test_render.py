@@ -82,6 +82,8 @@ def test_every_record_kind_is_rendered(tmp_path: Path) -> None:
     assert "digest matches" in html and ">missing<" in html and "digest does not match" in html
     assert "a type this version does not know" in html and "&lt;b&gt;bold?&lt;/b&gt;" in html
     assert "check</b> clean" in html
+    # A long extra (reasoning) is folded with its size; a short one is a chip.
+    assert "<details class=\"fold extra\"><summary>reasoning, 1,020 B</summary><pre class=txt>step one" in html and "finish-reason=tool_calls" in html
     assert_safe(html)
 
 

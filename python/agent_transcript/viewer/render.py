@@ -260,8 +260,16 @@ class Renderer:
         if p.get("name"):
             chips.append(_chip(f"name {p['name']}", "flag"))
         extras = {k: v for k, v in p.items() if k not in _MESSAGE_KEYS}
-        for k, v in list(extras.items())[:6]:
-            chips.append(_chip(f"{k}={v if isinstance(v, str) else _json(v)}"[:80], "extra"))
+        folded_extras: list[str] = []
+        for k, v in extras.items():
+            shown = v if isinstance(v, str) else _json(v)
+            if len(shown) <= 60 and "\n" not in shown and len(chips) < 12:
+                chips.append(_chip(f"{k}={shown}", "extra"))
+            else:  # reasoning, a framework's own item, ...: folded, its size said
+                folded_extras.append(
+                    f'<details class="fold extra"><summary>{text(k)}, {size_text(len(shown.encode("utf-8", "surrogatepass")))}</summary>'
+                    f'<pre class=txt>{text((shown if isinstance(v, str) else _json(v, indent=1))[:MAX_BLOCK])}</pre></details>'
+                )
         classes = f"k-message r-{re.sub(r'[^a-z0-9-]', '', role.lower())[:20] or 'x'}"
         if self.reading is not None and index is not None:
             later = self.reading.later(index)
@@ -289,6 +297,7 @@ class Renderer:
                 body.append("<p class=none>(no content)</p>")
         else:
             body.append(self._block(t, md=role in ("user", "assistant", "system") and isinstance(content, (str, list)), line=env.line))
+        body.extend(folded_extras)
         calls = p.get("tool_calls")
         if isinstance(calls, list) and calls:
             items = []
