@@ -429,6 +429,38 @@ class Session:
         with self._lock:
             return self._writable().append("message", payload, None)
 
+    def append_messages(self, messages: Iterable[Message | tuple[Message, dict[str, Any] | None]]
+                        ) -> list[str]:
+        """Append conversation messages, each a Message or a ``(message, extra)``
+        pair written as :meth:`append_message` writes it, with one ``write(2)``
+        for all their lines; returns their ids, in order.
+
+        All or nothing: every item is checked before a byte is written, and a
+        failed write is cut back as :meth:`append_message`'s is (or the session
+        is broken). The session then holds what appending each in order would
+        give. A crash during that one ``write(2)`` can leave a prefix of the
+        lines in the file: :meth:`load` then removes a torn last line, so it
+        finds none of them or the first few, each whole. An empty iterable
+        writes nothing.
+
+        Raises:
+            TypeError: an item is not a Message or a ``(Message, extra)`` pair,
+                or a payload cannot be written as JSON (nothing is written).
+        """
+        if isinstance(messages, (Message, str, bytes, dict)):
+            raise TypeError("append_messages takes an iterable of messages or (message, extra) "
+                            f"pairs, not a {type(messages).__name__}")
+        payloads = []
+        for item in messages:
+            if isinstance(item, Message):
+                payloads.append(item.to_dict())
+            elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], Message):
+                payloads.append(_message_payload(item[0], item[1]))
+            else:
+                raise TypeError(f"each item is a Message or a (Message, extra) pair, not {item!r}")
+        with self._lock:
+            return self._writable().append_many("message", payloads)
+
     def append_grants(self, snapshot: Any) -> str:
         """Append the whole grants snapshot (any JSON value); the last one wins."""
         with self._lock:

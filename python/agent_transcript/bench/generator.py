@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Sequence
 
-__all__ = ["Gen", "Generated", "write_transcript", "main"]
+__all__ = ["Gen", "Generated", "SmallGen", "write_small_transcript", "write_transcript", "main"]
 
 MIB = 1024 * 1024
 
@@ -169,6 +169,64 @@ class Gen:
         return raw[:cut]
 
 
+class SmallGen(Gen):
+    """The ``small`` profile: lines shaped like imported Claude Code / Codex
+    transcripts (and adapter-written ones, one framework item per line).
+
+    Their median line is 250-450 bytes: short user turns, assistant turns of a
+    sentence or two, one tool call per turn, tool results of a few lines;
+    elisions and compactions at the yardstick's rates. No run-context (an
+    importer has none to write).
+    """
+
+    def run(self, out: list[str]) -> None:
+        r = self.rng
+        run_id = self.new_id()
+        mid, line = self.env("message", {"role": "user", "content": self.text(r.randint(3, 40))})
+        self.live.append(mid)
+        out.append(line)
+        for round_ in range(r.randint(1, 12)):
+            call = r.random() < 0.7
+            payload: dict[str, Any] = {"role": "assistant", "content": self.text(r.randint(0, 30))}
+            cid = "call_" + self.new_id()[:24]
+            tool = r.choice(("Read", "Grep", "Bash", "Edit"))
+            args = {"path": f"src/{r.choice(WORDS)}.py"}
+            if call:
+                payload["tool_calls"] = [{"function": {"arguments": canonical(args), "name": tool},
+                                          "id": cid, "type": "function"}]
+            mid, line = self.env("message", payload)
+            self.live.append(mid)
+            out.append(line)
+            if not call:
+                break
+            op, line = self.env("tool-dispatched", {
+                "arguments": args, "arguments-digest": digest(canonical(args)), "call-id": cid,
+                "idempotency": "unknown", "round": round_, "run-id": run_id, "tool": tool})
+            out.append(line)
+            result = self.code(r.choice((1, 1, 2, 3, 5)))
+            tid, line = self.env("message", {"content": result, "role": "tool", "tool_call_id": cid})
+            self.live.append(tid)
+            self.tool_ids.append(tid)
+            out.append(line)
+            _, line = self.env("tool-settled", {"op-id": op, "outcome": "completed"})
+            out.append(line)
+        if len(self.tool_ids) > 8 and r.random() < 0.1:
+            old = self.tool_ids[:2]
+            del self.tool_ids[:2]
+            _, line = self.env("elision", {"items": [{"id": i, "stub": "[elided]"} for i in old]})
+            out.append(line)
+        if len(self.live) > 200 and r.random() < 0.02:
+            cut = self.live[len(self.live) * 3 // 4]
+            cid, line = self.env("compaction", {
+                "fallback": False, "replaces-through-id": cut, "summary": self.text(60),
+                "tokens-after": r.randint(2000, 9000), "tokens-before": r.randint(90000, 150000)})
+            keep_from = self.live.index(cut) + 1
+            self.live = [cid] + self.live[keep_from:]
+            keep = set(self.live)
+            self.tool_ids = [t for t in self.tool_ids if t in keep]
+            out.append(line)
+
+
 @dataclass(frozen=True)
 class Generated:
     """What :func:`write_transcript` wrote.
@@ -186,9 +244,15 @@ class Generated:
 
 
 def write_transcript(out: str | os.PathLike[str], mb: float, seed: int = 1, torn: bool = False,
-                     *, marks: Sequence[float] = ()) -> Generated:
-    """Write the transcript for ``mb`` MiB and ``seed`` to ``out`` (truncating it)."""
-    g = Gen(seed)
+                     *, marks: Sequence[float] = (), profile: str = "yardstick") -> Generated:
+    """Write the transcript for ``mb`` MiB and ``seed`` to ``out`` (truncating it).
+
+    ``profile`` is ``"yardstick"`` (the shared generator's lines, 4.5 KB on
+    average) or ``"small"`` (:class:`SmallGen`'s, a median of 250-450 bytes).
+    """
+    if profile not in ("yardstick", "small"):
+        raise ValueError(f"profile must be 'yardstick' or 'small', not {profile!r}")
+    g = Gen(seed) if profile == "yardstick" else SmallGen(seed)
     target = int(mb * MIB)
     pending = sorted((int(m * MIB), m) for m in marks)
     found: dict[float, int] = {}
@@ -217,14 +281,15 @@ def write_transcript(out: str | os.PathLike[str], mb: float, seed: int = 1, torn
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m agent_transcript.bench.generator OUT --mb 200 [--seed 1] [--torn]``."""
+    """``python -m agent_transcript.bench.generator OUT --mb 200 [--seed 1] [--torn] [--profile small]``."""
     ap = argparse.ArgumentParser(description="Write a synthetic agent transcript, for benchmarks.")
     ap.add_argument("out")
     ap.add_argument("--mb", type=float, default=100.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--torn", action="store_true")
+    ap.add_argument("--profile", choices=("yardstick", "small"), default="yardstick")
     a = ap.parse_args(argv)
-    gen = write_transcript(a.out, a.mb, a.seed, a.torn)
+    gen = write_transcript(a.out, a.mb, a.seed, a.torn, profile=a.profile)
     print(f"wrote {a.out}: {gen.size / MIB:.1f} MiB", file=sys.stderr)
     return 0
 

@@ -112,6 +112,16 @@ impl<'a> Lines<'a> {
     }
 }
 
+fn replay_error(e: ReplayError) -> PyErr {
+    match e {
+        ReplayError::UnknownId { .. } => UnknownId::new_err(e.to_string()),
+        ReplayError::UnknownOperation(_) | ReplayError::AlreadySettled(_) => {
+            ToolOperationError::new_err(e.to_string())
+        }
+        _ => PyValueError::new_err(e.to_string()),
+    }
+}
+
 fn line_error(error: &LineError, line: u64) -> PyErr {
     match error {
         LineError::Version(_) => UnsupportedVersion::new_err((error.to_string(), line)),
@@ -446,33 +456,26 @@ impl Transcript {
         })
     }
 
-    // Checks that replay accepts the envelope serialised in `buf` (a `\n`, the
-    // envelope's line, its `\n`) and writes it, the leading `\n` only when the
-    // file's last line lacks its own; returns the envelope and the line's length.
-    fn check_and_write(
-        &mut self,
-        py: Python<'_>,
-        buf: &[u8],
-    ) -> PyResult<(transcript_core::envelope::Envelope, usize)> {
-        let body = buf.get(1..buf.len().saturating_sub(1)).unwrap_or_default();
+    // Checks that replay accepts the envelope serialised in `body` (one line,
+    // without its `\n`) after what this transcript holds; returns it.
+    fn check_line(&self, body: &[u8]) -> PyResult<transcript_core::envelope::Envelope> {
         let env = parse_line(body)
             .map_err(|e| PyValueError::new_err(format!("the envelope does not read back: {e}")))?;
-        self.core.check(&env, true).map_err(|e| match e {
-            ReplayError::UnknownId { .. } => UnknownId::new_err(e.to_string()),
-            ReplayError::UnknownOperation(_) | ReplayError::AlreadySettled(_) => {
-                ToolOperationError::new_err(e.to_string())
-            }
-            _ => PyValueError::new_err(e.to_string()),
-        })?;
-        let len = body.len();
+        self.core.check(&env, true).map_err(replay_error)?;
+        Ok(env)
+    }
+
+    // Writes the lines serialised in `buf` (a `\n`, then whole lines each with
+    // its `\n`) with one write(2), the leading `\n` only when the file's last
+    // line lacks its own.
+    fn write_lines(&mut self, py: Python<'_>, buf: &[u8]) -> PyResult<()> {
         let line = if self.missing_newline { buf } else { &buf[1..] };
         if self.fsync {
             py.detach(|| self.write_line(line))
         } else {
             self.write_line(line)
         }
-        .map_err(|e| os_error(&e))?;
-        Ok((env, len))
+        .map_err(|e| os_error(&e))
     }
 
     fn refuse_if_broken(&self) -> PyResult<()> {
@@ -482,12 +485,13 @@ impl Transcript {
         }
     }
 
-    // After the line of `env` (`len` bytes) was written: checks that the file
-    // is still the one this session writes, then adds the envelope.
+    // After the lines of `written` were written (each envelope with the
+    // length of its line, in file order, the last one ending at `good_len`):
+    // checks that the file is still the one this session writes, then adds
+    // the envelopes.
     fn after_write(
         &mut self,
-        env: transcript_core::envelope::Envelope,
-        len: usize,
+        written: Vec<(transcript_core::envelope::Envelope, usize)>,
     ) -> PyResult<()> {
         // A transcript deleted, or replaced by a rename, has no name left: the
         // line just written can never be read again, so refuse it (and every
@@ -528,14 +532,18 @@ impl Transcript {
             self.broken = Some(why.clone());
             return Err(SessionBroken::new_err(why));
         }
-        let offset = self.good_len - len as u64 - 1;
+        let total: u64 = written.iter().map(|(_, len)| *len as u64 + 1).sum();
+        let mut offset = self.good_len - total;
         self.missing_newline = false;
-        let number = self.core.line_count + 1;
-        let rec = LineRec::new(&env, offset, len, number);
-        // Checked above, so this cannot be refused.
-        self.core
-            .push(env, rec, true)
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        for (env, len) in written {
+            let number = self.core.line_count + 1;
+            let rec = LineRec::new(&env, offset, len, number);
+            offset += len as u64 + 1;
+            // Checked before the write, so this cannot be refused.
+            self.core
+                .push(env, rec, true)
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        }
         Ok(())
     }
 
@@ -668,16 +676,88 @@ impl Transcript {
         buf.push(b'\n'); // written only if the file's last line lacks its own
         let written = crate::canonical::write_envelope(py, &mut buf, &id, payload, &ts, r#type);
         let mut t = slf.try_borrow_mut()?;
+        let body = buf.get(1..buf.len().saturating_sub(1)).unwrap_or_default();
         let result = written
             .and_then(|()| t.refuse_if_broken())
-            .and_then(|()| t.check_and_write(py, &buf));
+            .and_then(|()| t.check_line(body))
+            .and_then(|env| t.write_lines(py, &buf).map(|()| (env, body.len())));
         // Keep the buffer for the next append, unless one huge line grew it.
         if buf.capacity() <= 1 << 20 {
             t.buf = buf;
         }
-        let (env, len) = result?;
-        t.after_write(env, len)?;
+        let written = result?;
+        t.after_write(vec![written])?;
         Ok(id)
+    }
+
+    /// `append_many(type, payloads, /)`: stamp, serialise and check one
+    /// envelope of `type` per payload, then write them all with one write(2)
+    /// and replay them; returns their ids. Nothing is written unless replay
+    /// accepts every one, each after the ones before it (for types whose
+    /// check does not depend on earlier lines of the same call: messages).
+    #[pyo3(signature = (r#type, payloads, /))]
+    fn append_many(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        r#type: &str,
+        payloads: &Bound<'_, PyList>,
+    ) -> PyResult<Vec<String>> {
+        if r#type != "message" {
+            return Err(PyValueError::new_err(
+                "append_many writes message envelopes only",
+            ));
+        }
+        if payloads.is_empty() {
+            slf.try_borrow()?.refuse_if_broken()?;
+            return Ok(Vec::new());
+        }
+        // As in `append`: no borrow is held while payloads are walked.
+        let (ids, mut buf) = {
+            let mut t = slf.try_borrow_mut()?;
+            t.refuse_if_broken()?;
+            let ids: Vec<String> = (0..payloads.len()).map(|_| t.new_id()).collect();
+            (ids, std::mem::take(&mut t.buf))
+        };
+        let ts = utc_timestamp();
+        buf.clear();
+        buf.push(b'\n'); // written only if the file's last line lacks its own
+        let mut ends = Vec::with_capacity(ids.len());
+        let mut written = Ok(());
+        for (id, payload) in ids.iter().zip(payloads.iter()) {
+            written = crate::canonical::write_envelope(py, &mut buf, id, &payload, &ts, r#type);
+            if written.is_err() {
+                break;
+            }
+            ends.push(buf.len());
+        }
+        let mut t = slf.try_borrow_mut()?;
+        let result = written.and_then(|()| t.refuse_if_broken()).and_then(|()| {
+            let mut envs = Vec::with_capacity(ends.len());
+            let mut start = 1;
+            for &end in &ends {
+                let body = buf.get(start..end - 1).unwrap_or_default();
+                envs.push((t.check_line(body)?, body.len()));
+                start = end;
+            }
+            // Fresh ids are unique among themselves; checked all the same,
+            // since each envelope was checked without the others.
+            let mut seen = std::collections::HashSet::with_capacity(envs.len());
+            for (env, _) in &envs {
+                if !seen.insert(env.id.as_slice()) {
+                    return Err(PyValueError::new_err(
+                        "two envelopes of one call share an id",
+                    ));
+                }
+            }
+            drop(seen);
+            t.write_lines(py, &buf)?;
+            Ok(envs)
+        });
+        if buf.capacity() <= 1 << 20 {
+            t.buf = buf;
+        }
+        t.after_write(result?)?;
+        Ok(ids)
     }
 
     /// The number of envelopes.
