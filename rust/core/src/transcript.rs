@@ -1125,36 +1125,56 @@ fn cut_points<R: ReadAt + ?Sized>(src: &R, size: u64, parts: u64) -> io::Result<
     Ok(cuts)
 }
 
-// Parses `0..size` on every core, in stretches; the results come back in file order.
-fn parse_all<R: ReadAt + Sync + ?Sized>(
-    src: &R,
-    size: u64,
-    lenient: bool,
-) -> io::Result<Vec<Segment>> {
-    const MIN_PER_THREAD: u64 = 8 << 20;
+/// The bytes of one stretch parsed by one thread: small enough that the
+/// envelopes of the stretches in flight are a few MiB whatever the file's
+/// size (memory follows the index, not the file), big enough that a thread's
+/// start is nothing beside its work.
+const STRETCH: u64 = 4 << 20;
+
+// Parses `0..size` in stretches of about STRETCH bytes, on every core (up to
+// 8), and hands each stretch to `take` in file order, on this thread, while
+// the threads parse the next round: the envelopes of the whole file are never
+// all held at once. `take` returns false to stop (what is in flight is still
+// parsed, then dropped).
+fn each_segment<R, E, F>(src: &R, size: u64, lenient: bool, mut take: F) -> Result<(), E>
+where
+    R: ReadAt + Sync + ?Sized,
+    E: From<io::Error>,
+    F: FnMut(Segment) -> Result<bool, E>,
+{
     let cores = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .min(8) as u64;
-    let parts = (size / MIN_PER_THREAD).clamp(1, cores);
-    let cuts = cut_points(src, size, parts)?;
+        .min(8);
+    let cuts = cut_points(src, size, (size / STRETCH).max(1))?;
     if cuts.len() == 2 {
-        return Ok(vec![parse_segment(src, 0, size, lenient)?]);
+        take(parse_segment(src, 0, size, lenient)?)?;
+        return Ok(());
     }
+    let stretches: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
     std::thread::scope(|scope| {
-        let handles: Vec<_> = cuts
-            .windows(2)
-            .map(|w| {
-                let (start, end) = (w[0], w[1]);
-                spawn_or_run(scope, move || parse_segment(src, start, end, lenient))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|()| Err(io::Error::other("a parser thread failed")))
-            })
-            .collect()
+        let start = |round: &[(u64, u64)]| -> Vec<Worker<'_, io::Result<Segment>>> {
+            round
+                .iter()
+                .map(|&(from, to)| {
+                    spawn_or_run(scope, move || parse_segment(src, from, to, lenient))
+                })
+                .collect()
+        };
+        let mut rounds = stretches.chunks(cores);
+        let mut current = rounds.next().map(start);
+        while let Some(workers) = current.take() {
+            let next = rounds.next().map(start);
+            for worker in workers {
+                let seg = worker
+                    .join()
+                    .unwrap_or_else(|()| Err(io::Error::other("a parser thread failed")))?;
+                if !take(seg)? {
+                    return Ok(());
+                }
+            }
+            current = next;
+        }
+        Ok(())
     })
 }
 
@@ -1181,8 +1201,7 @@ fn load_into<R: ReadAt + Sync + ?Sized>(
     size: u64,
 ) -> Result<Transcript, LoadError> {
     let mut before = 0; // lines in the segments already replayed
-    for seg in parse_all(src, size, false)? {
-        t.index.lines.reserve(seg.items.len());
+    each_segment(src, size, false, |seg: Segment| {
         for (env, mut rec) in seg.items {
             rec.number += before;
             let line = rec.number;
@@ -1196,7 +1215,8 @@ fn load_into<R: ReadAt + Sync + ?Sized>(
             });
         }
         before += seg.lines;
-    }
+        Ok(true)
+    })?;
     if t.index.is_empty() {
         return Err(LoadError::Empty);
     }
@@ -1223,8 +1243,7 @@ pub struct Peeked {
 pub fn peek<R: ReadAt + Sync + ?Sized>(src: &R, size: u64) -> Result<Peeked, io::Error> {
     let mut p = Peeked::default();
     let mut before = 0;
-    for seg in parse_all(src, size, true)? {
-        p.index.lines.reserve(seg.items.len());
+    each_segment(src, size, true, |seg: Segment| -> io::Result<bool> {
         for (env, mut rec) in seg.items {
             rec.number += before;
             p.index.push(rec, &env);
@@ -1238,7 +1257,8 @@ pub fn peek<R: ReadAt + Sync + ?Sized>(src: &R, size: u64) -> Result<Peeked, io:
         }
         p.skipped_more += seg.bad_more;
         before += seg.lines;
-    }
+        Ok(true)
+    })?;
     p.line_count = before;
     Ok(p)
 }
