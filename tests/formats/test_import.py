@@ -236,3 +236,11 @@ def test_a_branch_not_taken_is_written_then_rewound(tmp_path: Path) -> None:
         dropped = [e for e in s.events if e.type == "message" and e.payload["claude-code"].get("branch-not-taken")]
         assert [e.payload["content"] for e in dropped] == ["write a poem", "roses"]
         assert s.pending_tool_operations() == []
+
+
+def test_a_refused_import_leaves_no_folder_it_made(tmp_path: Path) -> None:
+    src = tmp_path / "notes.jsonl"
+    src.write_text('{"hello": "world"}\n{"type": "user"}\n')
+    r = cli("import", "--from", "claude-code", src, "-o", tmp_path / "new" / "deeper" / "out.jsonl")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.jsonl"]

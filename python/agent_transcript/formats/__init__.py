@@ -23,23 +23,27 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
 from . import claude_code, codex
 from ._emit import Emitter
 from ._source import (
+    EPOCH_TS,
     SOURCE_LINE,
     Destination,
     Ids,
     ImportResult,
     Line,
+    Records,
     UnknownFormat,
+    envelope_line,
     importer_meta,
     iter_source_lines,
+    raw_lines,
     read_source,
     source_line_payload,
-    to_ts,
 )
 
 __all__ = [
@@ -94,8 +98,7 @@ def detect_format(path: str | os.PathLike[str]) -> str | None:
             records.append(value)
     found = _detect(records)
     if found is None and head.lstrip().startswith(b"{") and b'"items"' in head and b'"session"' in head:
-        lines, _, _, _ = read_source(Path(path))
-        if codex.g0_lines(lines) is not None:
+        if codex.g0_lines(Path(path), []) is not None:
             return "codex"
     return found
 
@@ -204,63 +207,52 @@ def _import_file(source: Path, dest: Path, source_format: str | None, force: boo
         raise FileExistsError(17, "the destination is the source", str(dest))
     if not force and (dest.exists() or dest.is_symlink()):
         raise FileExistsError(17, "the destination exists (--force replaces it)", str(dest))
-    lines, sha, size, warnings = read_source(source)
-    records = [ln.record for ln in lines[:_SCAN_LINES] if ln.record is not None]
-    detected = _detect(records)
-    used = lines
-    if detected is None:
-        g0 = codex.g0_lines(lines)
-        if g0 is not None:
-            detected, used = "codex", g0
+    detected = detect_format(source)
     fmt = source_format or detected
     if fmt is None or (source_format is not None and detected is not None and detected != source_format):
         what = describe(detected) if detected else "neither a Claude Code session nor a Codex rollout"
         wanted = f", not {describe(source_format)}" if source_format and detected else ""
         raise UnknownFormat(f"{source}: {'this is ' + what if detected else what}{wanted}")
-    if fmt == "codex" and used is lines and detected is None:
-        used = codex.g0_lines(lines) or lines
+    lines, sha, size, warnings = read_source(source, claude_code.slim if fmt == "claude-code" else codex.slim)
+    used = lines
+    if fmt == "codex" and lines and lines[0].record is None:  # G0: one document over many lines
+        used = codex.g0_lines(source, lines) or lines
     ids = Ids(sha)
-    emit = Emitter(ids)
-    module = claude_code if fmt == "claude-code" else codex
-    info = module.convert(used, emit, warnings)
-    if not any(t == "message" for t, _, _, _ in emit.out) and detected is None:
-        raise UnknownFormat(f"{source}: neither a Claude Code session nor a Codex rollout")
-    pending = emit.pending_calls()
-    if pending:
-        warnings.append(f"{len(pending)} tool call(s) without a result stay pending: {', '.join(pending[:5])}")
-    first_ts = emit.out[0][2] if emit.out else _first_ts(lines)
-    meta: dict[str, Any] = {
-        "format": fmt,
-        **info,
-        "source": {"path": str(source.resolve()), "sha256": sha, "bytes": size, "lines": len(lines)},
-        "importer": importer_meta(),
-        "warnings": warnings[:_MAX_WARNINGS_IN_META],
-    }
-    if len(warnings) > _MAX_WARNINGS_IN_META:
-        meta["warnings-total"] = len(warnings)
     out = Destination(dest, force=force)
+    records = Records(source)
     try:
-        out.write("session-meta", ids.next("meta"), first_ts, meta)
-        for type_, id_, ts, payload in emit.out:
-            out.write(type_, id_, ts, payload)
+        with tempfile.TemporaryFile(dir=dest.parent) as spool:
+            emit = Emitter(ids, lambda t, i, ts, p: spool.write(envelope_line(t, i, ts, p)))
+            module = claude_code if fmt == "claude-code" else codex
+            info = module.convert(used, emit, warnings, records.full)
+            if emit.message_count == 0 and detected is None:
+                raise UnknownFormat(f"{source}: neither a Claude Code session nor a Codex rollout")
+            pending = emit.pending_calls()
+            if pending:
+                warnings.append(f"{len(pending)} tool call(s) without a result stay pending: {', '.join(pending[:5])}")
+            meta: dict[str, Any] = {
+                "format": fmt,
+                **info,
+                "source": {"path": str(source.resolve()), "sha256": sha, "bytes": size, "lines": len(lines)},
+                "importer": importer_meta(),
+                "warnings": warnings[:_MAX_WARNINGS_IN_META],
+            }
+            if len(warnings) > _MAX_WARNINGS_IN_META:
+                meta["warnings-total"] = len(warnings)
+            out.write("session-meta", ids.next("meta"), emit.first_ts or _first_ts(lines), meta)
+            out.copy_from(spool)
         ts = emit.ts
-        for line in lines:
-            if line.record is not None:
-                ts = to_ts(line.record.get("timestamp"), ts)
-            out.write(SOURCE_LINE, ids.next("line"), ts, source_line_payload(line))
+        for line, raw in zip(lines, raw_lines(source)):
+            ts = line.when or ts
+            out.write(SOURCE_LINE, ids.next("line"), ts, source_line_payload(line, raw))
         out.commit()
     except BaseException:
         out.abort()
         raise
+    finally:
+        records.close()
     return ImportResult(source, dest, fmt, warnings)
 
 
 def _first_ts(lines: list[Line]) -> str:
-    from ._source import EPOCH_TS
-
-    for line in lines:
-        if line.record is not None:
-            ts = to_ts(line.record.get("timestamp"), "")
-            if ts:
-                return ts
-    return EPOCH_TS
+    return next((line.when for line in lines if line.when), EPOCH_TS)

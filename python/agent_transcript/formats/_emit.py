@@ -3,7 +3,7 @@ tracked as replay will rebuild it (so rewinds and compactions name live ids)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from .. import canonical_json, digest
 from ._source import EPOCH_TS, Ids
@@ -12,11 +12,15 @@ __all__ = ["Emitter"]
 
 
 class Emitter:
-    """Collects ``(type, id, ts, payload)`` envelopes and mirrors replay's live list."""
+    """Hands each ``(type, id, ts, payload)`` envelope to ``sink`` (or collects it in
+    ``out``) and mirrors replay's live list."""
 
-    def __init__(self, ids: Ids) -> None:
+    def __init__(self, ids: Ids, sink: Callable[[str, str, str, Any], object] | None = None) -> None:
         self.ids = ids
-        self.out: list[tuple[str, str, str, Any]] = []
+        self.out: list[tuple[str, str, str, Any]] = []  # kept only without a sink
+        self._sink = sink
+        self.first_ts: str | None = None
+        self.message_count = 0
         self.ts = EPOCH_TS
         self.live: list[str] = []
         self.calls: dict[str, str] = {}  # call id -> op id, for the calls of live assistant messages
@@ -32,12 +36,19 @@ class Emitter:
 
     def envelope(self, type_: str, payload: Any, ts: str | None = None, kind: str = "env") -> str:
         id_ = self.ids.next(kind)
-        self.out.append((type_, id_, self.at(ts), payload))
+        when = self.at(ts)
+        if self.first_ts is None:
+            self.first_ts = when
+        if self._sink is None:
+            self.out.append((type_, id_, when, payload))
+        else:
+            self._sink(type_, id_, when, payload)
         return id_
 
     def message(self, payload: dict[str, Any], ts: str | None = None) -> str:
         id_ = self.envelope("message", payload, ts, "msg")
         self.live.append(id_)
+        self.message_count += 1
         return id_
 
     def dispatch(self, call_id: str, tool: str, arguments: Any, *, run_id: str | None,

@@ -9,12 +9,13 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import uuid
 from importlib import metadata
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Callable, Iterator
 
 from .. import canonical_json
 
@@ -65,20 +66,23 @@ class ImportResult:
 
 @dataclass
 class Line:
-    """One source line: its bytes (without the ``\\n``), what it parsed to, and what was wrong.
+    """One source line: where it is, what it parsed to, and what was wrong.
 
-    ``record`` is the parsed JSON object (None for a blank or damaged line, or
-    a value that is not an object); ``damage`` says why the line is not one
-    whole JSON object (None when it is); a damaged line may still yield a
-    ``record`` recovered from inside it (NUL padding, a torn record glued onto
-    a whole one).
+    ``record`` is the parsed JSON object, or the part of it an importer keeps
+    (None for a blank or damaged line, or a value that is not an object; the
+    whole record is read again with :class:`Records`); ``damage`` says why the
+    line is not one whole JSON object (None when it is); a damaged line may
+    still yield a ``record`` recovered from inside it (NUL padding, a torn
+    record glued onto a whole one). ``when`` is its timestamp as an envelope ts.
     """
 
     number: int
-    raw: bytes
+    offset: int
+    length: int
     record: dict[str, Any] | None
     damage: str | None
     status: str = "metadata"
+    when: str | None = None
 
 
 def _parse(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
@@ -124,8 +128,12 @@ def _find_all(text: str, needle: str) -> Iterator[int]:
         at = text.find(needle, at + 1)
 
 
-def read_source(path: Path) -> tuple[list[Line], str, int, list[str]]:
+def read_source(path: Path, keep: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
+                ) -> tuple[list[Line], str, int, list[str]]:
     """Every line of ``path``, parsed, with the file's sha256 and size and the warnings.
+
+    ``keep`` picks what of each record the line holds (default: all of it), so
+    that a big source is not held whole in memory.
 
     Raises:
         OSError: the file cannot be read.
@@ -137,10 +145,12 @@ def read_source(path: Path) -> tuple[list[Line], str, int, list[str]]:
     with open(path, "rb") as f:
         for number, chunk in enumerate(f, 1):
             sha.update(chunk)
-            size += len(chunk)
             raw = chunk[:-1] if chunk.endswith(b"\n") else chunk
             record, damage = _parse(raw)
-            line = Line(number, raw, record, damage)
+            when = to_ts(record.get("timestamp"), "") or None if record is not None else None
+            line = Line(number, size, len(raw), record if keep is None or record is None else keep(record),
+                        damage, when=when)
+            size += len(chunk)
             if damage is not None:
                 line.status = "damaged"
                 kept = "the record in it used" if record is not None else "kept raw"
@@ -153,14 +163,36 @@ def read_source(path: Path) -> tuple[list[Line], str, int, list[str]]:
     return lines, "sha256:" + sha.hexdigest(), size, warnings
 
 
-def source_line_payload(line: Line) -> dict[str, Any]:
+class Records:
+    """The whole records of a source's lines, read again from the file when asked."""
+
+    def __init__(self, path: Path) -> None:
+        self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+
+    def full(self, line: Line) -> dict[str, Any]:
+        raw = os.pread(self._fd, line.length, line.offset)
+        record, _ = _parse(raw)
+        return record if record is not None else {}
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def raw_lines(path: Path) -> Iterator[bytes]:
+    """The lines of ``path`` as bytes, each without its ``\\n``."""
+    with open(path, "rb") as f:
+        for chunk in f:
+            yield chunk[:-1] if chunk.endswith(b"\n") else chunk
+
+
+def source_line_payload(line: Line, raw: bytes) -> dict[str, Any]:
     """The payload of the envelope carrying ``line``: its text (or base64, when
     it is not UTF-8), its number and what the import made of it."""
     payload: dict[str, Any] = {"line": line.number, "status": line.status}
     try:
-        payload["text"] = line.raw.decode("utf-8")
+        payload["text"] = raw.decode("utf-8")
     except UnicodeDecodeError:
-        payload["base64"] = base64.b64encode(line.raw).decode("ascii")
+        payload["base64"] = base64.b64encode(raw).decode("ascii")
     if line.damage is not None:
         payload["damage"] = line.damage
     return payload
@@ -209,6 +241,12 @@ def importer_meta() -> dict[str, str]:
     return {"name": "agent-transcript", "version": version}
 
 
+def envelope_line(type_: str, id_: str, ts: str, payload: Any) -> bytes:
+    """One envelope as its line: canonical JSON and its ``\\n``."""
+    text = canonical_json({"id": id_, "payload": payload, "ts": ts, "type": type_, "v": 1})
+    return text.encode("utf-8") + b"\n"
+
+
 class Destination:
     """The transcript being written: a temporary file beside ``dest``, renamed into
     place by :meth:`commit` (never over an existing file unless ``force``)."""
@@ -218,17 +256,19 @@ class Destination:
         self.force = force
         if not force and (dest.exists() or dest.is_symlink()):
             raise FileExistsError(17, "the destination exists (--force replaces it)", str(dest))
-        missing = [p for p in reversed(dest.parents) if not p.exists()]
-        for parent in missing:
+        self._made = [p for p in reversed(dest.parents) if not p.exists()]
+        for parent in self._made:
             os.mkdir(parent, 0o700)
         self.temp = dest.with_name(f".{dest.name}.import-{os.getpid()}.tmp")
         fd = os.open(self.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
         self._file: IO[bytes] = os.fdopen(fd, "wb", buffering=1 << 20)
 
     def write(self, type_: str, id_: str, ts: str, payload: Any) -> None:
-        line = canonical_json({"id": id_, "payload": payload, "ts": ts, "type": type_, "v": 1})
-        self._file.write(line.encode("utf-8"))
-        self._file.write(b"\n")
+        self._file.write(envelope_line(type_, id_, ts, payload))
+
+    def copy_from(self, spool: IO[bytes]) -> None:
+        spool.seek(0)
+        shutil.copyfileobj(spool, self._file, 1 << 20)
 
     def commit(self) -> None:
         self._file.flush()
@@ -263,6 +303,11 @@ class Destination:
             os.unlink(self.temp)
         except FileNotFoundError:
             pass
+        for parent in reversed(self._made):  # the folders made for it, if still empty
+            try:
+                os.rmdir(parent)
+            except OSError:
+                break
 
 
 def iter_source_lines(path: Path) -> Iterator[bytes]:

@@ -25,12 +25,12 @@ record are kept only as source lines.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from ._emit import Emitter
 from ._source import Line, to_ts
 
-__all__ = ["looks_like", "convert"]
+__all__ = ["looks_like", "slim", "convert"]
 
 CHAIN = frozenset(("user", "assistant", "attachment", "system"))
 META_TYPES = frozenset((
@@ -40,6 +40,23 @@ META_TYPES = frozenset((
 ))
 _REJECTED = ("The user doesn't want to proceed with this tool use", "User rejected")
 _INTERRUPTED = "[Request interrupted by user for tool use]"
+
+
+_SLIM_KEYS = ("type", "uuid", "parentUuid", "logicalParentUuid", "timestamp", "isSidechain", "subtype",
+              "isCompactSummary", "isApiErrorMessage", "sessionId", "cwd", "version", "gitBranch",
+              "summary", "customTitle", "aiTitle", "permissionMode")
+_HAS_RESULTS = "\0tool-results"
+
+
+def slim(record: dict[str, Any]) -> dict[str, Any]:
+    """What the chain walk reads of a record (the rest is read again when its message is written)."""
+    out = {k: record[k] for k in _SLIM_KEYS if k in record}
+    m = record.get("message")
+    if record.get("type") == "assistant" and isinstance(m, dict) and isinstance(m.get("id"), str):
+        out["message"] = {"id": m["id"]}
+    elif record.get("type") == "user" and _tool_results(record):
+        out[_HAS_RESULTS] = True
+    return out
 
 
 def looks_like(record: dict[str, Any]) -> bool:
@@ -65,7 +82,8 @@ def _when(record: dict[str, Any]) -> float | None:
 class _Tree:
     """The chain records by uuid (a repeated uuid: the later value, the first position)."""
 
-    def __init__(self, lines: list[Line]) -> None:
+    def __init__(self, lines: list[Line], full: Callable[[Line], dict[str, Any]]) -> None:
+        self._full = full
         self.records: dict[str, dict[str, Any]] = {}
         self.line_of: dict[str, Line] = {}
         self.parent: dict[str, str | None] = {}
@@ -93,6 +111,10 @@ class _Tree:
             self.records[uid] = r
             self.line_of[uid] = line
             self.parent[uid] = p
+
+    def full(self, uid: str) -> dict[str, Any]:
+        """The whole record of ``uid``, read again from its line."""
+        return self._full(self.line_of[uid])
 
     def msg_id(self, uid: str) -> str | None:
         r = self.records[uid]
@@ -173,7 +195,7 @@ class _Tree:
                 mid = self.msg_id(u)
                 if mid is not None:
                     siblings.setdefault(mid, []).append(u)
-                elif r.get("type") == "user" and _tool_results(r):
+                elif r.get("type") == "user" and (r.get(_HAS_RESULTS) or _tool_results(r)):
                     p = self.parent[u]
                     if p is not None:
                         results_by_parent.setdefault(p, []).append(u)
@@ -262,8 +284,10 @@ class _Group:
 def _groups(tree: _Tree, segment: list[str]) -> list[_Group]:
     groups: list[_Group] = []
     for i, uid in enumerate(segment):
-        r = tree.records[uid]
-        kind = r.get("type")
+        kind = tree.records[uid].get("type")
+        if kind == "attachment":
+            continue  # rendered by Claude Code at request time, not a message of its own
+        r = tree.full(uid)
         m = r.get("message")
         m = m if isinstance(m, dict) else {}
         if kind == "system":
@@ -345,9 +369,12 @@ def _extra_flags(record: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
     return {k: record[k] for k in keys if k in record}
 
 
-def convert(lines: list[Line], emit: Emitter, warnings: list[str]) -> dict[str, Any]:
-    """Emit the replayed conversation of a Claude Code session; returns the session-meta facts."""
-    tree = _Tree(lines)
+def convert(lines: list[Line], emit: Emitter, warnings: list[str],
+            full: Callable[[Line], dict[str, Any]]) -> dict[str, Any]:
+    """Emit the replayed conversation of a Claude Code session; returns the session-meta facts.
+
+    ``lines`` hold what :func:`slim` keeps; ``full`` reads a line's whole record."""
+    tree = _Tree(lines, full)
     info: dict[str, Any] = {}
     meta_records = [ln.record for ln in lines if ln.record is not None and ln.record.get("type") not in CHAIN]
     titles: dict[str, Any] = {}
@@ -406,7 +433,7 @@ def convert(lines: list[Line], emit: Emitter, warnings: list[str]) -> dict[str, 
                 if isinstance(r.get(key), str):
                     facts[name] = r[key]
             if g.kind == "summary":
-                boundary = tree.records[segment[0]]
+                boundary = tree.full(segment[0])
                 cm = boundary.get("compactMetadata")
                 cm = cm if isinstance(cm, dict) else {}
                 before: int = cm["preTokens"] if isinstance(cm.get("preTokens"), int) else 0

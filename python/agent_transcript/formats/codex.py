@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 from ._emit import Emitter
 from ._source import Line, to_ts
@@ -48,6 +49,7 @@ SUMMARY_PREFIX = (
 _CONTEXTUAL = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions for",
                "<user_shell_command>", "<turn_aborted>", "<skill>", "<subagent_notification>")
 _COMPACT_BUDGET = 20_000
+_EVENTS_READ = frozenset(("thread_rolled_back", "turn_aborted", "token_count", "task_started", "turn_started"))
 _WALL = re.compile(r"^Wall time: ([0-9.]+) seconds$", re.M)
 
 
@@ -60,6 +62,29 @@ def looks_like(record: dict[str, Any], first: bool) -> bool:
     if first and isinstance(record.get("id"), str) and "timestamp" in record and "type" not in record:
         return "instructions" in record or "git" in record or "cli_version" in record or "originator" in record
     return False
+
+
+def slim(record: dict[str, Any]) -> dict[str, Any]:
+    """What the first pass reads of a line: its shape and token counts (the rest is read
+    again when the line is converted)."""
+    out: dict[str, Any] = {k: record[k] for k in ("type", "timestamp", "record_type", "id") if k in record}
+    payload = record.get("payload")
+    if isinstance(payload, dict):
+        small: dict[str, Any] = {"type": payload.get("type")}
+        if payload.get("type") == "token_count":
+            small["info"] = payload.get("info")
+        out["payload"] = small
+    return out
+
+
+def _body(record: dict[str, Any]) -> dict[str, Any]:
+    """A whole line's item, whatever its generation (as :func:`_items` finds it)."""
+    if record.get("type") in G2_TYPES and isinstance(record.get("payload"), dict):
+        payload: dict[str, Any] = record["payload"]
+        return payload
+    if isinstance(record.get("record_type"), str):
+        return {k: v for k, v in record.items() if k not in ("record_type", "timestamp")}
+    return record
 
 
 def _items(lines: list[Line]) -> list[tuple[Line, str, dict[str, Any], Any]]:
@@ -382,14 +407,20 @@ class _Scratch(Emitter):
         super().__init__(Ids("scratch"))
 
 
-def convert(lines: list[Line], emit: Emitter, warnings: list[str]) -> dict[str, Any]:
-    """Emit the replayed conversation of a Codex rollout; returns the session-meta facts."""
+def convert(lines: list[Line], emit: Emitter, warnings: list[str],
+            full: Callable[[Line], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Emit the replayed conversation of a Codex rollout; returns the session-meta facts
+    (``lines`` hold what :func:`slim` keeps, or whole records; ``full`` reads a line's whole
+    record)."""
     items = _items(lines)
     info: dict[str, Any] = {}
     c = _Converter(emit, warnings)
     facts: dict[str, Any] = {}
-    for index, (line, kind, body, stamp) in enumerate(items):
+    for index, (line, kind, small, stamp) in enumerate(items):
         ts = to_ts(stamp, emit.ts)
+        if kind == "event_msg" and small.get("type") not in _EVENTS_READ:
+            continue
+        body = _body(full(line)) if full is not None and line.offset >= 0 else small
         if kind == "session_meta":
             if "session-id" not in info:
                 info["generation"] = "G2" if line.record is not None and "payload" in line.record else "G1"
@@ -456,20 +487,21 @@ def _total_tokens(body: dict[str, Any]) -> int | None:
     return total if isinstance(total, int) and not isinstance(total, bool) else None
 
 
-def g0_lines(lines: list[Line]) -> list[Line] | None:
+def g0_lines(path: Path, lines: list[Line]) -> list[Line] | None:
     """A G0 rollout (one JSON document over many lines) as one synthetic record per item; None if it is not one."""
-    text = b"\n".join(ln.raw for ln in lines)
     try:
-        doc = json.loads(text)
-    except ValueError:
+        with open(path, "rb") as f:
+            doc = json.load(f)
+    except (ValueError, OSError):
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("session"), dict) or not isinstance(doc.get("items"), list):
         return None
-    first = lines[0] if lines else Line(1, b"", None, None)
-    first.record = {k: v for k, v in doc["session"].items()}
-    first.record.pop("type", None)
-    out = [first]
+    number = lines[0].number if lines else 1
+    session = {k: v for k, v in doc["session"].items() if k != "type"}
+    out = [Line(number, -1, 0, session, None)]  # offset -1: the record is here, not in a line
     for item in doc["items"]:
         if isinstance(item, dict):
-            out.append(Line(first.number, b"", item, None))
+            out.append(Line(number, -1, 0, item, None))
+    for line in lines:
+        line.status = "used"
     return out
