@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 
 from . import _core
-from ._storage import open_regular
+from ._archive import open_for_reading
+from .errors import CorruptTranscript
 from .envelope import Envelope, LazySequence, Peek
 from .message import Message
 
@@ -39,9 +40,12 @@ def judge(index: _core.Peeked) -> tuple[list[str], str | None]:
 def peek(path: Path) -> Peek:
     """See :meth:`agent_transcript.Session.peek`."""
     try:
-        fd = open_regular(path, os.O_RDONLY)  # a FIFO is refused, not waited on
+        # A FIFO is refused, not waited on; an archive is read decompressed.
+        fd = open_for_reading(path)
     except OSError as e:
         return _nothing(path, 0, f"cannot read {path}: {e.strerror}")
+    except CorruptTranscript as e:
+        return _nothing(path, 0, f"cannot read {path}: {e.message}")
     try:
         size = os.fstat(fd).st_size
         try:

@@ -252,6 +252,28 @@ class Session:
         return peek(_absolute(path))
 
     @staticmethod
+    def archive(path: str | os.PathLike[str], *, keep: bool = False) -> Path:
+        """Compress the closed transcript at ``path`` into ``path + ".zst"`` (zstd,
+        by the Rust core); returns the archive's path.
+
+        The writer's lock is held throughout, so no session appends meanwhile.
+        The archive is written to ``<path>.zst.partial``, fsynced, read back
+        and compared with the transcript byte for byte, and only then renamed
+        into place; the transcript is removed after that, unless ``keep``. A
+        crash at any step leaves the transcript as it was. :meth:`peek` and the
+        command line read the archive as they read the transcript.
+
+        Raises:
+            SessionLocked: a session holds the transcript.
+            FileExistsError: the archive is there already.
+            FileNotFoundError: there is no file at ``path``.
+            ValueError: ``path`` is an archive already (``*.zst``).
+        """
+        from ._archive import archive
+
+        return archive(_absolute(path), keep)
+
+    @staticmethod
     def follow(path: str | os.PathLike[str], *, poll: float = 0.1,
                idle_timeout: float | None = None) -> Iterator[Envelope]:
         """Yield envelopes as they are appended to ``path``, like ``tail -f``.

@@ -1,7 +1,7 @@
 """The ``agent-transcript`` command line: its parser, and one exit status for every outcome.
 
-Every command but ``repair``, ``demo`` and ``fork`` (which writes only its new
-file) is read-only: it never locks,
+Every command but ``repair``, ``demo``, ``archive`` and ``fork`` (which writes
+only its new file) is read-only: it never locks,
 repairs or writes, so it is safe on a transcript a writer holds and on a
 damaged one. What load would do (``check``) and what replay makes of a file
 (``show --replayed``, live counts, what a compaction replaced, pending
@@ -21,6 +21,7 @@ import sys
 from typing import Sequence
 
 from .. import CorruptTranscript, SessionLocked, TranscriptError, UnsupportedVersion
+from .archive import archive_arguments, cmd_archive
 from .bench import cmd_bench
 from .check import cmd_check
 from .demo import cmd_demo
@@ -95,6 +96,10 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ls", help="one row per transcript of a folder, from first and last lines", description="List every *.jsonl (and *.jsonl.zst) under each DIR: status, whether a writer holds it, size, started, last activity, the last envelope's type, title (the first user message) and path, each from the file's first and last lines only. Never locks: a writer's load never fails because of ls (held is read from /proc/locks).")
     ls_arguments(p)
     p.set_defaults(func=cmd_ls)
+
+    p = sub.add_parser("archive", help="compress a closed transcript into PATH.zst", description="Compress the transcript at PATH into PATH.zst (zstd), verified by reading it back before the transcript is removed (--keep keeps it). Refuses a transcript a writer holds. show, check, stats, ls and Session.peek read PATH.zst as they read PATH.")
+    archive_arguments(p)
+    p.set_defaults(func=cmd_archive)
 
     p = sub.add_parser("fork", help="a new transcript from a prefix of another", description="Copy SOURCE's lines up to and including envelope --through (every whole line by default), byte for byte, into the new file DEST, made as Session.create makes one. SOURCE is only read, never locked: a writer may hold it.")
     fork_arguments(p)

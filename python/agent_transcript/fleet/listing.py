@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import Session
 from ..formats import describe, detect_format
 from ..inspect import content_text, os_error_reason
 
@@ -193,8 +194,7 @@ def read_row(path: Path, locks: dict[tuple[int, int], int] | None = None) -> Tra
     if not stat.S_ISREG(st.st_mode):
         return TranscriptRow(status="unreadable", reason="not a regular file", **base)  # type: ignore[arg-type]
     if path.name.endswith(".zst"):
-        return TranscriptRow(status="unreadable", reason="compressed transcripts are not listed yet",
-                             **base)  # type: ignore[arg-type]
+        return _archive_row(path, base)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
@@ -206,6 +206,35 @@ def read_row(path: Path, locks: dict[tuple[int, int], int] | None = None) -> Tra
     finally:
         os.close(fd)
     return TranscriptRow(**base, **fields)  # type: ignore[arg-type]
+
+
+def _archive_row(path: Path, base: dict[str, Any]) -> TranscriptRow:
+    """The row of an archive, from peek, which decompresses it as a stream to a
+    temporary file (its lines are not at the ends of the file on disk)."""
+    p = Session.peek(path)
+    if p.error is not None:
+        why = p.error.removeprefix(f"cannot read {path}: ")
+        status = "unreadable" if p.error.startswith("cannot read") else "not a transcript"
+        return TranscriptRow(status=status, reason=why, **base)
+    meta = p.meta if isinstance(p.meta, dict) else {}
+    last = p.envelopes[-1]
+    torn = any(w.startswith("line ") for w in p.warnings)
+    title = None
+    for m in p.messages:
+        if m.role == "user":
+            title = _clip(content_text(m.content))
+            break
+    return TranscriptRow(status="torn tail" if torn else "clean", title=title,
+                         agent=_str(meta.get("agent")), model=_str(meta.get("model")),
+                         started=p.envelopes[0].ts, last_activity=last.ts, last_type=last.type,
+                         reason="a line is skipped" if torn else None, **base)
+
+
+def _clip(text: str | None) -> str | None:
+    if text is None:
+        return None
+    text = " ".join(text.split())
+    return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
 
 
 def _read_ends(fd: int, size: int, path: Path) -> dict[str, Any]:
@@ -348,8 +377,7 @@ def _title(head: bytes, first_end: int) -> str | None:
             text = content_text(payload.get("content"))
             if text is None:
                 continue
-            text = " ".join(text.split())
-            return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
+            return _clip(text)
     return None
 
 

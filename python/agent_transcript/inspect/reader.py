@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from .. import _core
+from .._archive import is_archive, open_for_reading
 from ..envelope import Envelope, PendingToolOperation
 from ..errors import CorruptTranscript, UnsupportedVersion
 from ..peek import judge, skipped_warning
@@ -356,7 +358,7 @@ def read(path: str, *, lenient: bool) -> Reading:
     Raises:
         OSError: the file cannot be opened or read.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = _open(path)
     try:
         return _read(fd, path, lenient)
     finally:
@@ -369,11 +371,19 @@ def tail(path: str) -> Tail:
     Raises:
         OSError: the file cannot be opened or read.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = _open(path)
     try:
         return _tail(fd)[0]
     finally:
         os.close(fd)
+
+
+def _open(path: str) -> int:
+    """A read-only descriptor of ``path``; an archive (``*.jsonl.zst``) is read
+    decompressed, from an unlinked temporary file."""
+    if is_archive(path):
+        return open_for_reading(Path(path))
+    return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
 
 
 def _tail(fd: int) -> tuple[Tail, bytes]:

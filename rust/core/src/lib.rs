@@ -4,6 +4,7 @@
 //! (`rust/py`) extracts arguments, releases the GIL, calls in here and converts back.
 //! No function here panics on any input; every failure is a `Result`.
 
+pub mod archive;
 pub mod canonical;
 pub mod digest;
 pub mod envelope;

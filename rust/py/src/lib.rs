@@ -6,6 +6,7 @@
 
 use pyo3::prelude::*;
 
+mod archive;
 mod canonical;
 mod decode;
 mod errors;
@@ -26,6 +27,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(transcript::tail_check, m)?)?;
     m.add_function(wrap_pyfunction!(transcript::parse_envelope, m)?)?;
     m.add_function(wrap_pyfunction!(after_fork, m)?)?;
+    m.add_function(wrap_pyfunction!(archive::zstd_compress, m)?)?;
+    m.add_function(wrap_pyfunction!(archive::zstd_decompress, m)?)?;
+    m.add_function(wrap_pyfunction!(archive::zstd_matches, m)?)?;
+    m.add("ZSTD_LEVEL", archive::ZSTD_LEVEL)?;
     m.add_class::<transcript::Transcript>()?;
     m.add_class::<transcript::Peeked>()?;
     Ok(())

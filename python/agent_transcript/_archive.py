@@ -1,0 +1,127 @@
+"""``.jsonl.zst`` archives: a closed transcript compressed by the Rust core, and
+read back as if it were the ``.jsonl`` it was.
+
+An archive is read by decompressing it, a chunk at a time, into an unlinked
+temporary file (on disk, in the temporary folder: a 1 GiB archive never sits
+decompressed in memory) and reading that as the transcript; the file goes when
+its descriptor is closed.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from . import _core, _platform, _storage
+from .errors import CorruptTranscript
+
+#: What an archive's name ends with (``run.jsonl`` -> ``run.jsonl.zst``).
+SUFFIX = ".zst"
+
+
+def is_archive(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` names an archive (by its name: ``*.zst``)."""
+    return os.fspath(path).endswith(SUFFIX)
+
+
+def open_for_reading(path: Path) -> int:
+    """A read-only descriptor of the transcript at ``path``: the file itself
+    (see :func:`_storage.open_regular`), or for an archive an unlinked
+    temporary file holding its decompressed bytes.
+
+    Raises:
+        OSError: the file cannot be opened or read.
+        CorruptTranscript: an archive that is not a whole zstd stream.
+    """
+    fd = _storage.open_regular(path, os.O_RDONLY)
+    if not is_archive(path):
+        return fd
+    out = _storage.Descriptor()
+    try:
+        out.fd = _scratch()
+        try:
+            _core.zstd_decompress(fd, out.fd)
+        except ValueError as e:
+            raise CorruptTranscript(str(e), None, str(path)) from None
+        os.close(fd)
+        fd = -1
+        got, out.fd = out.fd, -1
+        return got
+    except BaseException:
+        out.close()
+        if fd >= 0:
+            os.close(fd)
+        raise
+
+
+def _scratch() -> int:
+    """A new, unlinked read-write file in the temporary folder."""
+    folder = tempfile.gettempdir()
+    flag = getattr(os, "O_TMPFILE", 0)
+    if flag:
+        try:
+            return os.open(folder, flag | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        except OSError as e:
+            if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+                raise
+    fd, name = tempfile.mkstemp(prefix="agent-transcript-", dir=folder)
+    os.unlink(name)
+    return fd
+
+
+def archive(path: Path, keep: bool) -> Path:
+    """See :meth:`agent_transcript.Session.archive`."""
+    if is_archive(path):
+        raise ValueError(f"{path}: already an archive")
+    dest = path.with_name(path.name + SUFFIX)
+    partial = path.with_name(path.name + SUFFIX + ".partial")
+    if os.path.lexists(dest):
+        raise FileExistsError(errno.EEXIST, "the archive is there already", str(dest))
+    src = _storage.Descriptor()
+    out = _storage.Descriptor()
+    renamed = False
+    try:
+        # The writer's lock, held throughout: no session can append meanwhile,
+        # and one that holds it makes this raise SessionLocked.
+        _storage.open_locked(src, path, create=False)
+        size = os.fstat(src.fd).st_size
+        mode = stat.S_IMODE(os.fstat(src.fd).st_mode)
+        try:
+            os.unlink(partial)  # what an archive killed before its rename left
+        except FileNotFoundError:
+            pass
+        out.fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+        os.fchmod(out.fd, mode)
+        _core.zstd_compress(src.fd, size, out.fd, _core.ZSTD_LEVEL)
+        _platform.sync(out.fd)
+        out.close()
+        check = _storage.Descriptor()
+        try:
+            check.fd = os.open(partial, os.O_RDONLY | os.O_CLOEXEC)
+            same = _core.zstd_matches(check.fd, src.fd, size)
+            check.close()
+        except BaseException:
+            check.close()
+            raise
+        if not same:
+            raise OSError(errno.EIO, "the archive read back differs from the transcript", str(partial))
+        os.rename(partial, dest)
+        renamed = True
+        _storage.fsync_dir(dest.parent)
+        if not keep:
+            os.unlink(path)
+            _storage.fsync_dir(path.parent)
+        src.close()
+        return dest
+    except BaseException:
+        out.close()
+        src.close()
+        if not renamed:
+            try:
+                os.unlink(partial)
+            except OSError:
+                pass
+        raise

@@ -1,0 +1,85 @@
+//! The `.jsonl.zst` archive calls: compress and decompress between descriptors,
+//! the GIL released for the byte work.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{BorrowedFd, RawFd};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use transcript_core::archive;
+
+use crate::transcript::os_error;
+
+fn borrowed_file(fd: RawFd) -> PyResult<File> {
+    if fd < 0 {
+        return Err(PyValueError::new_err("invalid file descriptor"));
+    }
+    // SAFETY: the caller keeps `fd` open for this call; it is only duplicated.
+    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+    borrowed
+        .try_clone_to_owned()
+        .map(File::from)
+        .map_err(|e| os_error(&e))
+}
+
+fn convert(e: &io::Error) -> PyErr {
+    if e.kind() == io::ErrorKind::InvalidData {
+        PyValueError::new_err(e.to_string())
+    } else {
+        os_error(e)
+    }
+}
+
+/// `zstd_compress(src_fd, length, dst_fd, level, /)`: the first `length` bytes
+/// of `src_fd`'s file (read with pread) as one zstd frame appended to
+/// `dst_fd`'s; returns the bytes written.
+#[pyfunction]
+#[pyo3(signature = (src_fd, length, dst_fd, level, /))]
+pub fn zstd_compress(
+    py: Python<'_>,
+    src_fd: RawFd,
+    length: u64,
+    dst_fd: RawFd,
+    level: i32,
+) -> PyResult<u64> {
+    let src = borrowed_file(src_fd)?;
+    let mut dst = borrowed_file(dst_fd)?;
+    py.detach(|| archive::compress(&src, length, &mut dst, level))
+        .map_err(|e| convert(&e))
+}
+
+/// `zstd_decompress(src_fd, dst_fd, /)`: the zstd stream that is all of
+/// `src_fd`'s file, decompressed and appended to `dst_fd`'s; returns its length.
+/// ValueError when it is not a whole zstd stream.
+#[pyfunction]
+#[pyo3(signature = (src_fd, dst_fd, /))]
+pub fn zstd_decompress(py: Python<'_>, src_fd: RawFd, dst_fd: RawFd) -> PyResult<u64> {
+    let src = borrowed_file(src_fd)?;
+    let mut dst = io::BufWriter::with_capacity(1 << 20, borrowed_file(dst_fd)?);
+    py.detach(|| {
+        let n = archive::decompress(&src, &mut dst)?;
+        io::Write::flush(&mut dst)?;
+        Ok::<u64, io::Error>(n)
+    })
+    .map_err(|e| convert(&e))
+}
+
+/// `zstd_matches(archive_fd, original_fd, length, /)`: whether the archive
+/// decompresses to exactly the first `length` bytes of the original.
+#[pyfunction]
+#[pyo3(signature = (archive_fd, original_fd, length, /))]
+pub fn zstd_matches(
+    py: Python<'_>,
+    archive_fd: RawFd,
+    original_fd: RawFd,
+    length: u64,
+) -> PyResult<bool> {
+    let packed = borrowed_file(archive_fd)?;
+    let original = borrowed_file(original_fd)?;
+    py.detach(|| archive::matches(&packed, &original, length))
+        .map_err(|e| convert(&e))
+}
+
+/// The level `archive` writes.
+pub const ZSTD_LEVEL: i32 = archive::LEVEL;

@@ -1,0 +1,237 @@
+"""``Session.archive`` / ``agent-transcript archive``: PATH.zst, verified before the original goes;
+and every read command reads the archive as it reads the transcript."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_transcript import Message, Session, SessionLocked, _core
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "cli"
+READABLE = ["clean.jsonl", "pending.jsonl", "torn.jsonl", "records.jsonl", "corrupt_mid.jsonl",
+            "future.jsonl", "not_meta_first.jsonl", "two_bad_tails.jsonl"]
+
+
+def unpacked(path: Path) -> bytes:
+    out = path.with_name(path.name + ".out")
+    src = os.open(path, os.O_RDONLY)
+    dst = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        _core.zstd_decompress(src, dst)
+    finally:
+        os.close(src)
+        os.close(dst)
+    data = out.read_bytes()
+    out.unlink()
+    return data
+
+
+def copy(tmp_path: Path, name: str) -> Path:
+    dest = tmp_path / name
+    shutil.copyfile(DATA / name, dest)
+    os.chmod(dest, 0o600)
+    return dest
+
+
+def test_round_trip_byte_for_byte(tmp_path: Path) -> None:
+    path = copy(tmp_path, "clean.jsonl")
+    original = path.read_bytes()
+    dest = Session.archive(path)
+    assert dest == tmp_path / "clean.jsonl.zst"
+    assert not path.exists()
+    assert unpacked(dest) == original
+    assert os.stat(dest).st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clean.jsonl.zst"]
+
+
+def test_keep(tmp_path: Path) -> None:
+    path = copy(tmp_path, "torn.jsonl")
+    dest = Session.archive(path, keep=True)
+    assert path.read_bytes() == (DATA / "torn.jsonl").read_bytes()  # a torn tail is archived as it is
+    assert unpacked(dest) == path.read_bytes()
+
+
+def test_refuses_a_held_transcript(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with Session.create(path) as s:
+        s.append_message(Message(role="user", content="hi"))
+        before = path.read_bytes()
+        with pytest.raises(SessionLocked):
+            Session.archive(path)
+        s.append_message(Message(role="user", content="still writing"))
+    assert path.read_bytes().startswith(before)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.jsonl"]
+
+
+def test_refuses_an_existing_archive_and_an_archive(tmp_path: Path) -> None:
+    path = copy(tmp_path, "clean.jsonl")
+    (tmp_path / "clean.jsonl.zst").write_bytes(b"mine")
+    with pytest.raises(FileExistsError):
+        Session.archive(path)
+    assert (tmp_path / "clean.jsonl.zst").read_bytes() == b"mine"
+    assert path.read_bytes() == (DATA / "clean.jsonl").read_bytes()
+    with pytest.raises(ValueError):
+        Session.archive(tmp_path / "clean.jsonl.zst")
+    with pytest.raises(FileNotFoundError):
+        Session.archive(tmp_path / "missing.jsonl")
+
+
+class Killed(BaseException):
+    """Stands for a kill between two steps."""
+
+
+STEPS = ["zstd_compress", "sync", "zstd_matches", "rename", "fsync_dir", "unlink"]
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_kill_at_each_step_leaves_the_original(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  step: str) -> None:
+    import agent_transcript._archive as archive_module
+
+    path = copy(tmp_path, "clean.jsonl")
+    original = path.read_bytes()
+    target: Any = {"zstd_compress": archive_module._core, "zstd_matches": archive_module._core,
+                   "sync": archive_module._platform, "fsync_dir": archive_module._storage,
+                   "rename": archive_module.os, "unlink": archive_module.os}[step]
+    real = getattr(target, step)
+
+    def kill(*args: Any) -> Any:
+        if step == "unlink" and Path(args[0]) != path:
+            return real(*args)  # the leftover partial's removal, before the work
+        raise Killed
+
+    monkeypatch.setattr(target, step, kill)
+    with pytest.raises(Killed):
+        Session.archive(path)
+    monkeypatch.undo()
+    assert path.read_bytes() == original
+    dest = tmp_path / "clean.jsonl.zst"
+    if dest.exists():  # renamed into place: whole and verified
+        assert step in ("fsync_dir", "unlink") and unpacked(dest) == original
+    leftovers = sorted(p.name for p in tmp_path.iterdir())
+    assert "clean.jsonl.zst.partial" not in leftovers
+    # And it can be done again (a kill's leftover partial is removed first).
+    if not dest.exists():
+        Session.archive(path)
+        assert unpacked(dest) == original
+
+
+def test_a_mismatch_read_back_keeps_the_original(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import agent_transcript._archive as archive_module
+
+    path = copy(tmp_path, "clean.jsonl")
+    monkeypatch.setattr(archive_module._core, "zstd_matches", lambda *a: False)
+    with pytest.raises(OSError, match="differs"):
+        Session.archive(path)
+    assert path.read_bytes() == (DATA / "clean.jsonl").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clean.jsonl"]
+
+
+def big_transcript(path: Path, n: int) -> None:
+    with Session.create(path, {"agent": "big"}) as s:
+        for i in range(n):
+            s.append_message(Message(role="user", content=f"message {i} " + "lorem ipsum " * 40))
+
+
+def test_a_real_kill_minus_9_leaves_the_original(tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    big_transcript(path, 40_000)
+    original = path.read_bytes()
+    for delay in (0.05, 0.15, 0.3):
+        proc = subprocess.Popen([sys.executable, "-m", "agent_transcript", "archive", str(path)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        dest = tmp_path / "big.jsonl.zst"
+        if path.exists():
+            assert path.read_bytes() == original
+            if dest.exists():
+                assert unpacked(dest) == original
+                dest.unlink()
+        else:  # it had finished: the archive is whole
+            assert unpacked(dest) == original
+            return
+
+
+def run_cli(*args: str | os.PathLike[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "agent_transcript", *map(str, args)], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "COLUMNS": "100", "TZ": "UTC"})
+
+
+@pytest.mark.parametrize("name", READABLE)
+def test_the_read_commands_agree_on_the_archive(tmp_path: Path, name: str) -> None:
+    (tmp_path / "a").mkdir()
+    plain = copy(tmp_path / "a", name)
+    packed_dir = tmp_path / "b"
+    packed_dir.mkdir()
+    packed = packed_dir / name
+    shutil.copyfile(plain, packed)
+    packed = Session.archive(packed)
+    for cmd in (["show", "--json"], ["show", "--replayed", "--json"], ["check", "--json"], ["stats", "--json"],
+                ["show"], ["check"], ["stats"]):
+        want, got = run_cli(*cmd, plain), run_cli(*cmd, packed)
+        assert got.returncode == want.returncode, (cmd, got.stderr)
+        norm = got.stdout.replace(str(packed), str(plain)).replace(packed.name, plain.name)
+        if "stats" in cmd:  # the size on disk is the archive's; compare everything else
+            norm_lines = [x for x in norm.splitlines() if "bytes" not in x and "KiB" not in x]
+            want_lines = [x for x in want.stdout.splitlines() if "bytes" not in x and "KiB" not in x]
+            assert norm_lines == want_lines, cmd
+        else:
+            assert norm == want.stdout, cmd
+    a, b = Session.peek(plain), Session.peek(packed)
+    assert (a.error, a.meta, list(a.envelopes), list(a.messages), a.warnings) == \
+        (b.error, b.meta, list(b.envelopes), list(b.messages),
+         [w.replace(str(packed), str(plain)) for w in b.warnings])
+
+
+def test_ls_lists_an_archive_as_its_transcript(tmp_path: Path) -> None:
+    from agent_transcript.fleet import list_transcripts
+
+    for name in ("clean.jsonl", "pending.jsonl", "torn.jsonl"):
+        shutil.copyfile(DATA / name, tmp_path / name)
+        packed = tmp_path / "z" / name
+        packed.parent.mkdir(exist_ok=True)
+        shutil.copyfile(DATA / name, packed)
+        Session.archive(packed)
+    rows = {r.path.relative_to(tmp_path).as_posix(): r for r in list_transcripts(tmp_path)}
+    for name in ("clean.jsonl", "pending.jsonl", "torn.jsonl"):
+        a, b = rows[name], rows[f"z/{name}.zst"]
+        keys = ("status", "title", "agent", "model", "started", "last_activity", "last_type")
+        assert [getattr(a, k) for k in keys] == [getattr(b, k) for k in keys], name
+
+
+def test_a_damaged_archive_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = copy(tmp_path, "clean.jsonl")
+    dest = Session.archive(path)
+    data = dest.read_bytes()
+    dest.write_bytes(data[: len(data) // 2])
+    p = Session.peek(dest)
+    assert p.error is not None and "zstd" in p.error
+    r = run_cli("check", dest)
+    assert r.returncode == 2 and r.stderr.count("\n") + r.stdout.count("\n") >= 1
+
+
+def test_cli_archive(tmp_path: Path) -> None:
+    path = copy(tmp_path, "clean.jsonl")
+    r = run_cli("archive", path, "--keep", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["kept"] is True and out["bytes"] == path.stat().st_size and Path(out["archive"]).exists()
+    r = run_cli("archive", path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "there already" in r.stderr
+    os.unlink(out["archive"])
+    r = run_cli("archive", path)
+    assert r.returncode == 0 and "verified" in r.stdout and not path.exists()
+    r = run_cli("archive", tmp_path / "missing.jsonl")
+    assert r.returncode == 2 and "no such file" in r.stderr
