@@ -76,6 +76,10 @@ def archive(path: Path, keep: bool) -> Path:
     """See :meth:`agent_transcript.Session.archive`."""
     if is_archive(path):
         raise ValueError(f"{path}: already an archive")
+    # A symlink names the file to archive: the archive goes beside that file,
+    # and it is that file that goes (renamed over, or unlinked, a link would
+    # leave the transcript where it was).
+    path = Path(os.path.realpath(path))
     dest = path.with_name(path.name + SUFFIX)
     partial = path.with_name(path.name + SUFFIX + ".partial")
     if os.path.lexists(dest):

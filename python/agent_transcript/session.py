@@ -261,7 +261,9 @@ class Session:
         and compared with the transcript byte for byte, and only then renamed
         into place; the transcript is removed after that, unless ``keep``. A
         crash at any step leaves the transcript as it was. :meth:`peek` and the
-        command line read the archive as they read the transcript.
+        command line read the archive as they read the transcript. A
+        symlink at ``path`` is followed: the archive is made beside the file
+        it names, which is the one removed.
 
         Raises:
             SessionLocked: a session holds the transcript.

@@ -235,3 +235,13 @@ def test_cli_archive(tmp_path: Path) -> None:
     assert r.returncode == 0 and "verified" in r.stdout and not path.exists()
     r = run_cli("archive", tmp_path / "missing.jsonl")
     assert r.returncode == 2 and "no such file" in r.stderr
+
+
+def test_a_symlink_archives_the_file_it_names(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    target = copy(tmp_path / "real", "clean.jsonl")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    dest = Session.archive(link)
+    assert dest == tmp_path / "real" / "clean.jsonl.zst"
+    assert not target.exists() and unpacked(dest) == (DATA / "clean.jsonl").read_bytes()

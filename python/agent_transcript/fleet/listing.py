@@ -365,20 +365,28 @@ def _parse(raw: bytes) -> dict[str, Any] | None:
 
 
 def _title(head: bytes, first_end: int) -> str | None:
-    """The first user message's text among the whole lines of ``head``, clipped."""
+    """The first user message's text among the whole lines of ``head``, clipped.
+
+    Found by searching for a user role, not by splitting every line: only the
+    lines that have one are parsed."""
     if first_end < 0:
         return None
-    for raw in head[first_end + 1:].split(b"\n")[:-1]:
-        if b'"message"' not in raw or b'"user"' not in raw:
-            continue
-        env = _parse(raw)
+    at = first_end + 1
+    while True:
+        hit = head.find(b'"user"', at)
+        if hit < 0:
+            return None
+        start = head.rfind(b"\n", 0, hit) + 1
+        end = head.find(b"\n", hit)
+        if end < 0:
+            return None  # the line goes on past the head: not whole here
+        at = end + 1
+        env = _parse(head[start:end])
         payload = env.get("payload") if env else None
         if env and env.get("type") == "message" and isinstance(payload, dict) and payload.get("role") == "user":
-            text = content_text(payload.get("content"))
-            if text is None:
-                continue
-            return _clip(text)
-    return None
+            text = _clip(content_text(payload.get("content")))
+            if text is not None:
+                return text
 
 
 def _str(value: Any) -> str | None:
