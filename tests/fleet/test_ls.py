@@ -266,3 +266,34 @@ def test_cli_ls(tmp_path: Path) -> None:
     empty = tmp_path / "e"
     empty.mkdir()
     assert json.loads(run_cli("ls", empty, "--json").stdout) == []
+
+
+def test_a_progress_line_on_a_terminal_only(tmp_path: Path) -> None:
+    import pty
+
+    for i in range(5):
+        (tmp_path / f"r{i}.jsonl").write_bytes(clean_bytes())
+    master, slave = pty.openpty()
+    try:
+        r = subprocess.run([sys.executable, "-m", "agent_transcript", "ls", str(tmp_path), "--sort", "size"],
+                           stdout=subprocess.PIPE, stderr=slave, text=True, timeout=60)
+        os.close(slave)
+        slave = -1
+        err = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            err += chunk
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        os.close(master)
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 6
+    assert b"listed 1 files" in err and err.endswith(b"\r\x1b[K")
+    # Not a terminal: no progress at all.
+    r = run_cli("ls", tmp_path, "--sort", "size")
+    assert r.returncode == 0 and r.stderr == ""
