@@ -110,7 +110,12 @@ def test_find_filters_keys_theme_and_hostile_text(browser: Any, tmp_path: Path) 
     assert "Third turn." in browser.execute_script("return document.activeElement.textContent")
     # Theme.
     browser.find_element(By.ID, "theme").click()
-    assert browser.execute_script("return document.documentElement.className") in ("dark", "light")
+    theme = browser.execute_script("return document.documentElement.className")
+    assert theme in ("dark", "light")
+    if theme == "light":
+        browser.find_element(By.ID, "theme").click()
+    assert browser.execute_script("return getComputedStyle(document.body).backgroundColor") == "rgb(22, 24, 27)"
+    browser.save_screenshot(str(screenshot_dir() / "page-dark.png"))
     # Raw JSON of a record.
     browser.find_element(By.ID, "f-raw").click()
     raw = browser.find_element(By.CSS_SELECTOR, "article.k-meta details.raw")

@@ -182,6 +182,9 @@ def test_cli_html(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert r.stdout == f"wrote {tmp_path / 'p.html'}\n"
     assert "never settled" in (tmp_path / "p.html").read_text("utf-8")
+    r = cli("html", str(FIXTURES / "clean.jsonl"), "--pages", "-o", str(tmp_path / "big.html"))
+    assert r.returncode == 0 and (tmp_path / "big" / "index.html").is_file() and not (tmp_path / "big.html").exists()
+    assert r.stdout == f"wrote {tmp_path / 'big'}/ (1 page; open {tmp_path / 'big' / 'index.html'})\n"
     r = cli("html", str(tmp_path / "nope.jsonl"), "-o", str(tmp_path / "x.html"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "nope.jsonl" in r.stderr
     r = cli("html", str(FIXTURES / "text.txt"), "-o", str(tmp_path / "x.html"))

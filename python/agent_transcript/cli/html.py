@@ -31,5 +31,6 @@ def cmd_html(args: argparse.Namespace) -> int:
     if result.single:
         sys.stdout.write(f"wrote {result.path}\n")
     else:
-        sys.stdout.write(f"wrote {os.path.dirname(result.path) or '.'}/ ({result.pages} pages; open {result.path})\n")
+        pages = f"{result.pages} page{'s' if result.pages != 1 else ''}"
+        sys.stdout.write(f"wrote {os.path.dirname(result.path) or '.'}/ ({pages}; open {result.path})\n")
     return 0

@@ -205,7 +205,8 @@ class HtmlResult:
 
 def write_html(reading: Reading, out: str, *, single: bool | None = None) -> HtmlResult:
     """Render ``reading`` to ``out``: one file when ``single`` (default: when the
-    transcript is at most :data:`SINGLE_LIMIT` bytes), else a folder of pages.
+    transcript is at most :data:`SINGLE_LIMIT` bytes), else a folder of pages
+    (``out``, or ``out`` without its ``.html``: ``big.html`` gives ``big/index.html``).
 
     Raises:
         OSError: ``out`` cannot be written.
@@ -217,6 +218,8 @@ def write_html(reading: Reading, out: str, *, single: bool | None = None) -> Htm
             out = os.path.join(out, os.path.splitext(os.path.basename(reading.path))[0] + ".html")
         _write_single(reading, out)
         return HtmlResult(out, 1, True)
+    if out.endswith(".html") and not os.path.isdir(out):
+        out = out[: -len(".html")] or "."  # big.html asked for, big/index.html written
     pages = _write_folder(reading, out)
     return HtmlResult(os.path.join(out, "index.html"), pages, False)
 
