@@ -178,7 +178,7 @@ class Session:
 
         ``source`` is read as :meth:`peek` reads it: never locked, never
         written, so a writer may hold it meanwhile; a torn last line is not
-        copied. Ids stay the same, so the two files line up, and the fork's
+        copied; an archive (``*.jsonl.zst``) is read decompressed. Ids stay the same, so the two files line up, and the fork's
         replay is the source's replay at that line. ``path`` is made as
         :meth:`create` makes a file (missing parents ``0700``, the file
         ``0600``, an existing empty file taken as new) and it is fsynced,
@@ -199,7 +199,9 @@ class Session:
         source_path, new_path = _absolute(source), _absolute(path)
         src = _storage.Descriptor()
         try:
-            src.fd = _storage.open_regular(source_path, os.O_RDONLY)
+            from ._archive import open_for_reading
+
+            src.fd = open_for_reading(source_path)  # an archive is read decompressed
             length = _fork_prefix(src.fd, source_path, through_id)
             session = cls._fork_into(src.fd, length, source_path, new_path)
             src.close()

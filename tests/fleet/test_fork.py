@@ -217,3 +217,14 @@ def test_cli_fork(tmp_path: Path) -> None:
     assert r.returncode == 2 and "no such file" in r.stderr
     r = run_cli("fork", DATA / "clean.jsonl", tmp_path / "h.jsonl")
     assert r.returncode == 0 and "forked from" in r.stdout
+
+
+def test_fork_from_an_archive(tmp_path: Path) -> None:
+    src = tmp_path / "src.jsonl"
+    shutil.copyfile(DATA / "clean.jsonl", src)
+    packed = Session.archive(src, keep=True)
+    through = envelope_lines(src)[6][1]
+    with Session.fork(packed, tmp_path / "a.jsonl", through_id=through) as a, \
+            Session.fork(src, tmp_path / "b.jsonl", through_id=through) as b:
+        assert replay_state(a) == replay_state(b)
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
