@@ -104,6 +104,11 @@ def unit(module: str) -> str:
     return parts[1]
 
 
+def private(name: str) -> bool:
+    """``_name`` is private; a dunder such as ``__version__`` is not."""
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
 def violations(edges: list[Edge]) -> list[str]:
     """Every edge that breaks a layer rule, as ``source:line -> target[.name]: why``."""
     public = set(agent_transcript.__all__)
@@ -121,7 +126,7 @@ def violations(edges: list[Edge]) -> list[str]:
             bad.append(f"{where}: the read model imports only the library")
         elif src == READ_MODEL:
             continue
-        elif any(part.startswith("_") for part in e.target.split(".")[1:] + ([e.name] if e.name else [])):
+        elif any(private(part) for part in e.target.split(".")[1:] + ([e.name] if e.name else [])):
             bad.append(f"{where}: another package's private name")
         elif dst == "library":
             if e.target != ROOT and e.name is None:

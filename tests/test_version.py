@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from importlib.metadata import metadata, version
 from pathlib import Path
 
@@ -34,3 +36,9 @@ def test_metadata_names_license_urls_and_platforms() -> None:
     assert "Operating System :: POSIX :: Linux" in classifiers
     assert "Operating System :: MacOS" in classifiers
     assert not any("Windows" in c for c in classifiers)
+
+
+def test_cli_version() -> None:
+    r = subprocess.run([sys.executable, "-m", "agent_transcript", "--version"],
+                       capture_output=True, text=True, check=False)
+    assert (r.returncode, r.stdout, r.stderr) == (0, f"agent-transcript {workspace_version()}\n", "")

@@ -28,6 +28,7 @@ from .message import Message
 from .session import Session
 
 __all__ = [
+    "__version__",
     "Session",
     "Message",
     "Envelope",

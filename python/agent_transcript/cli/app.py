@@ -20,7 +20,7 @@ import os
 import sys
 from typing import Sequence
 
-from .. import CorruptTranscript, SessionLocked, TranscriptError, UnsupportedVersion
+from .. import CorruptTranscript, SessionLocked, TranscriptError, UnsupportedVersion, __version__
 from .archive import archive_arguments, cmd_archive
 from .bench import cmd_bench
 from .check import cmd_check
@@ -47,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Read, check, repair and follow agent-transcript JSONL transcripts.",
         epilog="Exit status: 0 ok, 1 a torn tail that load would repair (check), 2 bad input or a corrupt file.",
     )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     p = sub.add_parser("show", help="the transcript for a person", description="Show a transcript for a person: a header, then each envelope as a block. Read-only: safe on a file being written or a damaged one.")
