@@ -550,13 +550,207 @@ pub struct History {
     pub rewound_by: HashMap<Source, u32>,
 }
 
+/// Envelope id -> line index, for every line. The ids of the usual forms (32
+/// lowercase hex digits, like this library's, or a lowercase UUID with its
+/// dashes) are kept packed in 16 bytes, the others whole on the side; an open
+/// addressing table of line indices finds them. About 30 bytes a line, where a
+/// map of boxed ids takes about 90: on a file of small lines the id table is
+/// most of a session's memory.
+#[derive(Debug, Default)]
+struct IdTable {
+    // Line i's id packed (see `pack`), or zeros when its form is OTHER.
+    packed: Vec<[u8; 16]>,
+    // Line i's form: HEX32, UUID or OTHER.
+    form: Vec<u8>,
+    // The OTHER ids, by line.
+    others: HashMap<u32, Box<[u8]>>,
+    // `hash >> 32 << 32 | line index`, or EMPTY; a power of two long (or
+    // empty), under 3/4 full. The hash's high half is compared before the id
+    // is: a probe rarely reads an id that is not the one looked for.
+    slots: Vec<u64>,
+}
+
+const EMPTY: u64 = u64::MAX;
+const HEX32: u8 = 0;
+const UUID: u8 = 1;
+const OTHER: u8 = 2;
+
+// Each byte's value as a lowercase hex digit, or 0xFF.
+const HEX: [u8; 256] = {
+    let mut t = [0xFFu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
+
+// 16 bytes from 32 lowercase hex digits, or None.
+fn unhex(digits: &[u8]) -> Option<[u8; 16]> {
+    let mut out = [0u8; 16];
+    let mut bad = 0u8;
+    for (o, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
+        let (hi, lo) = (HEX[pair[0] as usize], HEX[pair[1] as usize]);
+        bad |= hi | lo;
+        *o = hi << 4 | (lo & 0x0F);
+    }
+    // A valid digit is < 16: any 0xFF leaves high bits set.
+    (bad < 16 && digits.len() == 32).then_some(out)
+}
+
+// `id` in 16 bytes with its form, when it is 32 lowercase hex digits or a
+// lowercase UUID (8-4-4-4-12 with dashes); an uppercase digit is another id.
+fn pack(id: &[u8]) -> Option<(u8, [u8; 16])> {
+    match id.len() {
+        32 => Some((HEX32, unhex(id)?)),
+        36 => {
+            if id[8] != b'-' || id[13] != b'-' || id[18] != b'-' || id[23] != b'-' {
+                return None;
+            }
+            let mut digits = [0u8; 32];
+            digits[..8].copy_from_slice(&id[..8]);
+            digits[8..12].copy_from_slice(&id[9..13]);
+            digits[12..16].copy_from_slice(&id[14..18]);
+            digits[16..20].copy_from_slice(&id[19..23]);
+            digits[20..].copy_from_slice(&id[24..]);
+            Some((UUID, unhex(&digits)?))
+        }
+        _ => None,
+    }
+}
+
+// A 64-bit finaliser (splitmix64's): every input bit reaches the high bits
+// the table indexes by. Ids share their leading (time) bytes; this spreads them.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn hash_packed(form: u8, packed: &[u8; 16]) -> u64 {
+    let (a, b) = packed.split_at(8);
+    let a = u64::from_le_bytes(a.try_into().unwrap_or_default());
+    let b = u64::from_le_bytes(b.try_into().unwrap_or_default());
+    mix(a ^ mix(b ^ u64::from(form)))
+}
+
+fn hash_other(id: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut h = rustc_hash::FxHasher::default();
+    h.write_u8(OTHER);
+    h.write(id);
+    mix(h.finish())
+}
+
+impl IdTable {
+    // The first slot to probe for `hash` (its high bits: FxHash mixes upward).
+    fn home(&self, hash: u64) -> usize {
+        let bits = self.slots.len().trailing_zeros();
+        if bits == 0 {
+            0
+        } else {
+            (hash >> (64 - bits)) as usize
+        }
+    }
+
+    fn hash_of_line(&self, line: u32) -> u64 {
+        let i = line as usize;
+        match (self.form.get(i), self.packed.get(i)) {
+            (Some(&OTHER), _) | (None, _) | (_, None) => {
+                hash_other(self.others.get(&line).map_or(&[][..], |b| &b[..]))
+            }
+            (Some(&form), Some(p)) => hash_packed(form, p),
+        }
+    }
+
+    /// The line of `id`, if an envelope has it.
+    fn get(&self, id: &[u8]) -> Option<u32> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let key = pack(id);
+        let hash = match &key {
+            Some((form, p)) => hash_packed(*form, p),
+            None => hash_other(id),
+        };
+        let mask = self.slots.len() - 1;
+        let mut at = self.home(hash);
+        loop {
+            let slot = *self.slots.get(at)?;
+            if slot == EMPTY {
+                return None;
+            }
+            at = (at + 1) & mask;
+            if slot >> 32 != hash >> 32 {
+                continue;
+            }
+            let line = slot as u32;
+            let i = line as usize;
+            let same = match (&key, self.form.get(i)) {
+                (Some((form, p)), Some(f)) => f == form && self.packed.get(i) == Some(p),
+                (None, Some(&OTHER)) => self.others.get(&line).is_some_and(|o| **o == *id),
+                _ => false,
+            };
+            if same {
+                return Some(line);
+            }
+        }
+    }
+
+    // Puts `line` in the first free slot of its probe run (the table has room).
+    fn place(&mut self, line: u32, hash: u64) {
+        let mask = self.slots.len() - 1;
+        let mut at = self.home(hash);
+        while let Some(slot) = self.slots.get_mut(at) {
+            if *slot == EMPTY {
+                *slot = hash >> 32 << 32 | u64::from(line);
+                return;
+            }
+            at = (at + 1) & mask;
+        }
+    }
+
+    /// Adds the id of the next line, `line` (lines are added in order, each
+    /// id once: replay has checked it is new).
+    fn push(&mut self, id: &[u8], line: u32) {
+        if (self.form.len() + 1) * 4 > self.slots.len() * 3 {
+            let size = (self.slots.len() * 2).max(64);
+            self.slots = vec![EMPTY; size];
+            for l in 0..u32::try_from(self.form.len()).unwrap_or(u32::MAX) {
+                let hash = self.hash_of_line(l);
+                self.place(l, hash);
+            }
+        }
+        let hash = match pack(id) {
+            Some((form, p)) => {
+                self.form.push(form);
+                self.packed.push(p);
+                hash_packed(form, &p)
+            }
+            None => {
+                self.form.push(OTHER);
+                self.packed.push([0; 16]);
+                self.others.insert(line, id.into());
+                hash_other(id)
+            }
+        };
+        self.place(line, hash);
+    }
+}
+
 /// A transcript's index and replayed state.
 #[derive(Debug, Default)]
 pub struct Transcript {
     /// Every envelope, in file order, with its type and role.
     pub index: Index,
     // Ids as their lines have them, decoded (WTF-8: see [`Id`]).
-    ids: HashMap<Box<[u8]>, u32>,
+    ids: IdTable,
     /// The live messages, compactions, elisions and rewinds applied.
     pub live: Vec<LiveMessage>,
     // Line index -> position in `live`, or NOT_LIVE.
@@ -619,7 +813,7 @@ impl Transcript {
 
     /// The line index of envelope `id` (its decoded bytes: see [`Id`]).
     pub fn line_of(&self, id: impl AsRef<[u8]>) -> Option<u32> {
-        self.ids.get(id.as_ref()).copied()
+        self.ids.get(id.as_ref())
     }
 
     /// What `id` names: an envelope's line, or a message of a compaction's
@@ -627,7 +821,7 @@ impl Transcript {
     pub fn resolve(&self, id: impl AsRef<[u8]>) -> Option<Source> {
         let id = id.as_ref();
         match self.ids.get(id) {
-            Some(&line) => Some(Source::whole(line)),
+            Some(line) => Some(Source::whole(line)),
             None => self.part_named(id),
         }
     }
@@ -639,7 +833,7 @@ impl Transcript {
         }
         let colon = memchr::memrchr(b':', id)?;
         let part = canonical_index(&id[colon + 1..])?;
-        let line = *self.ids.get(&id[..colon])?;
+        let line = self.ids.get(&id[..colon])?;
         ((part as usize) < self.parts.get(&line)?.len()).then_some(Source { line, part })
     }
 
@@ -680,7 +874,7 @@ impl Transcript {
         } else if env.kind == EnvelopeType::SessionMeta {
             return Err(ReplayError::MetaNotFirst);
         }
-        if self.ids.contains_key(env.id.as_slice()) {
+        if self.ids.get(env.id.as_slice()).is_some() {
             return Err(ReplayError::DuplicateId(id_text(&env.id)));
         }
         if self.part_named(&env.id).is_some() {
@@ -703,7 +897,7 @@ impl Transcript {
                     id.extend_from_slice(&env.id);
                     id.push(b':');
                     id.extend_from_slice(itoa::Buffer::new().format(k).as_bytes());
-                    if self.ids.contains_key(id.as_slice()) {
+                    if self.ids.get(id.as_slice()).is_some() {
                         return Err(ReplayError::IdClash(id_text(&id)));
                     }
                 }
@@ -743,7 +937,7 @@ impl Transcript {
         self.line_count = self.line_count.max(rec.number);
         self.index.push(rec, &env);
         self.live_pos.push(NOT_LIVE);
-        self.ids.insert(env.id.into_boxed_slice(), index);
+        self.ids.push(&env.id, index);
         match env.detail {
             Detail::None => {
                 if env.kind == EnvelopeType::Grants {
@@ -1129,7 +1323,7 @@ fn cut_points<R: ReadAt + ?Sized>(src: &R, size: u64, parts: u64) -> io::Result<
 /// envelopes of the stretches in flight are a few MiB whatever the file's
 /// size (memory follows the index, not the file), big enough that a thread's
 /// start is nothing beside its work.
-const STRETCH: u64 = 4 << 20;
+const STRETCH: u64 = 2 << 20;
 
 // Parses `0..size` in stretches of about STRETCH bytes, on every core (up to
 // 8), and hands each stretch to `take` in file order, on this thread, while
@@ -1561,6 +1755,49 @@ mod tests {
             }) => {}
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn the_id_table_finds_every_form_of_id_and_only_those_it_holds() {
+        let mut ids: Vec<Vec<u8>> = vec![
+            b"0123456789abcdef0123456789abcdef".to_vec(),
+            b"0123456789ABCDEF0123456789abcdef".to_vec(), // uppercase: another id
+            b"01234567-89ab-cdef-0123-456789abcdef".to_vec(),
+            b"0123456789abcdef0123456789abcdeg".to_vec(), // not hex
+            b"01234567x89ab-cdef-0123-456789abcdef".to_vec(),
+            b"".to_vec(),
+            b"m1".to_vec(),
+            vec![0xed, 0xa0, 0x80], // a lone surrogate, WTF-8
+        ];
+        for i in 0..5000u32 {
+            ids.push(format!("{:032x}", u128::from(i) * 0x9e37_79b9_7f4a_7c15).into_bytes());
+            ids.push(format!("id-{i}").into_bytes());
+        }
+        let mut table = IdTable::default();
+        for (line, id) in ids.iter().enumerate() {
+            assert_eq!(table.get(id), None);
+            table.push(id, line as u32);
+        }
+        for (line, id) in ids.iter().enumerate() {
+            assert_eq!(
+                table.get(id),
+                Some(line as u32),
+                "{:?}",
+                String::from_utf8_lossy(id)
+            );
+        }
+        for absent in [
+            &b"0123456789abcdef0123456789abcdee"[..],
+            b"01234567-89ab-cdef-0123-456789abcdee",
+            b"0123456789abcdef0123456789abcde",
+            b"m2",
+            b"0123456789abcdef0123456789abcdef ",
+        ] {
+            assert_eq!(table.get(absent), None);
+        }
+        // The packed forms never meet: 32 hex digits and the UUID of the same
+        // digits are two ids.
+        assert_eq!(table.get(b"01234567-89ab-cdef-0123-456789abcdef"), Some(2));
     }
 
     #[test]
