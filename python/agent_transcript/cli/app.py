@@ -1,7 +1,7 @@
 """The ``agent-transcript`` command line: its parser, and one exit status for every outcome.
 
-Every command but ``repair``, ``demo``, ``archive`` and ``fork`` (which writes
-only its new file) is read-only: it never locks,
+Every command but ``repair``, ``demo``, ``archive``, ``fork`` (which writes
+only its new file) and ``export`` (only its output folder) is read-only: it never locks,
 repairs or writes, so it is safe on a transcript a writer holds and on a
 damaged one. What load would do (``check``) and what replay makes of a file
 (``show --replayed``, live counts, what a compaction replaced, pending
@@ -25,6 +25,7 @@ from .archive import archive_arguments, cmd_archive
 from .bench import cmd_bench
 from .check import cmd_check
 from .demo import cmd_demo
+from .export import cmd_export, export_arguments
 from .errors import PROG, CliError
 from .follow import cmd_follow
 from .fork import cmd_fork, fork_arguments
@@ -97,6 +98,10 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ls", help="one row per transcript of a folder, from first and last lines", description="List every *.jsonl (and *.jsonl.zst) under each DIR: status, whether a writer holds it, size, started, last activity, the last envelope's type, title (the first user message) and path, each from the file's first and last lines only. Never locks: a writer's load never fails because of ls (held is read from /proc/locks).")
     ls_arguments(p)
     p.set_defaults(func=cmd_ls)
+
+    p = sub.add_parser("export", help="transcripts as Parquet tables, hive-partitioned by day (DuckDB, Spark)", description="Export every *.jsonl and *.jsonl.zst under each DIR into OUT as four Parquet tables (sessions, envelopes, messages, tool_operations), hive-partitioned by the day each session started, with replay's answers (live messages, tool operation states, pending ones included). A file unchanged since the last export into OUT is skipped. Needs pyarrow (pip install 'agent-transcript[arrow]'). The transcripts are only read.")
+    export_arguments(p)
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("archive", help="compress a closed transcript into PATH.zst", description="Compress the transcript at PATH into PATH.zst (zstd), verified by reading it back before the transcript is removed (--keep keeps it). Refuses a transcript a writer holds. show, check, stats, ls and Session.peek read PATH.zst as they read PATH.")
     archive_arguments(p)

@@ -5,7 +5,8 @@ Lives here: reading a file without opening it as a session (:mod:`.reader`:
 ``CompactionEffect``, ``RewindEffect``, ``LiveMessage``), the check verdict (:mod:`.check`:
 ``CheckReport``, ``check_path``), the counts and sizes (:mod:`.stats`:
 ``Stats``, ``compute_stats``), what a payload's values say as text
-(:mod:`.values`) and why a named file cannot be read (:mod:`.files`). Every
+(:mod:`.values`), why a named file cannot be read (:mod:`.files`) and a
+file's rows as columns for an export (:mod:`.columns`). Every
 verdict and replayed state is the core's, from the code load itself runs.
 Nothing here prints, writes, locks or repairs.
 
@@ -17,6 +18,7 @@ accessors this wraps). Never a front end (``cli``, ``demo``, ``bench``, ...).
 from __future__ import annotations
 
 from .check import CheckReport, check_path, check_report
+from .columns import ColumnBatch, ColumnData, FileColumns, status_of
 from .files import Unreadable, describe_os_error, os_error_reason, require_file
 from .reader import CompactionEffect, Later, LiveMessage, Reading, Refusal, RewindEffect, Tail, read, tail
 from .stats import (
@@ -65,4 +67,8 @@ __all__ = [
     "content_text",
     "content_size",
     "tool_call_parts",
+    "ColumnBatch",
+    "ColumnData",
+    "FileColumns",
+    "status_of",
 ]

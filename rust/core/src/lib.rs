@@ -6,6 +6,7 @@
 
 pub mod archive;
 pub mod canonical;
+pub mod columns;
 pub mod digest;
 pub mod envelope;
 pub mod json;

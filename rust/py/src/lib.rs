@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 
 mod archive;
 mod canonical;
+mod columns;
 mod decode;
 mod errors;
 mod transcript;
@@ -33,6 +34,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ZSTD_LEVEL", archive::ZSTD_LEVEL)?;
     m.add_class::<transcript::Transcript>()?;
     m.add_class::<transcript::Peeked>()?;
+    m.add_class::<columns::ExportBatch>()?;
+    m.add_class::<columns::ExportFile>()?;
     Ok(())
 }
 

@@ -1257,3 +1257,17 @@ pub fn parse_envelope<'py>(
     let [id, kind, ts, v, payload] = envelope_fields(py, &d)?;
     Ok((id, kind, ts, v, payload).into_pyobject(py)?.into_any())
 }
+
+// What the export's columns (`crate::columns`) read: the index, the file, the
+// bytes read and the replay.
+impl Transcript {
+    pub(crate) fn export_input(&self) -> (&core::Transcript, &File, u64) {
+        (&self.core, &self.file, self.good_len)
+    }
+}
+
+impl Peeked {
+    pub(crate) fn export_input(&self) -> (&Index, &File, u64) {
+        (&self.index, &self.file, self.size)
+    }
+}

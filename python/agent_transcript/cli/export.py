@@ -1,0 +1,37 @@
+"""``export DIR... -o OUT --format parquet``: transcripts as Parquet tables (``fleet.export_transcripts``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..fleet import FORMATS, ExportError, export_transcripts
+from ..fleet.export import describe
+from .errors import CliError
+from .style import write_json
+
+__all__ = ["cmd_export", "export_arguments"]
+
+
+def export_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", metavar="DIR", nargs="+", help="folders to walk (a file is exported itself)")
+    p.add_argument("-o", "--out", metavar="OUT", required=True,
+                   help="the export's folder: new, empty, or an earlier export's (unchanged files are skipped)")
+    p.add_argument("--format", default="parquet", metavar="FORMAT",
+                   help=f"the format: {', '.join(FORMATS)} (the only one; the default)")
+    p.add_argument("--json", action="store_true", help="what was exported, as JSON")
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Export every transcript under each DIR into OUT; the transcripts are only read."""
+    if args.format not in FORMATS:
+        raise CliError(f"--format {args.format}: not a format export writes (it writes {', '.join(FORMATS)})")
+    try:
+        result = export_transcripts(*args.paths, out=args.out, format=args.format)
+    except ExportError as exc:
+        raise CliError(str(exc)) from None
+    if args.json:
+        write_json(result.to_json())
+    else:
+        sys.stdout.write("\n".join(describe(result)) + "\n")
+    return 0

@@ -1,0 +1,505 @@
+"""Transcripts as Parquet tables, hive-partitioned by day, for DuckDB, Spark and Trino.
+
+``export_transcripts(DIR..., out=OUT)`` (``agent-transcript export DIR... -o
+OUT --format parquet``) writes four tables::
+
+    OUT/sessions/day=2026-08-09/part-<run>-<n>.parquet
+    OUT/envelopes/day=2026-08-09/part-<run>-<n>.parquet
+    OUT/messages/day=…/…
+    OUT/tool_operations/day=…/…
+    OUT/_export.json          the manifest (what was exported from which file)
+
+``day`` is the UTC day the session started (its session-meta's ``ts``; the
+file's mtime when it has none), so all the rows of one run sit in one
+partition, even one that ran past midnight. ``day`` is a partition column
+only (it is not stored inside the files): readers take it from the path
+(``read_parquet('OUT/messages/**/*.parquet', hive_partitioning=true)``,
+``spark.read.parquet('OUT/messages')``). ``session`` (the transcript's
+absolute path) joins the tables.
+
+The schema (timestamps are ``timestamp[us, UTC]``, text ``large_string``):
+
+``sessions``, one row per file
+    session, session_id (the session-meta's id), status (``clean``, ``torn
+    tail``, ``corrupt``, ``unsupported version``, ``not a transcript``,
+    ``unreadable``), reason, size (bytes), mtime, lines, envelopes, messages
+    (message lines), live_messages (null: load refuses the file), compactions,
+    elisions, rewinds, tool_operations (dispatches), pending (null: refused),
+    first_ts, last_ts, last_type, agent, model, meta (the session-meta payload
+    as JSON text).
+``envelopes``, one row per envelope (every line load or peek reads)
+    session, line (1-based, blank lines counted), id, type, ts, bytes (the line
+    with its ``\\n``), payload (JSON text, as written).
+``messages``, one row per message line, compaction summary and replacement message
+    session, line, id (``<compaction id>:<k>`` for a replacement message),
+    source (``message``, ``summary``, ``replacement``), part (k), ts, role,
+    name, text (a string content; a list's text parts joined by newlines, other
+    parts as ``[type]``; other values as JSON), tool_call_id,
+    tool_call_ids and tool_call_names (``list<string>`` from ``tool_calls``),
+    sticky, live (after replay; null: refused), live_position, elided_line,
+    compacted_line, rewound_line (the line of the elision, compaction or rewind
+    that later stubbed, replaced or dropped it).
+``tool_operations``, one row per dispatched operation, pending ones included
+    session, op_id, call_id, tool, arguments_digest, idempotency, run_id, round,
+    dispatch_line, dispatched_ts, settle_line, settled_ts, outcome, reason,
+    duration (seconds), state (``settled``, ``dispatched`` or
+    ``result-persisted``: pending after replay; ``unmatched-settle``: a settle
+    line that settles no operation, which then has one row of its own; null:
+    refused), result_message_id (a result-persisted operation's tool message).
+
+The columns come from the Rust core in bulk (:class:`agent_transcript.inspect.ColumnBatch`),
+wrapped by pyarrow without a copy per value; pyarrow is the optional extra
+``agent-transcript[arrow]`` and is imported only when an export runs.
+
+**Incremental.** The manifest keys each file by its absolute path and records
+its size, mtime (ns), inode and device: a file whose four are unchanged is
+skipped without being read. A changed file is exported again and its old rows
+are removed from the parts that held them (rewritten without them); a file
+the manifest lists under one of the exported folders that is gone has its
+rows removed too. The manifest is written last (atomically): a part it does
+not list is a leftover of an interrupted export and is deleted by the next.
+
+**Atomic.** Every part and the manifest are written under a temporary name
+(``.tmp-…``, which readers' ``*.parquet`` globs skip), fsynced, and renamed
+into place; an export that fails removes its temporary files. A reader that
+runs during an export may see a changed file's new rows beside its old ones
+until the export ends. One export at a time writes a folder (a lock on
+``OUT/_export.lock``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import fcntl
+import json
+import os
+import stat
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import CorruptTranscript, TranscriptError
+from ..inspect import ColumnBatch, ColumnData, FileColumns, os_error_reason, read
+
+__all__ = ["export_transcripts", "ExportResult", "ExportError", "TABLES", "FORMATS", "MANIFEST"]
+
+#: The tables an export writes, in this order.
+TABLES = ("sessions", "envelopes", "messages", "tool_operations")
+
+#: The formats an export writes.
+FORMATS = ("parquet",)
+
+#: The manifest's name in the output folder.
+MANIFEST = "_export.json"
+
+_LOCK = "_export.lock"
+_TMP = ".tmp-"
+_MANIFEST_VERSION = 1
+_SUFFIXES = (".jsonl", ".jsonl.zst")
+#: How many bytes a batch of rows holds before it is written out as parts.
+BATCH_BYTES = 64 << 20
+
+
+class ExportError(TranscriptError):
+    """An export cannot run: bad arguments, an output folder that is not an
+    export's, pyarrow missing, another export writing the same folder. Nothing
+    was written."""
+
+
+@dataclass
+class ExportResult:
+    """What one export did.
+
+    Attributes:
+        out: the output folder.
+        exported: the files read and written out, in walk order.
+        skipped: the files unchanged since the last export (not read).
+        removed: the files of an earlier export that are gone (their rows removed).
+        rows: rows written per table (this run's only).
+        parts: part files written or rewritten, relative to ``out``.
+    """
+
+    out: Path
+    exported: list[Path] = field(default_factory=list)
+    skipped: list[Path] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLES, 0))
+    parts: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The result as JSON-ready values."""
+        return {"out": str(self.out), "exported": [str(p) for p in self.exported],
+                "skipped": [str(p) for p in self.skipped], "removed": list(self.removed),
+                "rows": dict(self.rows), "parts": list(self.parts)}
+
+
+def _pyarrow() -> tuple[Any, Any]:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ExportError("export needs pyarrow: pip install 'agent-transcript[arrow]'") from None
+    return pa, pq
+
+
+def _array(pa: Any, col: ColumnData) -> Any:
+    """One column of the core's as a pyarrow array, over its buffers (no copy)."""
+    _, kind, length, nulls, buffers, child = col
+    bufs = [None if b is None else pa.py_buffer(b) for b in buffers]
+    if kind == "utf8":
+        return pa.Array.from_buffers(pa.large_string(), length, bufs, null_count=nulls)
+    if kind == "list_utf8":
+        items = _array(pa, child)
+        return pa.Array.from_buffers(pa.list_(pa.large_string()), length, bufs, null_count=nulls, children=[items])
+    types = {"int64": pa.int64(), "timestamp": pa.timestamp("us", tz="UTC"), "float64": pa.float64(), "bool": pa.bool_()}
+    return pa.Array.from_buffers(types[kind], length, bufs, null_count=nulls)
+
+
+def _tables(pa: Any, columns: dict[str, list[ColumnData]]) -> dict[str, Any]:
+    return {name: pa.Table.from_arrays([_array(pa, c) for c in columns[name]], names=[c[0] for c in columns[name]])
+            for name in TABLES}
+
+
+# Columns worth a dictionary (few distinct values); the others are written plain.
+_DICTIONARY = ["session", "type", "role", "source", "status", "tool", "outcome", "state", "idempotency",
+               "agent", "model", "last_type", "name", "run_id"]
+
+
+def _signature(st: os.stat_result) -> dict[str, int]:
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino, "dev": st.st_dev}
+
+
+def _day(micros: int | None, st: os.stat_result | None) -> str:
+    if micros is None:
+        micros = 0 if st is None else st.st_mtime_ns // 1000
+    when = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=micros)
+    return when.strftime("%Y-%m-%d")
+
+
+def _walk(roots: list[Path]) -> Iterator[Path]:
+    """Every transcript under ``roots`` (a file named is itself), name order in
+    each folder; symlinks to files are followed, to folders not (no loops)."""
+    for root in roots:
+        if not root.is_dir():
+            yield root
+            continue
+        stack = [root]
+        while stack:
+            folder = stack.pop()
+            try:
+                entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            except OSError:
+                continue
+            subdirs = []
+            for e in entries:
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        subdirs.append(Path(e.path))
+                        continue
+                except OSError:
+                    continue
+                if e.name.endswith(_SUFFIXES):
+                    yield Path(e.path)
+            stack.extend(reversed(subdirs))
+
+
+def _under(key: str, roots: list[str]) -> bool:
+    return any(key == r or key.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+
+class _Writer:
+    """The parts of one run: batches per day, written out as they fill."""
+
+    def __init__(self, out: Path, result: ExportResult, batch_bytes: int) -> None:
+        self.pa, self.pq = _pyarrow()
+        self.out = out
+        self.result = result
+        self.batch_bytes = batch_bytes
+        self.run = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}-{os.urandom(3).hex()}"
+        self.count = 0
+        self.batches: dict[str, ColumnBatch] = {}
+        self.members: dict[str, set[str]] = {}
+        self.parts: dict[str, list[str]] = {}  # session -> its parts (this run)
+        self.temps: set[Path] = set()
+        self.dirs: set[Path] = set()
+
+    def batch(self, day: str, session: str) -> ColumnBatch:
+        self.members.setdefault(day, set()).add(session)
+        return self.batches.setdefault(day, ColumnBatch())
+
+    def flush(self, day: str) -> None:
+        batch = self.batches.get(day)
+        if batch is None or batch.rows() == (0, 0, 0, 0):
+            return
+        tables = _tables(self.pa, batch.take())
+        self.count += 1
+        names = []
+        for table_name, table in tables.items():
+            rel = f"{table_name}/day={day}/part-{self.run}-{self.count:05}.parquet"
+            self.write(rel, table)
+            names.append(rel)
+            self.result.rows[table_name] += table.num_rows
+        for session in self.members.pop(day, set()):
+            self.parts.setdefault(session, []).extend(names)
+
+    def flush_all(self) -> None:
+        for day in sorted(self.batches):
+            self.flush(day)
+
+    def write(self, rel: str, table: Any) -> None:
+        """``table`` as the part ``rel``: a temporary name, fsynced, renamed into place."""
+        path = self.out / rel
+        folder = path.parent
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f"{_TMP}{path.name}"
+        self.temps.add(tmp)
+        dictionary = [c for c in _DICTIONARY if c in table.column_names]
+        with open(tmp, "wb") as f:
+            self.pq.write_table(table, f, use_dictionary=dictionary, compression="snappy")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        self.temps.discard(tmp)
+        self.dirs.add(folder)
+        self.result.parts.append(rel)
+
+    def sync_dirs(self) -> None:
+        for folder in sorted(self.dirs):
+            _fsync_dir(folder)
+        self.dirs.clear()
+
+    def abort(self) -> None:
+        for tmp in self.temps:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _read_manifest(out: Path) -> dict[str, Any]:
+    path = out / MANIFEST
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {"version": _MANIFEST_VERSION, "sources": {}}
+    try:
+        manifest = json.loads(text)
+    except ValueError:
+        raise ExportError(f"{path}: the manifest is not JSON") from None
+    if not isinstance(manifest, dict) or manifest.get("version") != _MANIFEST_VERSION \
+            or not isinstance(manifest.get("sources"), dict):
+        raise ExportError(f"{path}: not a manifest this version writes (version {_MANIFEST_VERSION})")
+    return manifest
+
+
+def _write_manifest(out: Path, manifest: dict[str, Any]) -> None:
+    path = out / MANIFEST
+    tmp = out / f"{_TMP}{MANIFEST}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(manifest, f, ensure_ascii=False, sort_keys=True, indent=0)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(out)
+
+
+def _prepare(out: Path) -> None:
+    """``out`` as an export's folder: made if missing; refused if it is a file
+    or a folder with something in it and no manifest."""
+    if out.exists() and not out.is_dir():
+        raise ExportError(f"{out}: exists and is not a folder")
+    if out.is_dir() and not (out / MANIFEST).exists():
+        if any(e.name != _LOCK for e in os.scandir(out)):
+            raise ExportError(f"{out}: a folder that is not an export (no {MANIFEST}); export writes into a new or empty folder")
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def _sweep(out: Path, manifest: dict[str, Any]) -> None:
+    """Deletes what an interrupted export left: temporary files, and parts the manifest does not list."""
+    listed = {rel for entry in manifest["sources"].values() for rel in entry.get("parts", [])}
+    for table in TABLES:
+        base = out / table
+        if not base.is_dir():
+            continue
+        for folder, _, files in os.walk(base):
+            for name in files:
+                path = Path(folder) / name
+                rel = path.relative_to(out).as_posix()
+                if name.startswith(_TMP) or (name.endswith(".parquet") and rel not in listed):
+                    path.unlink()
+    stale = out / f"{_TMP}{MANIFEST}"
+    if stale.exists():
+        stale.unlink()
+
+
+def _drop_rows(writer: _Writer, parts: set[str], sessions: set[str]) -> set[str]:
+    """Rewrites each part in ``parts`` without the rows of ``sessions``; a part
+    left empty is deleted. Returns the parts deleted."""
+    pa, pq = writer.pa, writer.pq
+    import pyarrow.compute as pc
+
+    gone: set[str] = set()
+    drop = pa.array(sorted(sessions), type=pa.large_string())
+    for rel in sorted(parts):
+        path = writer.out / rel
+        if not path.exists():
+            gone.add(rel)
+            continue
+        table = pq.read_table(path)
+        keep = table.filter(pc.invert(pc.is_in(table.column("session"), value_set=drop)))
+        if keep.num_rows == table.num_rows:
+            continue
+        if keep.num_rows == 0:
+            path.unlink()
+            writer.dirs.add(path.parent)
+            gone.add(rel)
+        else:
+            writer.write(rel, keep)
+    return gone
+
+
+def export_transcripts(*paths: str | os.PathLike[str], out: str | os.PathLike[str], format: str = "parquet",
+                       batch_bytes: int = BATCH_BYTES) -> ExportResult:
+    """Export every transcript under ``paths`` (folders, walked recursively,
+    or files) into the folder ``out`` as Parquet tables (see the module docstring).
+
+    Every ``*.jsonl`` and ``*.jsonl.zst`` found gets a ``sessions`` row, whatever its
+    status; a file load refuses is exported from peek's lenient reading, its
+    replayed columns null. A file unchanged since the last export into ``out``
+    is skipped.
+
+    Args:
+        format: ``"parquet"``, the only one.
+        batch_bytes: about how much a batch of rows holds before it is written
+            out (memory follows this, not the size of a file).
+
+    Returns:
+        What was exported, skipped and removed, and the rows written.
+
+    Raises:
+        ExportError: ``out`` is a file, or a folder that is not an export's;
+            pyarrow is not installed; another export is writing ``out``; its
+            manifest is damaged.
+        FileNotFoundError: a path does not exist (nothing is written).
+        ValueError: ``format`` is not one of :data:`FORMATS`, or no path is given.
+        OSError: the output cannot be written.
+    """
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
+    if not paths:
+        raise ValueError("export needs at least one folder or file")
+    roots = [Path(os.path.abspath(p)) for p in paths]
+    for root in roots:
+        try:
+            st = os.stat(root)
+        except OSError as exc:
+            raise type(exc)(exc.errno, os_error_reason(exc), str(root)) from None
+        if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+            raise ExportError(f"{root}: neither a folder nor a file")
+    target = Path(os.path.abspath(out))
+    _pyarrow()
+    _prepare(target)
+    lock = os.open(target / _LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ExportError(f"{target}: another export is writing this folder") from None
+        return _export(roots, target, batch_bytes)
+    finally:
+        os.close(lock)
+
+
+def _export(roots: list[Path], out: Path, batch_bytes: int = BATCH_BYTES) -> ExportResult:
+    manifest = _read_manifest(out)
+    _sweep(out, manifest)
+    sources: dict[str, Any] = manifest["sources"]
+    result = ExportResult(out)
+    writer = _Writer(out, result, batch_bytes)
+    seen: set[str] = set()
+    changed: set[str] = set()
+    fresh: dict[str, dict[str, Any]] = {}
+    try:
+        for path in _walk(roots):
+            key = str(path)
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                st: os.stat_result | None = os.stat(path)
+            except OSError:
+                st = None
+            sig = None if st is None else _signature(st)
+            old = sources.get(key)
+            if old is not None and sig is not None and old.get("signature") == sig:
+                result.skipped.append(path)
+                continue
+            if old is not None:
+                changed.add(key)
+            _export_file(writer, path, key, st)
+            fresh[key] = {"signature": sig}
+            result.exported.append(path)
+        writer.flush_all()
+        writer.sync_dirs()
+        # The old rows of changed files, and of files gone from the folders exported.
+        under = [str(r) for r in roots]
+        gone = {key for key in sources if key not in seen and _under(key, under)}
+        dropped = changed | gone
+        old_parts = {rel for key in dropped for rel in sources[key].get("parts", [])}
+        deleted = _drop_rows(writer, old_parts, dropped) if dropped else set()
+        writer.sync_dirs()
+        for key in dropped:
+            sources.pop(key, None)
+        for entry in sources.values():
+            entry["parts"] = [rel for rel in entry.get("parts", []) if rel not in deleted]
+        for key, entry in fresh.items():
+            entry["parts"] = writer.parts.get(key, [])
+            sources[key] = entry
+        result.removed = sorted(gone)
+        _write_manifest(out, manifest)
+    except BaseException:
+        writer.abort()
+        raise
+    return result
+
+
+def _export_file(writer: _Writer, path: Path, key: str, st: os.stat_result | None) -> None:
+    try:
+        columns = FileColumns(read(str(path), lenient=True), key)
+    except OSError as exc:
+        columns = FileColumns(None, key, reason=os_error_reason(exc))
+    except CorruptTranscript as exc:  # an archive that is not a whole zstd stream
+        columns = FileColumns(None, key, reason=exc.message, status="corrupt")
+    day = _day(columns.started(), st)
+    batch = writer.batch(day, key)
+    while not columns.fill(batch, writer.batch_bytes):
+        writer.flush(day)
+        batch = writer.batch(day, key)
+    columns.finish(batch, st)
+    if batch.bytes() >= writer.batch_bytes:
+        writer.flush(day)
+
+
+def describe(result: ExportResult) -> Iterable[str]:
+    """The lines ``agent-transcript export`` prints about ``result``."""
+    rows = ", ".join(f"{name} {n:,}" for name, n in result.rows.items())
+    yield (f"exported {len(result.exported):,} file(s), skipped {len(result.skipped):,} unchanged"
+           + (f", removed {len(result.removed):,} gone" if result.removed else "") + f" -> {result.out}")
+    yield f"rows: {rows}; {len(result.parts):,} part file(s) written"

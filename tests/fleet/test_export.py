@@ -1,0 +1,306 @@
+"""``agent-transcript export`` / ``fleet.export_transcripts`` (issue 17): Parquet read back with real DuckDB.
+
+The tables must agree with ``stats`` (the read model, ``inspect.compute_stats``)
+on every fixture and on the demo's transcripts: counts, live messages, the tool
+table per tool, the pending operations.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_transcript import Message, Session
+from agent_transcript.fleet import MANIFEST, TABLES, ExportError, export_transcripts
+from agent_transcript.inspect import compute_stats, read
+
+duckdb = pytest.importorskip("duckdb")
+pytest.importorskip("pyarrow")
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "cli"
+FIXTURES = sorted(DATA.glob("*.jsonl"))
+
+
+def query(out: Path, sql: str) -> list[tuple[Any, ...]]:
+    """``sql`` over the export, each table a view reading its folder with hive partitioning."""
+    con = duckdb.connect()
+    for t in TABLES:
+        if (out / t).is_dir():
+            con.execute(f"create view {t} as select * from read_parquet('{out / t}/**/*.parquet', hive_partitioning=true)")
+    return con.execute(sql).fetchall()
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    where = tmp_path_factory.mktemp("demo") / "d"
+    r = subprocess.run([sys.executable, "-m", "agent_transcript", "demo", str(where)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return where
+
+
+def copy_of(path: Path, tmp_path: Path) -> Path:
+    dest = tmp_path / "src" / path.name
+    dest.parent.mkdir(exist_ok=True)
+    shutil.copy(path, dest)
+    art = path.parent / (path.stem + ".artifacts")
+    if art.is_dir():
+        shutil.copytree(art, dest.parent / art.name)
+    return dest
+
+
+def check_agrees_with_stats(path: Path, out: Path) -> None:
+    key = str(path.absolute())
+    stats = compute_stats(read(str(path), lenient=True))
+    [(envelopes, messages, live, pending, status, size, lines)] = query(
+        out, f"select envelopes, messages, live_messages, pending, status, size, lines from sessions where session = '{key}'")
+    assert envelopes == stats.envelopes
+    assert messages == stats.messages.written
+    assert live == stats.messages.live
+    assert size == stats.size and lines == stats.lines
+    assert pending == (None if stats.pending is None else len(stats.pending))
+    assert query(out, f"select count(*) from envelopes where session = '{key}'") == [(stats.envelopes,)]
+    by_type = dict(query(out, f"select type, count(*) from envelopes where session = '{key}' group by 1"))
+    assert by_type == {name: t.count for name, t in stats.types.items()}
+    bytes_by_type = dict(query(out, f"select type, sum(bytes) from envelopes where session = '{key}' group by 1"))
+    assert bytes_by_type == {name: t.bytes for name, t in stats.types.items()}
+    roles = dict(query(out, f"select role, count(*) from messages where session = '{key}' and source = 'message' group by 1"))
+    assert roles == stats.messages.by_role
+    if stats.messages.live is None:
+        assert query(out, f"select count(*) from messages where session = '{key}' and live is not null") == [(0,)]
+    else:
+        positions = query(out, f"select live_position from messages where session = '{key}' and live order by live_position")
+        assert [p for (p,) in positions] == list(range(stats.messages.live))
+    # The tool table: calls per tool, settles per outcome.
+    tools: dict[str, dict[str, int]] = {}
+    for tool, dispatched, outcome, n in query(out, f"""
+            select coalesce(tool, '?'), dispatch_line is not null, outcome, count(*)
+            from tool_operations where session = '{key}' group by all"""):
+        row = tools.setdefault(tool, {"calls": 0, "completed": 0, "failed": 0, "outcome_unknown": 0})
+        if dispatched:
+            row["calls"] += n
+        if outcome is not None:
+            name = outcome.replace("-", "_")
+            row[name] = row.get(name, 0) + n
+    want = {name: {"calls": t.calls, **t.outcomes} for name, t in stats.tools.items()}
+    assert tools == want
+    # Pending operations: there, with the state replay gives them.
+    got = query(out, f"""select op_id, state, call_id, tool, dispatch_line, result_message_id from tool_operations
+                         where session = '{key}' and state in ('dispatched', 'result-persisted') order by dispatch_line""")
+    if stats.pending is None:
+        assert got == []
+    else:
+        assert got == [(p.op_id, p.state, p.call_id, p.tool, p.line, p.result_message_id) for p in stats.pending]
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=[p.name for p in FIXTURES])
+def test_every_fixture_agrees_with_stats(fixture: Path, tmp_path: Path) -> None:
+    path = copy_of(fixture, tmp_path)
+    result = export_transcripts(path, out=tmp_path / "out")
+    assert result.exported == [path]
+    check_agrees_with_stats(path, tmp_path / "out")
+
+
+def test_the_demo_transcripts_agree_with_stats(demo_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = export_transcripts(demo_dir, out=out)
+    names = sorted(p.name for p in result.exported)
+    assert {"run.jsonl", "crashed.jsonl"} <= set(names)
+    for path in result.exported:
+        check_agrees_with_stats(path, out)
+
+
+def test_one_folder_of_every_fixture_at_once(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = export_transcripts(DATA, out=out)
+    assert sorted(result.exported) == FIXTURES
+    assert query(out, "select count(*) from sessions") == [(len(FIXTURES),)]
+    statuses = dict(query(out, "select status, count(*) from sessions group by 1"))
+    assert set(statuses) <= {"clean", "torn tail", "corrupt", "unsupported version", "not a transcript"}
+    for path in FIXTURES:
+        check_agrees_with_stats(path, out)
+
+
+def test_pending_operations_are_there(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with Session.create(path, {"agent": "t"}) as s:
+        s.append_message(Message.user("go"))
+        s.append_message(Message.assistant(tool_calls=[{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]))
+        done = s.append_tool_dispatched("c1", "ls", {})
+        s.append_message(Message.tool("c1", "a b"))
+        s.append_tool_settled(done, "completed", duration=0.5)
+        s.append_tool_dispatched("c2", "rm", {"path": "x"}, idempotency="non-idempotent")
+        s.append_tool_dispatched("c3", "cat", {"path": "y"})
+        s.append_message(Message.tool("c3", "y's text"))
+    out = tmp_path / "out"
+    export_transcripts(path, out=out)
+    rows = query(out, "select tool, state, outcome, duration, idempotency from tool_operations order by dispatch_line")
+    assert rows == [("ls", "settled", "completed", 0.5, "unknown"), ("rm", "dispatched", None, None, "non-idempotent"),
+                    ("cat", "result-persisted", None, None, "unknown")]
+    assert query(out, "select tool_call_ids, tool_call_names from messages where role = 'assistant'") == [(["c1"], ["ls"])]
+    check_agrees_with_stats(path, out)
+
+
+def test_an_archive_exports_as_its_transcript(tmp_path: Path) -> None:
+    plain = copy_of(DATA / "records.jsonl", tmp_path)
+    packed = Session.archive(copy_of(DATA / "clean.jsonl", tmp_path), keep=True)
+    out = tmp_path / "out"
+    export_transcripts(plain.parent, out=out)
+    check_agrees_with_stats(packed, out)
+    same = query(out, f"""select a.line, a.id, a.type, a.payload = b.payload from envelopes a join envelopes b using (line)
+                         where a.session = '{packed}' and b.session = '{packed.with_suffix("")}' order by line""")
+    assert same and all(equal for *_, equal in same)
+
+
+def test_the_payload_is_the_json_text_of_the_line(tmp_path: Path) -> None:
+    path = copy_of(DATA / "records.jsonl", tmp_path)
+    out = tmp_path / "out"
+    export_transcripts(path, out=out)
+    peeked = Session.peek(path)
+    rows = query(out, "select line, id, type, payload, ts from envelopes order by line")
+    assert [(line, id_, type_, json.loads(payload)) for line, id_, type_, payload, _ in rows] == [
+        (e.line, e.id, e.type, e.payload) for e in peeked.envelopes]
+    first_ts = rows[0][4]
+    assert first_ts.isoformat().startswith(peeked.envelopes[0].ts[:19])
+
+
+def test_an_unchanged_file_is_skipped(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    for name in ("clean.jsonl", "pending.jsonl", "records.jsonl"):
+        copy_of(DATA / name, tmp_path)
+    out = tmp_path / "out"
+    first = export_transcripts(src, out=out)
+    assert len(first.exported) == 3 and first.skipped == []
+    parts = sorted(p.relative_to(out) for p in out.rglob("*.parquet"))
+    again = export_transcripts(src, out=out)
+    assert again.exported == [] and len(again.skipped) == 3 and again.parts == []
+    assert sorted(p.relative_to(out) for p in out.rglob("*.parquet")) == parts
+    counts = query(out, "select (select count(*) from sessions), (select count(*) from envelopes), (select count(*) from messages)")
+
+    # One file changes: it alone is read again, and its old rows are gone.
+    with Session.load(src / "records.jsonl") as s:
+        s.append_message(Message.user("one more"))
+    third = export_transcripts(src, out=out)
+    assert [p.name for p in third.exported] == ["records.jsonl"] and len(third.skipped) == 2
+    (s_, e_, m_) = counts[0]
+    assert query(out, "select (select count(*) from sessions), (select count(*) from envelopes), (select count(*) from messages)") == [
+        (s_, e_ + 1, m_ + 1)]
+    check_agrees_with_stats(src / "records.jsonl", out)
+
+    # A file goes: its rows go too; the others stay.
+    os.unlink(src / "pending.jsonl")
+    fourth = export_transcripts(src, out=out)
+    assert fourth.removed == [str(src / "pending.jsonl")] and fourth.exported == []
+    assert query(out, "select count(*) from sessions") == [(2,)]
+    assert query(out, f"select count(*) from envelopes where session = '{src / 'pending.jsonl'}'") == [(0,)]
+    for name in ("clean.jsonl", "records.jsonl"):
+        check_agrees_with_stats(src / name, out)
+    manifest = json.loads((out / MANIFEST).read_text())
+    listed = {rel for entry in manifest["sources"].values() for rel in entry["parts"]}
+    assert listed == {p.relative_to(out).as_posix() for p in out.rglob("*.parquet")}
+
+
+def test_a_big_file_is_written_a_batch_at_a_time(tmp_path: Path) -> None:
+    path = copy_of(DATA / "records.jsonl", tmp_path)
+    out = tmp_path / "out"
+    result = export_transcripts(path, out=out, batch_bytes=1)
+    assert len([p for p in result.parts if p.startswith("envelopes/")]) > 3
+    check_agrees_with_stats(path, out)
+    rows = query(out, "select line from envelopes order by line")
+    assert len(rows) == len(set(rows)) == len(Session.peek(path).envelopes)
+
+
+def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "agent_transcript", *map(str, args)], capture_output=True, text=True)
+
+
+def test_the_command_line(tmp_path: Path) -> None:
+    src = copy_of(DATA / "clean.jsonl", tmp_path).parent
+    r = run_cli("export", src, "-o", tmp_path / "out", "--format", "parquet")
+    assert r.returncode == 0, r.stderr
+    assert "exported 1 file(s), skipped 0 unchanged" in r.stdout
+    r = run_cli("export", src, "-o", tmp_path / "out", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["skipped"] == [str(src / "clean.jsonl")]
+
+
+@pytest.mark.parametrize("case", ["missing", "out is a file", "out is not an export", "bad format", "bad manifest"])
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, case: str) -> None:
+    src = copy_of(DATA / "clean.jsonl", tmp_path).parent
+    out = tmp_path / "out"
+    args: list[str | Path] = ["export", src, "-o", out]
+    if case == "missing":
+        args[1] = tmp_path / "nowhere"
+    elif case == "out is a file":
+        out.write_text("mine")
+    elif case == "out is not an export":
+        out.mkdir()
+        (out / "notes.txt").write_text("mine")
+    elif case == "bad format":
+        args += ["--format", "csv"]
+    elif case == "bad manifest":
+        assert run_cli(*args).returncode == 0
+        (out / MANIFEST).write_text("{")
+    before = sorted((p.relative_to(tmp_path), p.read_bytes() if p.is_file() else None) for p in tmp_path.rglob("*"))
+    r = run_cli(*args)
+    assert r.returncode == 2 and r.stdout == ""
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    after = sorted((p.relative_to(tmp_path), p.read_bytes() if p.is_file() else None) for p in tmp_path.rglob("*"))
+    if case in ("missing", "bad format", "out is a file", "out is not an export"):
+        assert after == before
+    else:  # a bad manifest: nothing but the lock file touched
+        assert [a for a in after if a[0].name != "_export.lock"] == [b for b in before if b[0].name != "_export.lock"]
+
+
+def test_without_pyarrow_the_error_says_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    with pytest.raises(ExportError, match=r"agent-transcript\[arrow\]"):
+        export_transcripts(DATA / "clean.jsonl", out=tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_failed_export_leaves_nothing_half_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "src"
+    for name in ("clean.jsonl", "records.jsonl"):
+        copy_of(DATA / name, tmp_path)
+    out = tmp_path / "out"
+    export_transcripts(src / "clean.jsonl", out=out)
+    before = sorted((p.relative_to(out), p.read_bytes()) for p in out.rglob("*") if p.is_file())
+    real = pq.write_table
+    calls = 0
+
+    def failing(table: Any, where: Any, **kw: Any) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            real(table, where, **kw)  # the bytes are there, under the temporary name
+            raise OSError(28, "No space left on device")
+        real(table, where, **kw)
+
+    monkeypatch.setattr(pq, "write_table", failing)
+    with pytest.raises(OSError):
+        export_transcripts(src, out=out)
+    monkeypatch.setattr(pq, "write_table", real)
+    assert not [p for p in out.rglob("*") if p.name.startswith(".tmp-")]
+    # The two parts renamed before the failure are not in the manifest: the next export deletes them.
+    again = export_transcripts(src, out=out)
+    assert [p.name for p in again.exported] == ["records.jsonl"]
+    for name in ("clean.jsonl", "records.jsonl"):
+        check_agrees_with_stats(src / name, out)
+    assert before  # the first export's files were there to compare against
+
+
+def test_importing_the_package_does_not_import_pyarrow() -> None:
+    code = ("import sys, agent_transcript, agent_transcript.fleet, agent_transcript.cli, agent_transcript.inspect;"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyarrow', 'duckdb')))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
