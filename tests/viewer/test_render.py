@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "data" / "cli"
 ALLOWED_TAGS = {
     "html", "head", "meta", "title", "style", "body", "div", "span", "input", "select", "option", "label", "button",
     "main", "section", "article", "header", "a", "time", "p", "pre", "code", "details", "summary", "table", "tr", "th",
-    "td", "ul", "ol", "li", "h3", "h4", "h5", "h6", "b", "strong", "em", "br", "nav", "script",
+    "td", "ul", "ol", "li", "h3", "h4", "h5", "h6", "b", "strong", "em", "br", "nav", "script", "tbody",
 }
 
 
@@ -36,11 +37,38 @@ def page(tmp_path: Path, src: Path, **kw: object) -> str:
     return out.read_text("utf-8")
 
 
+def shown(browser: Any, tmp_path: Path, src: Path, **kw: object) -> str:
+    """The page of ``src`` as the browser shows it: the DOM the page's script drew
+    (its cards, the summary and the outline), serialized, after checking the file."""
+    html = page(tmp_path, src, **kw)
+    assert_file_safe(html)
+    browser.get_log("browser")
+    browser.get((tmp_path / (src.stem + ".html")).as_uri())
+    errors = [e for e in browser.get_log("browser") if e.get("level") in ("SEVERE", "ERROR")]
+    assert errors == []
+    assert browser.execute_script("return window.__pwned") is None
+    dom: str = browser.execute_script("return document.querySelector('.layout').outerHTML")
+    assert_safe(dom)
+    return dom
+
+
+def assert_file_safe(html: str) -> None:
+    """The file: one script that runs (the viewer's), the records only as data in
+    elements that never run, in which no ``<`` can end or open anything."""
+    t = parse(html)
+    scripts = [a for tag, a in t.tags if tag == "script"]
+    runs = [a for a in scripts if "src" not in a and a.get("type") is None]
+    assert len(runs) == 1, "one inline script that runs: the viewer's"
+    assert all(a.get("type") in (None, "application/json") for a in scripts)
+    for a, body in zip(scripts, t.scripts):
+        if a.get("type") == "application/json":
+            assert "<" not in body
+    assert_safe(html)
+
+
 def assert_safe(html: str) -> None:
     """Nothing in the page can run but the viewer's own script, and no link leaves for a bad scheme."""
     t = parse(html)
-    inline = [a for tag, a in t.tags if tag == "script" and "src" not in a]
-    assert len(inline) == 1, "one inline script: the viewer's"
     for tag, attrs in t.tags:
         assert tag in ALLOWED_TAGS, tag
         for name, value in attrs.items():
@@ -55,9 +83,9 @@ def assert_safe(html: str) -> None:
     assert "javascript:window" not in re.sub(r">[^<]*<", "><", html), "a javascript: link survived outside text"
 
 
-def test_every_record_kind_is_rendered(tmp_path: Path) -> None:
+def test_every_record_kind_is_rendered(browser: Any, tmp_path: Path) -> None:
     src = every_kind(tmp_path / "run.jsonl")
-    html = page(tmp_path, src)
+    html = shown(browser, tmp_path, src)
     t = parse(html)
     articles = [a for tag, a in t.tags if tag == "article"]
     types = [json.loads(line)["type"] for line in src.read_bytes().split(b"\n") if line.strip()]
@@ -72,6 +100,7 @@ def test_every_record_kind_is_rendered(tmp_path: Path) -> None:
     assert re.search(r"replaced: \d+ messages \(lines \d+–\d+\)", html)
     # Elision: the stub and the original on demand; the message says it was elided.
     assert "stub the model sees" in html and "the original, " in html and "elided at line" in html
+    assert re.search(r'<details class="original"><summary>the original, 480 B</summary><details class="fold"><summary>41 lines, 480 B</summary><pre class="txt">print', html)
     # Rewind: the rewound answer is flagged as no longer sent.
     assert "keeps the live messages through" in html and "dropped by the rewind at line" in html and "dropped: 1 message" in html
     # Tool lifecycle and the end of the run.
@@ -83,16 +112,17 @@ def test_every_record_kind_is_rendered(tmp_path: Path) -> None:
     assert "a type this version does not know" in html and "&lt;b&gt;bold?&lt;/b&gt;" in html
     assert "check</b> clean" in html
     # A long extra (reasoning) is folded with its size; a short one is a chip.
-    assert "<details class=\"fold extra\"><summary>reasoning, 1,020 B</summary><pre class=txt>step one" in html and "finish-reason=tool_calls" in html
-    assert_safe(html)
+    assert '<details class="fold extra"><summary>reasoning, 1,020 B</summary><pre class="txt">step one' in html and "finish-reason=tool_calls" in html
+    # The outline: turns and the cut, linked to their cards.
+    assert re.search(r'<li class="o-compaction"><a href="#e-[0-9a-f]{32}">compaction 5000→700</a>', html)
 
 
-def test_hostile_text_is_shown_not_run(tmp_path: Path) -> None:
+def test_hostile_text_is_shown_not_run(browser: Any, tmp_path: Path) -> None:
     src = every_kind(tmp_path / "run.jsonl")
-    html = page(tmp_path, src)
-    assert_safe(html)
+    html = shown(browser, tmp_path, src)
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
-    assert "&lt;img src=x onerror=&quot;window.__pwned=1&quot;&gt;" in html
+    assert '&lt;img src=x onerror="window.__pwned=1"&gt;' in html
+    assert "<img" not in html and "<svg" not in html
     assert '<a href="https://example.org/a?b=1&amp;c=&quot;2&quot;"' not in html  # the quote ends the URL
     assert '<a href="https://example.org/x"' in html
     assert "[click me](javascript:window.__pwned=1)" in html  # shown as text, not a link
@@ -100,18 +130,21 @@ def test_hostile_text_is_shown_not_run(tmp_path: Path) -> None:
     assert "␇" in html and "␛[31m" in html and "␀" in html and "\\u2028" in html and "\\ud800" in html
     assert "\x1b" not in html and "\x00" not in html and "\u2028" not in html
     html.encode("utf-8")  # no lone surrogate reached the page
+    # The data the page carries: every < escaped inside its JSON strings.
+    data = page(tmp_path, src).split('id=at-data data-first="1">', 1)[1].split("</script>", 1)[0]
+    assert "\\u003cscript>window.__pwned=1\\u003c/script>" in data and "<" not in data
 
 
-def test_a_10_mb_line_is_cut_and_folded(tmp_path: Path) -> None:
+def test_a_10_mb_line_is_cut_and_folded(browser: Any, tmp_path: Path) -> None:
     src = tmp_path / "big.jsonl"
     with Session.create(src) as s:
         s.append_message(Message.user("x" * (10 * 1024 * 1024)))
         s.append_message(Message.assistant("<script>" * 200_000))
-    out = page(tmp_path, src, single=True)
-    assert len(out) < 3 * 1024 * 1024
+    assert len(page(tmp_path, src, single=True)) < 3 * 1024 * 1024
+    out = shown(browser, tmp_path, src, single=True)
     assert "more not shown here; the whole text is line 2 of the file" in out
     assert re.search(r"<summary>1 lines, 10\.0 MB</summary>", out)
-    assert_safe(out)
+    assert "&lt;script&gt;" in out
 
 
 def test_the_csp_forbids_every_load_but_the_inline_css_and_js(tmp_path: Path) -> None:
@@ -121,19 +154,19 @@ def test_the_csp_forbids_every_load_but_the_inline_css_and_js(tmp_path: Path) ->
     assert len(metas) == 1
     policy = metas[0]["content"] or ""
     assert policy.startswith("default-src 'none';") and "connect-src 'none'" in policy and "'unsafe-inline'" not in policy
-    script = t.scripts[0]
+    script = [body for (tag, a), body in zip([x for x in t.tags if x[0] == "script"], t.scripts) if a.get("type") is None][0]
     style = html.split("<style>", 1)[1].split("</style>", 1)[0]
     for body, directive in ((script, "script-src"), (style, "style-src")):
         h = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
         assert re.search(rf"{directive} 'sha256-{re.escape(h)}';", policy), directive
     assert "'self'" not in policy
+    assert_file_safe(html)
 
 
 @pytest.mark.parametrize("name", ["clean", "pending", "torn", "missing_newline", "corrupt_mid", "unknown_id", "duplicate_id", "records", "rewind_unknown", "replacement_clash"])
-def test_every_fixture_renders(tmp_path: Path, name: str) -> None:
+def test_every_fixture_renders(browser: Any, tmp_path: Path, name: str) -> None:
     src = FIXTURES / f"{name}.jsonl"
-    html = page(tmp_path, src)
-    assert_safe(html)
+    html = shown(browser, tmp_path, src)
     verdict = re.search(r'class="verdict v-(\w+)"', html)
     assert verdict is not None
     corrupt = ("corrupt_mid", "unknown_id", "duplicate_id", "rewind_unknown", "replacement_clash")
@@ -141,6 +174,7 @@ def test_every_fixture_renders(tmp_path: Path, name: str) -> None:
     assert verdict.group(1) == expected
     if expected == "corrupt":
         assert re.search(r"load refuses this file at line \d+: ", html)
+        assert 'class="refusal"' in html  # the line it names says so on its card
     if name == "torn":
         assert "The run ended here." in html
     if name == "records":  # rewinds and a replacement, from replay
@@ -148,11 +182,19 @@ def test_every_fixture_renders(tmp_path: Path, name: str) -> None:
         assert "the replacement messages, in place of the summary" in html
 
 
+def chunk_lines(path: Path) -> tuple[int, list[str]]:
+    """A folder page's chunk script: its first line's number and its lines."""
+    text = path.read_text("utf-8")
+    head, rest = text.split(",String.raw`\n", 1)
+    assert head.startswith("window.AT_CHUNK=[") and rest.endswith("\n`];\n")
+    return int(head.split("[", 1)[1]), rest[: -len("\n`];\n")].split("\n")
+
+
 def test_a_folder_of_pages_holds_every_record_once(tmp_path: Path) -> None:
     src = tmp_path / "long.jsonl"
     with Session.create(src) as s:
         for k in range(700):
-            s.append_message(Message.user(f"turn {k}"))
+            s.append_message(Message.user(f"turn {k} `${{x}}` \\ {'</script>' if k == 5 else ''}"))
             s.append_message(Message.assistant(f"answer {k} " + "y" * 2000))
     out = tmp_path / "site"
     result = write_html(read(str(src), lenient=True), str(out), single=False)
@@ -160,15 +202,15 @@ def test_a_folder_of_pages_holds_every_record_once(tmp_path: Path) -> None:
     seen: list[int] = []
     for k in range(1, result.pages + 1):
         html = (out / "p" / f"{k:06d}.html").read_text("utf-8")
-        assert_safe(html)
-        lines = [int(x) for x in re.findall(r'<article [^>]*data-line="(\d+)"', html)]
-        seen += lines
+        assert_file_safe(html)
+        assert f'<script src="../c/{k:06d}.js"></script>' in html
+        first, lines = chunk_lines(out / "c" / f"{k:06d}.js")
+        records = [(first + n, json.loads(line)) for n, line in enumerate(lines) if line]
+        seen += [n for n, _ in records]
         if k > 1:  # pages are cut at a turn
-            assert re.search(r'<article class="rec k-message r-user"', html.split("<main", 1)[1])
-            first = html.split('<article class="rec ', 1)[1]
-            assert first.startswith("k-message r-user")
-        chunk = (out / "s" / f"{k:06d}.js").read_text("utf-8")
-        assert chunk.startswith(f"window.AT&&AT.addText({k},")
+            assert records[0][1]["type"] == "message" and records[0][1]["payload"]["role"] == "user"
+        for n, env in records:
+            assert src.read_bytes().split(b"\n")[n - 1] == json.dumps(env, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
     assert seen == list(range(1, 1402))
     index = (out / "index.html").read_text("utf-8")
     policy = [a["content"] for tag, a in parse(index).tags if tag == "meta" and a.get("http-equiv")][0] or ""

@@ -52,7 +52,9 @@ def test_the_server_checks_the_host_refuses_writes_and_escapes_nothing(tmp_path:
         status, headers, body = get(base, "/t/run.jsonl")
         assert status == 200 and b"compaction" in body and b'data-events="/e/run.jsonl?offset=' in body
         assert "connect-src 'self'" in headers["Content-Security-Policy"]
-        assert b"&lt;script&gt;window.__pwned=1&lt;/script&gt;" in body
+        # The records go as data, every < escaped inside their JSON strings (the page's
+        # script draws them with DOM calls: tests/viewer/test_browser.py).
+        assert b"<script>window.__pwned" not in body and b"\\u003cscript>window.__pwned=1\\u003c/script>" in body
         status, headers, body = get(base, "/a/run.jsonl?file=" + json.loads(_artifact_line(tmp_path / "run.jsonl"))["file"])
         assert status == 200 and body.startswith(b"full output") and headers["Content-Type"].startswith("text/plain")
 
@@ -72,7 +74,7 @@ def test_picker_rows_from_the_first_and_last_lines(tmp_path: Path) -> None:
     (tmp_path / "torn.jsonl").write_bytes((FIXTURES / "torn.jsonl").read_bytes())
     (tmp_path / "text.jsonl").write_bytes(b"hello\n")
     row = picker_row(str(tmp_path), "a.jsonl")
-    assert row.title == "Fix the <b>parser</b>" and row.status == "1 pending" and row.started and row.last and row.size > 0
+    assert row.title == "Fix the <b>parser</b> second line" and row.status == "1 pending"  # fleet's title: its lines joined and row.started and row.last and row.size > 0
     assert picker_row(str(tmp_path), "torn.jsonl").status.startswith("torn tail")
     assert picker_row(str(tmp_path), "text.jsonl").status == "not a transcript"
     with served(tmp_path) as base:
@@ -97,14 +99,14 @@ def test_events_hold_a_half_line_and_follow_a_repair(tmp_path: Path) -> None:
         append_line(src, one + half)
         events = _read_event(r)
         assert events["event"] == "rec" and events["id"] == f"{size + len(one)}.3"
-        assert json.loads(events["data"])["line"] == 3 and "first live" in json.loads(events["data"])["html"]
+        assert json.loads(events["data"])["line"] == 3 and "first live" in json.loads(events["data"])["raw"]
         # The half line is held; a repair removes it (swapping the file); the next whole line comes.
         time.sleep(0.6)
         with Session.load(src) as s:  # load repairs the torn tail, by rename
             s.append_message(Message.assistant("after the repair"))
         events = _read_event(r)
         data = json.loads(events["data"])
-        assert data["line"] == 4 and "after the repair" in data["html"] and "torn" not in data["html"]
+        assert data["line"] == 4 and "after the repair" in data["raw"] and "torn" not in data["raw"]
         c.close()
 
 
@@ -118,3 +120,42 @@ def _read_event(r: http.client.HTTPResponse) -> dict[str, str]:
             continue
         key, _, value = line.rstrip("\n").partition(": ")
         out[key] = value
+
+
+def test_the_tail_page_is_read_back_from_the_end_and_the_rest_follows(tmp_path: Path) -> None:
+    """The tail page carries the last whole lines only (never the half-written one),
+    without its line numbers; the event stream then sends them, with what replay says."""
+    from agent_transcript.viewer.server import TAIL_RECORDS
+
+    src = tmp_path / "long.jsonl"
+    with Session.create(src) as s:
+        for k in range(400):
+            s.append_message(Message.user(f"turn {k}"))
+        s.append_message(Message.assistant("calling", tool_calls=[{"id": "c1", "type": "function", "function": {"name": "run", "arguments": "{}"}}]))
+        op = s.append_tool_dispatched("c1", "run", "{}")
+    whole = src.read_bytes()
+    lines = whole.count(b"\n")
+    append_line(src, envelope_line(9, "half")[:40])
+    with served(tmp_path) as base:
+        status, _, body = get(base, "/t/long.jsonl")
+        assert status == 200
+        island = body.split(b'id=at-data data-first="', 1)[1].split(b"</script>", 1)[0]
+        first, data = island.split(b'">\n', 1)
+        assert first == b"0"  # not known yet: nothing before the tail was read
+        shown = data.rstrip(b"\n").split(b"\n")
+        assert len(shown) == TAIL_RECORDS and shown[-1] == whole.rstrip(b"\n").rsplit(b"\n", 1)[1]
+        assert b"half" not in data and op.encode() in shown[-1]
+        events = body.split(b'data-events="', 1)[1].split(b'"', 1)[0].decode().replace("&amp;", "&")
+        port = int(base.rsplit(":", 1)[1].strip("/"))
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        c.request("GET", events)
+        r = c.getresponse()
+        assert r.readline() == b"retry: 1000\n" and r.readline() == b"\n"
+        ev = _read_event(r)
+        assert ev["event"] == "notes"
+        notes = json.loads(ev["data"])
+        assert notes["first"] == lines - TAIL_RECORDS + 1
+        assert notes["summary"][0][0] == "verdict v-repairable" and "torn tail" in notes["summary"][0][1]
+        assert notes["notes"][str(lines)] == {"pending": "dispatched"}
+        assert [p[1:] for p in notes["pending"]] == [["run", "c1", "dispatched"]]
+        c.close()

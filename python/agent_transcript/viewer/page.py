@@ -1,15 +1,19 @@
-"""Pages: the shell around the fragments (head, CSP, toolbar, summary panels) and ``html``'s two outputs.
+"""Pages: the shell around the records (head, CSP, toolbar, summary panels) and ``html``'s two outputs.
 
-A transcript of ordinary size becomes one self-contained file: the package's
-CSS and JS inline, allowed by their SHA-256 in a Content-Security-Policy that
-forbids every other load (``default-src 'none'``). A big one becomes a folder:
-``index.html`` (the verdict, the pending calls, the outline, the page list),
-``p/NNNNNN.html`` (standalone pages of records, cut at a turn or a
-compaction), and ``pages.js`` and ``s/NNNNNN.js`` (the page table and each
-page's search text), loaded with ``<script src>`` so that the folder works
-from ``file://``, where ``fetch`` does not. Either way the envelopes are
-rendered one at a time and written as they are rendered: memory does not grow
-with the file.
+A page carries its records as data, the file's own lines copied a byte range
+at a time (no envelope is decoded to be shown), with the notes of what replay
+says of them; the page's script draws the cards. A transcript of ordinary size
+becomes one self-contained file: the lines in a ``<script
+type=application/json>`` element (never run, every ``<`` escaped), the
+package's CSS and JS inline, allowed by their SHA-256 in a
+Content-Security-Policy that forbids every other load (``default-src
+'none'``). A big one becomes a folder: ``index.html`` (the verdict, the
+pending calls, the outline, the page list), ``p/NNNNNN.html`` (a page of
+records, cut at a turn or a compaction) with its lines in ``c/NNNNNN.js`` (a
+``String.raw`` template), and ``pages.js`` (the page table), loaded with
+``<script src>`` so that the folder works from ``file://``, where ``fetch``
+does not; the index's search reads the same chunks. Either way a page is
+written as soon as its lines are found: memory does not grow with the file.
 """
 
 from __future__ import annotations
@@ -21,13 +25,14 @@ import os
 import urllib.parse
 from dataclasses import dataclass
 from importlib import resources
-from typing import IO, Any, Callable
+from typing import IO, Any, Callable, Iterator
 
-from ..inspect import Reading, check_report, content_text
+from ..inspect import Reading, check_report
 from .markup import text
-from .render import Outline, Renderer, anchor, size_text
+from .render import BIG_LINE, MAX_BLOCK, Annotator, Outline, anchor, damaged_line, island_bytes, plain_id, short_line, size_text
 
-__all__ = ["Assets", "assets", "csp", "write_html", "HtmlResult", "SINGLE_LIMIT", "head", "summary_panel", "outline_nav", "ended_banner"]
+__all__ = ["Assets", "assets", "csp", "write_html", "HtmlResult", "SINGLE_LIMIT", "head", "summary_panel", "outline_nav", "ended_banner",
+           "verdict", "records", "data_islands", "PageData", "script_tag", "take_line"]
 
 #: Files up to this size become one page; bigger ones a folder of pages.
 SINGLE_LIMIT = 8 * 1024 * 1024
@@ -61,7 +66,8 @@ def assets() -> Assets:
     global _ASSETS
     if _ASSETS is None:
         here = resources.files(__package__ or "agent_transcript.viewer")
-        _ASSETS = Assets((here / "viewer.css").read_text("utf-8"), (here / "viewer.js").read_text("utf-8"))
+        js = (here / "render.js").read_text("utf-8") + (here / "viewer.js").read_text("utf-8")
+        _ASSETS = Assets((here / "viewer.css").read_text("utf-8"), js)
     return _ASSETS
 
 
@@ -105,20 +111,24 @@ _TOOLS = (
 )
 
 
-def summary_panel(reading: Reading, title: str, go: Callable[[str, int], str] | None = None) -> str:
-    """The verdict, the counts, the run's meta, the pending calls and the grants at the end."""
-    to = _linker(reading, go)
+def verdict(reading: Reading) -> tuple[str, str]:
+    """The check's status and its verdict for a person."""
     report = check_report(reading)
     status = report.status
     if status == "clean":
-        verdict = "clean: load reads it as it is"
-    elif status == "repairable":
+        return status, "clean: load reads it as it is"
+    if status == "repairable":
         t = reading.tail
-        verdict = f"torn tail: line {t.line} is not whole ({t.reason}); load removes it ({t.removed:,} bytes) and goes on"
-    else:
-        verdict = f"{status}: load refuses this file" + (f" at line {report.line}" if report.line else "") + f": {report.reason}"
+        return status, f"torn tail: line {t.line} is not whole ({t.reason}); load removes it ({t.removed:,} bytes) and goes on"
+    return status, f"{status}: load refuses this file" + (f" at line {report.line}" if report.line else "") + f": {report.reason}"
+
+
+def summary_panel(reading: Reading, title: str, go: Callable[[str, int], str] | None = None) -> str:
+    """The verdict, the counts, the run's meta, the pending calls and the grants at the end."""
+    to = _linker(reading, go)
+    status, said = verdict(reading)
     rows = [
-        f'<div class="verdict v-{text(status)}" id=verdict><b>check</b> {text(verdict)}</div>',
+        f'<div class="verdict v-{text(status)}" id=verdict><b>check</b> {text(said)}</div>',
         f"<p class=counts>{reading.lines:,} lines, {size_text(reading.size)}; "
         + ", ".join(f"{n:,} {text(role)}" for role, n in reading.role_counts())
         + (f"; {reading.live_len():,} messages sent to the model next" if reading.replayed else "")
@@ -224,27 +234,201 @@ def write_html(reading: Reading, out: str, *, single: bool | None = None) -> Htm
     return HtmlResult(os.path.join(out, "index.html"), pages, False)
 
 
-def _atomic(path: str) -> tuple[IO[str], str]:
+def _atomic(path: str) -> tuple[IO[bytes], str]:
     tmp = path + ".tmp"
-    return open(tmp, "w", encoding="utf-8", errors="surrogateescape", newline="\n"), tmp
+    return open(tmp, "wb"), tmp
+
+
+def _b(s: str) -> bytes:
+    return s.encode("utf-8", "surrogateescape")
+
+
+def _keep(reading: Reading) -> int:
+    """How much of the file the pages show: the good prefix (a torn last line is said, not shown)."""
+    return reading.tail.keep if reading.replayed else reading.size
+
+
+#: How much of each record's start the walk hands over (enough for its id).
+HEAD = 160
+_BLOCK = 4 << 20
+
+
+def _index_of(reading: Reading) -> Any:
+    """The core's index of the envelopes (the read model's ``index``)."""
+    if reading.index is None:
+        raise ValueError(f"{reading.path}: nothing to read ({reading.error})")
+    return reading.index
+
+
+def records(reading: Reading, fd: int, start: int = 0, end: int | None = None, first_line: int = 1,
+            first_index: int = 0) -> Iterator[tuple[int, int | None, int, int, bytes]]:
+    """The lines of ``fd`` from offset ``start`` (line ``first_line``, where envelope
+    ``first_index`` is the next) to ``end``, found a block at a time without copying
+    them: ``(line, envelope index, offset, offset of its end, its first HEAD bytes)``
+    for each envelope, and index None for a line that is neither blank nor an
+    envelope (a damaged line of a file load refuses). Blank lines are skipped."""
+    index = _index_of(reading)
+    line_number = index.line_number
+    n = len(index)
+    if end is None:
+        end = os.fstat(fd).st_size
+    i = first_index
+    next_line = line_number(i) if i < n else -1
+    line = first_line
+    buf, buf_off, pos = b"", start, 0
+    while True:
+        nl = buf.find(b"\n", pos)
+        if nl < 0:
+            have = buf_off + len(buf)
+            chunk = os.pread(fd, min(_BLOCK, end - have), have) if have < end else b""
+            if chunk:
+                buf, buf_off, pos = buf[pos:] + chunk, buf_off + pos, 0
+                continue
+            if pos >= len(buf):
+                return
+            nl = len(buf)  # a last line without its \n
+        if line == next_line:
+            yield line, i, buf_off + pos, buf_off + nl, buf[pos : pos + HEAD]
+            i += 1
+            next_line = line_number(i) if i < n else -1
+        elif buf[pos:nl].strip(b" \t\r"):
+            yield line, None, buf_off + pos, buf_off + nl, b""
+        line += 1
+        pos = nl + 1
+
+
+class PageData:
+    """The lines a page carries: a byte range of the file, as it is, but for the
+    few lines that cannot go as they are (too big: shortened; not an envelope:
+    as a JSON string), spliced in."""
+
+    def __init__(self, start: int, first_line: int) -> None:
+        self.start = start
+        self.first_line = first_line
+        self.subs: list[tuple[int, int, bytes]] = []
+        self.cut: dict[str, int] = {}
+
+    def replace(self, start: int, stop: int, data: bytes) -> None:
+        self.subs.append((start, stop, data))
+
+    def build(self, fd: int, stop: int, chunk: bool = False) -> bytes:
+        """The page's lines up to offset ``stop``, made safe for a data element
+        (:func:`island_bytes`) or a chunk script (:func:`chunk_bytes`)."""
+        data = _pread(fd, self.start, stop - self.start)
+        if self.subs:
+            pieces, at = [], 0
+            for a, b, sub in self.subs:
+                pieces.append(data[at : a - self.start])
+                pieces.append(sub)
+                at = b - self.start
+            pieces.append(data[at:])
+            data = b"".join(pieces)
+        return chunk_bytes(data) if chunk else island_bytes(data)
+
+
+def _pread(fd: int, offset: int, length: int) -> bytes:
+    chunks = []
+    while length > 0:
+        chunk = os.pread(fd, min(length, 64 << 20), offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+        length -= len(chunk)
+    return b"".join(chunks)
+
+
+def take_line(reading: Reading, fd: int, page: PageData, i: int | None, line: int, a: int, b: int) -> None:
+    """A line that cannot go in the page as it is: shortened, or said to be damaged."""
+    if i is None:
+        page.replace(a, b, damaged_line(_pread(fd, a, min(b - a, MAX_BLOCK))))
+    elif b - a > BIG_LINE:
+        page.replace(a, b, short_line(reading, i))
+        page.cut[str(line)] = b - a
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace")
+
+
+def notes_island(notes: dict[str, Any], start: dict[str, Any], cut: dict[str, int]) -> list[bytes]:
+    """A page's notes (what replay says of its records), as a data element."""
+    for line, size in cut.items():
+        notes.setdefault(line, {})["cut"] = size
+    return [b'<script type="application/json" id=at-notes>', island_bytes(_json({"notes": notes, **start})), b"</script>\n"]
+
+
+def data_islands(first_line: int, data: bytes, notes: dict[str, Any], start: dict[str, Any],
+                 cut: dict[str, int]) -> list[bytes]:
+    """The two data elements of a page, in pieces to write: its lines (``data``,
+    already safe) and their notes."""
+    for line, size in cut.items():
+        notes.setdefault(line, {})["cut"] = size
+    meta = _json({"notes": notes, **start})
+    return [b'<script type="application/json" id=at-data data-first="' + str(first_line).encode() + b'">\n',
+            data, b"\n</script>\n<script type=\"application/json\" id=at-notes>", island_bytes(meta), b"</script>\n"]
+
+
+def chunk_bytes(data: bytes) -> bytes:
+    """A page's lines as the body of a JavaScript ``String.raw`` template: every
+    backquote and ``$`` (only ever inside a JSON string) as a ``\\u`` escape, a raw
+    CR as a space; everything else, backslashes included, as it is in the file."""
+    if b"`" in data:
+        data = data.replace(b"`", b"\\u0060")
+    if b"$" in data:
+        data = data.replace(b"$", b"\\u0024")
+    if b"\r" in data:
+        data = data.replace(b"\r", b" ")
+    return data
+
+
+def script_tag() -> bytes:
+    """The viewer's script element (the same bytes on every page)."""
+    global _SCRIPT
+    if _SCRIPT is None:
+        _SCRIPT = f"<script>{assets().js}</script>\n</body></html>\n".encode()
+    return _SCRIPT
+
+
+_SCRIPT: bytes | None = None
+
+
+def _open(reading: Reading) -> int:
+    return os.open(reading.path, os.O_RDONLY | os.O_CLOEXEC)
 
 
 def _write_single(reading: Reading, out: str) -> None:
     title = _title(reading)
     out_dir = os.path.dirname(os.path.abspath(out))
-    r = Renderer(reading, artifact_href=_artifact_href(out_dir))
+    notes = Annotator(reading, artifact_href=_artifact_href(out_dir))
+    items: list[tuple[int, int, str, bool]] = []
+    fd = _open(reading)
+    try:
+        type_name = _index_of(reading).type_name
+        page = PageData(0, 1)
+        keep = _keep(reading)
+        for line, i, a, b, head_ in records(reading, fd, 0, keep):
+            if i is None or b - a > BIG_LINE:
+                take_line(reading, fd, page, i, line, a, b)
+            if i is not None:
+                items.append((i, line, type_name(i), plain_id(head_)))
+        data = page.build(fd, keep)
+    finally:
+        os.close(fd)
+    page_notes = notes.page(items)
     f, tmp = _atomic(out)
     try:
         with f:
-            f.write(head(title, csp()))
-            f.write('<div class=layout><main id=records>\n')
-            f.write(summary_panel(reading, title))
-            for i in range(len(reading)):
-                f.write(r.fragment_at(i))
-            f.write(ended_banner(reading))
-            f.write("</main>\n")
-            f.write(outline_nav(r.outline))
-            f.write(f"</div>\n<script>{assets().js}</script>\n</body></html>\n")
+            f.write(_b(head(title, csp())))
+            f.write(b"<div class=layout><main id=records>\n")
+            f.write(_b(summary_panel(reading, title)))
+            f.write(b"<div id=at-end></div>\n")
+            f.write(_b(ended_banner(reading)))
+            f.write(b"</main>\n")
+            f.write(_b(outline_nav(notes.outline)))
+            f.write(b"</div>\n")
+            f.writelines(data_islands(1, data, page_notes, {}, page.cut))
+            f.write(script_tag())
         os.replace(tmp, out)
     except BaseException:
         _unlink(tmp)
@@ -259,84 +443,102 @@ def _unlink(path: str) -> None:
 
 
 def _js_call(fn: str, *args: Any) -> str:
-    body = ",".join(json.dumps(a, ensure_ascii=True) for a in args).replace("</", "<\\/")
+    body = ",".join(json.dumps(a, ensure_ascii=False) for a in args)
+    body = body.replace("</", "<\\/").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
     return f"window.AT&&AT.{fn}({body});\n"
-
-
-def _search_text(reading: Reading, i: int) -> str:
-    if reading.type_name(i) != "message":
-        return reading.type_name(i)
-    return ""
 
 
 def _write_folder(reading: Reading, out: str) -> int:
     os.makedirs(os.path.join(out, "p"), exist_ok=True)
-    os.makedirs(os.path.join(out, "s"), exist_ok=True)
+    os.makedirs(os.path.join(out, "c"), exist_ok=True)
     title = _title(reading)
-    r = Renderer(reading, artifact_href=_artifact_href(os.path.join(out, "p")))
+    notes = Annotator(reading, artifact_href=_artifact_href(os.path.join(out, "p")))
     policy = csp(self_scripts=True)
     ranges: list[tuple[int, int]] = []
-    page_starts: list[tuple[int, str]] = []  # first line, label
-    n = len(reading)
-    i = 0
-    total = len(reading)
-    while i < n:
+    index = _index_of(reading)
+    type_name, role = index.type_name, index.role
+    keep = _keep(reading)
+    fd = _open(reading)
+
+    def write_page(page: PageData, stop: int, items: list[tuple[int, int, str, bool]],
+                   start: dict[str, Any], last: bool) -> None:
         number = len(ranges) + 1
         name = f"{number:06d}"
+        page_notes = notes.page(items)
+        chunk_path = os.path.join(out, "c", name + ".js")
+        with open(chunk_path + ".tmp", "wb") as cf:
+            cf.writelines((b"window.AT_CHUNK=[", str(page.first_line).encode(), b",String.raw`\n",
+                           page.build(fd, stop, chunk=True), b"\n`];\n"))
+        os.replace(chunk_path + ".tmp", chunk_path)
         path = os.path.join(out, "p", name + ".html")
         f, tmp = _atomic(path)
-        search: list[list[Any]] = []
-        first_line = reading.line_number(i)
-        last_line = first_line
         with f:
-            f.write(head(f"{title} — page {number}", policy, body_data={"page": str(number), "base": "../"}))
-            f.write('<div class=layout><main id=records>\n')
+            f.write(_b(head(f"{title} — page {number}", policy, body_data={"page": str(number), "base": "../"})))
+            f.write(b"<div class=layout><main id=records>\n")
             prev = f' · <a href="{number - 1:06d}.html" rel=prev>previous</a>' if number > 1 else ""
-            f.write(f'<nav class=pager><a href="../index.html">index</a>{prev} · page {number}</nav>\n')
-            count = 0
-            written = 0
-            while i < n:
-                t = reading.type_name(i)
-                soft = count >= PAGE_RECORDS * 3 // 4 or written >= PAGE_BYTES * 3 // 4
-                hard = count >= PAGE_RECORDS * 2 or written >= PAGE_BYTES * 2
-                boundary = t == "compaction" or (t == "message" and reading.role(i) == "user")
-                if count and (hard or (soft and boundary)):
-                    break
-                frag = r.fragment_at(i)
-                f.write(frag)
-                written += len(frag)
-                count += 1
-                last_line = reading.line_number(i)
-                search.append([last_line, " ".join(r.search_text.lower().split())])
-                i += 1
-            if i >= total:
-                f.write(ended_banner(reading))
-            nxt = f' · <a href="{number + 1:06d}.html" rel=next>next</a>' if i < total else ""
-            f.write(f'<nav class=pager><a href="../index.html">index</a> · page {number}{nxt}</nav>\n')
-            f.write('</main></div>\n<script src="../pages.js"></script>\n')
-            f.write(f"<script>{assets().js}</script>\n</body></html>\n")
+            f.write(_b(f'<nav class=pager><a href="../index.html">index</a>{prev} · page {number}</nav>\n'))
+            f.write(b"<div id=at-end></div>\n")
+            if last:
+                f.write(_b(ended_banner(reading)))
+            nxt = "" if last else f' · <a href="{number + 1:06d}.html" rel=next>next</a>'
+            f.write(_b(f'<nav class=pager><a href="../index.html">index</a> · page {number}{nxt}</nav>\n'))
+            f.write(b"</main></div>\n")
+            f.writelines(notes_island(page_notes, start, page.cut))
+            f.write(_b(f'<script src="../pages.js"></script>\n<script src="../c/{name}.js"></script>\n'))
+            f.write(script_tag())
         os.replace(tmp, path)
-        with open(os.path.join(out, "s", name + ".js"), "w", encoding="utf-8") as sf:
-            sf.write(_js_call("addText", number, search))
-        ranges.append((first_line, last_line))
+        ranges.append((page.first_line, items[-1][1] if items else page.first_line))
+
+    try:
+        page: PageData | None = None
+        items: list[tuple[int, int, str, bool]] = []
+        start: dict[str, Any] = {}
+        count = 0
+        for line, i, a, b, head_ in records(reading, fd, 0, keep):
+            if i is not None:
+                t = type_name(i)
+                if page is not None and count:
+                    written = a - page.start
+                    soft = count >= PAGE_RECORDS * 3 // 4 or written >= PAGE_BYTES * 3 // 4
+                    hard = count >= PAGE_RECORDS * 2 or written >= PAGE_BYTES * 2
+                    if hard or (soft and (t == "compaction" or (t == "message" and role(i) == "user"))):
+                        write_page(page, a - 1, items, start, False)
+                        page = None
+                if page is None:
+                    page = PageData(a if ranges else 0, line if ranges else 1)
+                    items, count = [], 0
+                    start = notes.start()
+                items.append((i, line, t, plain_id(head_)))
+                count += 1
+            elif page is None:
+                page = PageData(a if ranges else 0, line if ranges else 1)
+                items, count = [], 0
+                start = notes.start()
+            if i is None or b - a > BIG_LINE:
+                take_line(reading, fd, page, i, line, a, b)
+        if page is not None:
+            write_page(page, keep, items, start, True)
+    finally:
+        os.close(fd)
     with open(os.path.join(out, "pages.js"), "w", encoding="utf-8") as pf:
         pf.write(_js_call("setPages", ranges))
     index_path = os.path.join(out, "index.html")
     f, tmp = _atomic(index_path)
     with f:
-        f.write(head(title, policy, body_data={"index": "1", "pages": str(len(ranges)), "base": ""}))
-        f.write('<div class=layout><main id=records>\n')
+        f.write(_b(head(title, policy, body_data={"index": "1", "pages": str(len(ranges)), "base": ""})))
+        f.write(b"<div class=layout><main id=records>\n")
+
         def go(a: str, line: int) -> str:
             return f"p/{_page_of(ranges, line):06d}.html#{a}"
-        f.write(summary_panel(reading, title, go))
-        f.write(ended_banner(reading, go))
-        f.write('<section class=pages><h3>pages</h3><p><button id=search-all type=button>search every page</button> <span id=search-status></span></p><ol id=search-hits></ol><ol class=page-list>')
+        f.write(_b(summary_panel(reading, title, go)))
+        f.write(_b(ended_banner(reading, go)))
+        f.write(b'<section class=pages><h3>pages</h3><p><button id=search-all type=button>search every page</button> <span id=search-status></span></p><ol id=search-hits></ol><ol class=page-list>')
         for k, (a, b) in enumerate(ranges, 1):
-            f.write(f'<li><a href="p/{k:06d}.html">page {k}</a>: lines {a:,}–{b:,}</li>')
-        f.write("</ol></section></main>\n")
-        f.write(outline_nav(r.outline, go))
-        f.write('</div>\n<script src="pages.js"></script>\n')
-        f.write(f"<script>{assets().js}</script>\n</body></html>\n")
+            f.write(_b(f'<li><a href="p/{k:06d}.html">page {k}</a>: lines {a:,}–{b:,}</li>'))
+        f.write(b"</ol></section></main>\n")
+        f.write(_b(outline_nav(notes.outline, go)))
+        f.write(b'</div>\n<script src="pages.js"></script>\n')
+        f.write(script_tag())
     os.replace(tmp, index_path)
     return len(ranges)
 

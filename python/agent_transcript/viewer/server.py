@@ -28,20 +28,24 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
-from .. import Envelope
-from ..inspect import Reading, content_text, read
+from .. import fleet
+from ..inspect import Reading, read
 from .markup import text
-from .page import assets, csp, ended_banner, head, outline_nav, summary_panel
-from .render import Renderer, size_text
+from .page import PageData, assets, csp, data_islands, ended_banner, head, records, script_tag, summary_panel, take_line, verdict
+from .render import BIG_LINE, Annotator, anchor, island_bytes, shorten, size_text
 
 __all__ = ["ViewerServer", "make_server", "picker_row", "PickerRow"]
 
-HEAD_FIRST = 16 * 1024
-HEAD_BYTES = 64 * 1024
 TAIL_BYTES = 16 * 1024
-TAIL_RECORDS = 300
+#: serve opens a transcript at its last TAIL_RECORDS lines (read back from the end,
+#: no more than TAIL_MAX bytes once one whole line is in).
+TAIL_RECORDS = 200
+TAIL_MAX = 8 << 20
+#: One mark (line number, offset) every MARK_EVERY bytes, for the pages of earlier records.
+MARK_EVERY = 4 << 20
 POLL = 0.2
 HEARTBEAT = 10.0
 READINGS_KEPT = 4
@@ -49,23 +53,21 @@ READINGS_KEPT = 4
 
 @dataclass(frozen=True)
 class PickerRow:
-    """One transcript in the picker, from its first and last lines."""
+    """One transcript in the picker: ``agent_transcript.fleet``'s row of it (from
+    its first and last lines) and the calls its tail leaves pending."""
 
     name: str
     title: str
-    status: str  # clean, torn tail, pending N, not a transcript, unreadable
+    status: str  # fleet's status (clean, torn tail, ...), with ", N pending" when the tail leaves calls open
     started: str
     last: str
     size: int
     mtime: float
+    held: bool | None = None
 
 
 _CANON_ID = re.compile(rb'\{"id":"([^"\\]*)","payload":')
 _CANON_OP = re.compile(rb'"op-id":"([^"\\]*)"')
-
-
-def _lines(data: bytes) -> list[bytes]:
-    return [ln for ln in data.split(b"\n") if ln.strip()]
 
 
 def _obj(line: bytes) -> dict[str, Any] | None:
@@ -76,75 +78,52 @@ def _obj(line: bytes) -> dict[str, Any] | None:
     return v if isinstance(v, dict) else None
 
 
-def picker_row(root: str, name: str) -> PickerRow:
-    """The picker's row of ``root/name``, read from its head and tail only
-    (the first 16 KiB, or 64 KiB when no user message is in them; the last 16 KiB).
-
-    What is decoded is what the row shows: the first line, the first user
-    message, and in the tail the last line and the tool lines (a call
-    dispatched there and not settled after it is pending)."""
-    path = os.path.join(root, name)
+def pending_in_tail(path: str, size: int) -> int:
+    """How many tool calls dispatched in the last 16 KiB of ``path`` are not settled
+    after it (what a picker row adds to fleet's, which reads the ends for their
+    ``ts`` and ``type`` only). A canonical line is read without decoding it."""
     try:
         with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            size = st.st_size
-            head_ = f.read(HEAD_FIRST)
-            if b'"user"' not in head_ and size > HEAD_FIRST:
-                head_ += f.read(HEAD_BYTES - HEAD_FIRST)
-            if size <= len(head_):
-                tail_ = head_
-            else:
-                f.seek(max(0, size - TAIL_BYTES))
-                tail_ = f.read(TAIL_BYTES)
-    except OSError as exc:
-        return PickerRow(name, name, f"unreadable: {exc.strerror or exc}", "", "", 0, 0.0)
-    whole_head = len(head_) >= size
-    first_nl = head_.find(b"\n")
-    first = _obj(head_[: first_nl if first_nl >= 0 else len(head_)])
-    if first is None or first.get("type") != "session-meta":
-        return PickerRow(name, name, "not a transcript", "", "", size, st.st_mtime)
-    title = ""
-    cut = head_ if whole_head else head_[: head_.rfind(b"\n") + 1]
-    at = cut.find(b'"user"')
-    while at >= 0 and not title:
-        ls = cut.rfind(b"\n", 0, at) + 1
-        le = cut.find(b"\n", at)
-        env = _obj(cut[ls : le if le >= 0 else len(cut)])
-        p = env.get("payload") if env else None
-        if env and env.get("type") == "message" and isinstance(p, dict) and p.get("role") == "user":
-            title = (content_text(p.get("content")) or "").strip().split("\n", 1)[0][:120]
-        at = cut.find(b'"user"', le if le >= 0 else len(cut))
-    meta = first.get("payload")
-    if not title and isinstance(meta, dict):
-        title = str(meta.get("title") or meta.get("task") or "")
-    body = tail_ if len(tail_) >= size else tail_.split(b"\n", 1)[-1]
-    torn = False
-    if not tail_.endswith(b"\n"):
-        last_part = tail_.rsplit(b"\n", 1)[-1]
-        if last_part.strip() and _obj(last_part) is None:
-            torn = True
-            body = body[: len(body) - len(last_part)]
-    lines = _lines(body)
-    last = _obj(lines[-1]) if lines else None
-    last_ts = str(last.get("ts", "")) if last else ""
-    dispatched: dict[str, None] = {}
+            f.seek(max(0, size - TAIL_BYTES))
+            tail_ = f.read(TAIL_BYTES)
+    except OSError:
+        return 0
+    if b'"tool-' not in tail_:
+        return 0
+    lines = tail_.split(b"\n")
+    if size > TAIL_BYTES:
+        lines = lines[1:]  # the first is cut
+    dispatched: dict[bytes, None] = {}
     for ln in lines:
-        # A canonical line is read without decoding it (its id first, its type last); any other is decoded.
         if ln.endswith(b'"type":"tool-dispatched","v":1}') and (m := _CANON_ID.match(ln)):
-            dispatched[m.group(1).decode("utf-8", "replace")] = None
-        elif ln.endswith(b'"type":"tool-settled","v":1}') and (m := _CANON_OP.search(ln)) and b'\\' not in m.group(1):
-            dispatched.pop(m.group(1).decode("utf-8", "replace"), None)
+            dispatched[m.group(1)] = None
+        elif ln.endswith(b'"type":"tool-settled","v":1}') and (m := _CANON_OP.search(ln)):
+            dispatched.pop(m.group(1), None)
         elif b'"tool-dispatched"' in ln or b'"tool-settled"' in ln:
             env = _obj(ln)
             p = env.get("payload") if env else None
             if env and env.get("type") == "tool-dispatched":
-                dispatched[str(env.get("id"))] = None
+                dispatched[str(env.get("id")).encode("utf-8", "surrogatepass")] = None
             elif env and env.get("type") == "tool-settled" and isinstance(p, dict):
-                dispatched.pop(str(p.get("op-id")), None)
-    status = "torn tail" if torn else ("clean" if not dispatched else f"{len(dispatched)} pending")
-    if torn and dispatched:
-        status += f", {len(dispatched)} pending"
-    return PickerRow(name, title or name, status, str(first.get("ts", "")), last_ts, size, st.st_mtime)
+                dispatched.pop(str(p.get("op-id")).encode("utf-8", "surrogatepass"), None)
+    return len(dispatched)
+
+
+def picker_row(root: str, name: str) -> PickerRow:
+    """The picker's row of ``root/name`` (fleet's row of that file, plus its pending calls)."""
+    return _row(root, fleet.read_row(Path(root) / name))
+
+
+def _row(root: str, r: fleet.TranscriptRow) -> PickerRow:
+    name = os.path.relpath(r.path, root)
+    status = r.status
+    if status in ("clean", "torn tail"):
+        n = pending_in_tail(str(r.path), r.size)
+        if n:
+            status = f"{n} pending" if status == "clean" else f"{status}, {n} pending"
+    elif status == "unreadable" and r.reason:
+        status = f"unreadable: {r.reason}"
+    return PickerRow(name, r.title or name, status, r.started or "", r.last_activity or "", r.size, r.mtime, r.held)
 
 
 class ViewerServer(ThreadingHTTPServer):
@@ -155,8 +134,8 @@ class ViewerServer(ThreadingHTTPServer):
     def __init__(self, root: str, port: int) -> None:
         self.root = os.path.realpath(root)
         self.stopping = threading.Event()
-        self._rows: dict[str, tuple[tuple[int, int], PickerRow]] = {}
         self._readings: OrderedDict[str, tuple[tuple[int, int, int], Reading]] = OrderedDict()
+        self._marks: OrderedDict[str, tuple[tuple[int, int, int], int, list[tuple[int, int]]]] = OrderedDict()
         self._lock = threading.Lock()
         super().__init__(("127.0.0.1", port), _Handler)
 
@@ -177,27 +156,14 @@ class ViewerServer(ThreadingHTTPServer):
         return path
 
     def transcripts(self) -> list[PickerRow]:
-        """Every ``*.jsonl`` under the folder, newest activity first (rows cached by size and mtime)."""
+        """Every transcript under the folder (``agent_transcript.fleet.list_transcripts``),
+        newest activity first; a link out of the folder is not listed (it is not served)."""
         rows = []
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            dirnames[:] = sorted(d for d in dirnames if not d.endswith(".artifacts") and not d.startswith("."))
-            for fn in filenames:
-                if not fn.endswith(".jsonl"):
-                    continue
-                full = os.path.join(dirpath, fn)
-                if os.path.islink(full) and not os.path.realpath(full).startswith(self.root + os.sep):
-                    continue  # a link out of the folder is not served, so not listed
-                name = os.path.relpath(full, self.root)
-                try:
-                    st = os.stat(full)
-                except OSError:
-                    continue
-                key = (st.st_size, st.st_mtime_ns)
-                got = self._rows.get(name)
-                if got is None or got[0] != key:
-                    got = (key, picker_row(self.root, name))
-                    self._rows[name] = got
-                rows.append(got[1])
+        inside = self.root + os.sep
+        for r in fleet.list_transcripts(self.root):
+            if ".artifacts" in r.path.parent.name or not os.path.realpath(r.path).startswith(inside):
+                continue
+            rows.append(_row(self.root, r))
         rows.sort(key=lambda r: r.mtime, reverse=True)
         return rows
 
@@ -217,6 +183,36 @@ class ViewerServer(ThreadingHTTPServer):
             while len(self._readings) > READINGS_KEPT:
                 self._readings.popitem(last=False)
         return reading
+
+    def marks(self, path: str, upto: int) -> tuple[int, list[tuple[int, int]]]:
+        """How many lines start before offset ``upto`` of ``path`` (a count of its
+        newlines), and a mark ``(line, offset)`` of a line start every few MiB; kept
+        while the file's inode, size and mtime stay the same, extended when it grows."""
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            key = (st.st_ino, st.st_size, st.st_mtime_ns)
+            with self._lock:
+                got = self._marks.get(path)
+            count, marks, at = 0, [(1, 0)], 0
+            if got is not None and got[0][0] == st.st_ino and got[2] and got[2][-1][1] <= upto:
+                _, count, marks = got
+                marks = list(marks)
+                count, at = marks[-1][0] - 1, marks[-1][1]
+            fd = f.fileno()
+            while at < upto:
+                block = os.pread(fd, min(MARK_EVERY, upto - at), at)
+                if not block:
+                    break
+                count += block.count(b"\n")
+                at += len(block)
+                last = block.rfind(b"\n")
+                if last >= 0 and at - len(block) + last + 1 - marks[-1][1] >= MARK_EVERY // 2:
+                    marks.append((count + 1, at - len(block) + last + 1))
+        with self._lock:
+            self._marks[path] = (key, count, marks)
+            while len(self._marks) > READINGS_KEPT:
+                self._marks.popitem(last=False)
+        return count, marks
 
     def shutdown(self) -> None:
         self.stopping.set()
@@ -307,10 +303,11 @@ class _Handler(BaseHTTPRequestHandler):
                f'<div class=layout><main id=records><section class=summary><b>{len(rows):,} transcript{"s" if len(rows) != 1 else ""}</b> in <code>{text(self.server.root)}</code>, newest activity first</section>'
                "<table class=picker><thead><tr><th>title</th><th>status</th><th>started</th><th>last activity</th><th>size</th><th>file</th></tr></thead><tbody>"]
         for r in rows:
-            st = "clean" if r.status == "clean" else ("torn" if r.status.startswith("torn") else ("pending" if "pending" in r.status else "unreadable"))
+            st = "clean" if r.status == "clean" else ("torn" if r.status.startswith("torn") else ("pending" if "pending" in r.status else "other"))
+            live = " <span class=live-badge>live</span>" if r.held else ""
             href = "/t/" + urllib.parse.quote(r.name)
             out.append(
-                f'<tr class=row data-status="{text(st)}"><td><a href="{text(href)}">{text(r.title)}</a></td><td class="st-{st}">{text(r.status)}</td>'
+                f'<tr class=row data-status="{text(st)}"><td><a href="{text(href)}">{text(r.title)}</a></td><td class="st-{st}">{text(r.status)}{live}</td>'
                 f"<td>{text(r.started)}</td><td>{text(r.last)}</td><td class=num>{size_text(r.size)}</td><td><code>{text(r.name)}</code></td></tr>"
             )
         out.append(f"</tbody></table></main></div>\n<script>{assets().js}</script></body></html>\n")
@@ -321,6 +318,38 @@ class _Handler(BaseHTTPRequestHandler):
         if path is None:
             self._error(HTTPStatus.NOT_FOUND, "no such transcript in this folder")
             return
+        if "from" in query:
+            self._records(path, name, query)
+            return
+        # Tail first: the last lines, read back from the end; nothing is replayed or
+        # indexed before the page is sent (the line numbers and what replay says of
+        # these records follow on the event stream).
+        try:
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                start, end, lines = read_tail(f.fileno(), size, TAIL_RECORDS)
+        except OSError as exc:
+            self._error(HTTPStatus.NOT_FOUND, exc.strerror or str(exc))
+            return
+        if start == 0 and not (lines and b'"session-meta"' in lines[0]):
+            self._error(HTTPStatus.UNPROCESSABLE_ENTITY, "not a transcript: the first line is not a session-meta")
+            return
+        quoted = urllib.parse.quote(name)
+        data = {"tail": "1", "events": f"/e/{quoted}?offset={end}&from={start}&n={len(lines)}"}
+        title = os.path.basename(path)
+        earlier = ('<nav class=pager><a href="?from=0">the first records</a> · the last '
+                   f'{len(lines):,} lines of {size_text(size)} are shown here</nav>\n') if start > 0 else ""
+        out = [head(title, csp(connect=True), body_data=data), "<div class=layout><main id=records>\n",
+               '<nav class=pager><a href="/">all transcripts</a> · <span id=live class=live-badge>live</span></nav>\n',
+               '<section class=summary aria-label="summary"><p id=summary-wait>reading the whole file for the check and what replay says…</p></section>\n',
+               earlier, "<div id=at-end></div></main></div>\n"]
+        shown = island_bytes(b"\n".join(ln if len(ln) <= BIG_LINE else _short(ln) for ln in lines))
+        body = "".join(out).encode("utf-8", "surrogateescape") + b"".join(data_islands(1 if start == 0 else 0, shown, {}, {}, {}))
+        body += script_tag()
+        self._send(HTTPStatus.OK, body, policy=csp(connect=True))
+
+    def _records(self, path: str, name: str, query: dict[str, list[str]]) -> None:
+        """A page of earlier records (``?from=K``: records K to K + TAIL_RECORDS), with the replay's notes."""
         try:
             reading = self.server.reading(path)
         except OSError as exc:
@@ -333,41 +362,62 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             start = max(0, min(n, int(query.get("from", [""])[0])))
         except ValueError:
-            start = max(0, n - TAIL_RECORDS)
-        end = min(n, start + TAIL_RECORDS) if "from" in query else n
+            start = 0
+        end = min(n, start + TAIL_RECORDS)
         quoted = urllib.parse.quote(name)
 
         def href(file: str, found: str | None) -> str:
             return f"/a/{quoted}?file={urllib.parse.quote(file)}"
 
-        r = Renderer(reading, transcript_path=path, artifact_href=href)
+        notes = Annotator(reading, transcript_path=path, artifact_href=href)
         grants_at = [i for i in reading.indices_of_type("grants") if i < start]
         if grants_at:
-            g = reading.payload(grants_at[-1])
-            r.grants, r.grants_line = (g.get("grants") if isinstance(g, dict) else None), reading.line_number(grants_at[-1])
-        t = reading.tail
-        follow_from = t.keep
-        next_line = (t.line or reading.lines + 1) if t.kind == "torn" else reading.lines + 1
-        live = end == n and reading.refusal is None
-        data = {"tail": "1"} if "from" not in query else {}
-        if live:
-            data["events"] = f"/e/{quoted}?offset={follow_from}&line={next_line}"
+            notes.seen_grants(grants_at[-1])
+        state = notes.start()
+        items: list[tuple[int, int, str, bool]] = []
+        first_line = reading.line_number(start) if start < n else 1
+        page = PageData(0, first_line)
+        data = b""
+        if start < n:
+            keep = reading.tail.keep if reading.replayed else reading.size
+            _, marks = self.server.marks(path, keep)
+            line0, offset = _mark_before(marks, first_line)
+            last = reading.line_number(end - 1)
+            type_name = reading.type_name
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                stop = keep
+                for line, i, a, b, _ in records(reading, fd, offset, keep, line0, _first_index(reading, line0)):
+                    if line < first_line:
+                        continue
+                    if line > last:
+                        stop = a - 1
+                        break
+                    if i is not None and not items:
+                        page = PageData(a, line)
+                    if i is None or b - a > BIG_LINE:
+                        take_line(reading, fd, page, i, line, a, b)
+                    if i is not None:
+                        items.append((i, line, type_name(i), False))
+                data = page.build(fd, stop)
+            finally:
+                os.close(fd)
+        page_notes = notes.page(items)
         title = os.path.basename(path)
-        out = [head(title, csp(connect=True), body_data=data), "<div class=layout><main id=records>\n",
-               '<nav class=pager><a href="/">all transcripts</a>' + (' · <span id=live class=live-badge>live</span>' if live else "") + "</nav>\n",
+        out = [head(title, csp(connect=True)), "<div class=layout><main id=records>\n",
+               '<nav class=pager><a href="/">all transcripts</a> · <a href="/t/' + text(quoted) + '">the tail</a></nav>\n',
                summary_panel(reading, title)]
         if start > 0:
             out.append(f'<nav class=pager><a href="?from={max(0, start - TAIL_RECORDS)}">earlier records</a> (records {max(0, start - TAIL_RECORDS) + 1:,}–{start:,} of {n:,})</nav>\n')
-        for i in range(start, end):
-            out.append(r.fragment_at(i))
+        out.append("<div id=at-end></div>\n")
         if end < n:
             out.append(f'<nav class=pager><a href="?from={end}">later records</a></nav>\n')
         else:
             out.append(ended_banner(reading))
-        out.append("<div id=live-end></div></main>\n")
-        out.append(outline_nav(r.outline))
-        out.append(f"</div>\n<script>{assets().js}</script>\n</body></html>\n")
-        self._send(HTTPStatus.OK, "".join(out), policy=csp(connect=True))
+        out.append("</main></div>\n")
+        body = "".join(out).encode("utf-8", "surrogateescape") + b"".join(data_islands(page.first_line, data, page_notes, state, page.cut))
+        body += script_tag()
+        self._send(HTTPStatus.OK, body, policy=csp(connect=True))
 
     def _artifact(self, name: str, query: dict[str, list[str]]) -> None:
         path = self.server.resolve(name)
@@ -393,26 +443,34 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             pos = int(query.get("offset", ["0"])[0])
+            tail_from = int(query["from"][0]) if "from" in query else None
+            tail_n = int(query.get("n", ["0"])[0])
             line = int(query.get("line", ["1"])[0])
             last = self.headers.get("Last-Event-ID")
             if last:
                 a, b = last.split(".", 1)
                 pos, line = int(a), int(b)
-        except ValueError:
+                tail_from = None
+        except (ValueError, KeyError):
             self._error(HTTPStatus.BAD_REQUEST, "offset and line are numbers")
             return
         self._headers(HTTPStatus.OK, "text/event-stream; charset=utf-8", None, "default-src 'none'")
         if self.command == "HEAD":
             return
         self.close_connection = True
-        renderer = Renderer(None, transcript_path=path)
         f = open(path, "rb")
         try:
             ino = os.fstat(f.fileno()).st_ino
-            held = b""
-            beat = time.monotonic()
             self.wfile.write(b"retry: 1000\n\n")
             self.wfile.flush()
+            if tail_from is not None:
+                # After the page: the tail's line numbers (a count of the newlines before
+                # it), then what replay says of its records.
+                first = self.server.marks(path, tail_from)[0] + 1
+                line = first + tail_n
+                self._send_event("notes", self._tail_notes(path, name, first, line - 1), f"{pos}.{line}")
+            held = b""
+            beat = time.monotonic()
             while not self.server.stopping.is_set():
                 try:
                     st = os.stat(path)
@@ -438,7 +496,7 @@ class _Handler(BaseHTTPRequestHandler):
                         raw, held = held.split(b"\n", 1)
                         pos += len(raw) + 1
                         if raw.strip():
-                            self._send_line(renderer, raw, line, pos)
+                            self._send_event("rec", {"line": line, "raw": _text(raw)}, f"{pos}.{line}")
                             sent = True
                         line += 1
                     if sent:
@@ -452,14 +510,120 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             f.close()
 
-    def _send_line(self, renderer: Renderer, raw: bytes, line: int, pos: int) -> None:
-        env = _obj(raw)
-        if env is None or not isinstance(env.get("id"), str) or not isinstance(env.get("type"), str):
-            html = (f'<article class="rec k-unknown" data-line="{line}" data-type="damaged"><header><a class=ln id="L{line}">{line}</a>'
-                    f'<span class=kind>not an envelope</span></header><div class=body><p class=refusal>line {line} is not a whole envelope</p></div></article>')
+    def _send_event(self, event: str, data: Any, event_id: str) -> None:
+        body = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+        self.wfile.write(f"id: {event_id}\nevent: {event}\ndata: {body}\n\n".encode())
+        self.wfile.flush()
+
+    def _tail_notes(self, path: str, name: str, first: int, last: int) -> dict[str, Any]:
+        """What the tail page learns once the file is read: its first line's number,
+        the check verdict and counts, the calls never settled, and each record's notes."""
+        out: dict[str, Any] = {"first": first}
+        try:
+            reading = self.server.reading(path)
+        except OSError as exc:
+            out["summary"] = [["warning", f"cannot read the file: {exc.strerror or exc}"]]
+            return out
+        if reading.error is not None:
+            out["summary"] = [["warning", f"not a transcript: {reading.error}"]]
+            return out
+        quoted = urllib.parse.quote(name)
+
+        def href(file: str, found: str | None) -> str:
+            return f"/a/{quoted}?file={urllib.parse.quote(file)}"
+
+        n = len(reading)
+        lo, hi = 0, n
+        while lo < hi:  # the first record at or after line `first`
+            mid = (lo + hi) // 2
+            if reading.line_number(mid) < first:
+                lo = mid + 1
+            else:
+                hi = mid
+        notes = Annotator(reading, transcript_path=path, artifact_href=href)
+        grants_at = [i for i in reading.indices_of_type("grants") if i < lo]
+        if grants_at:
+            notes.seen_grants(grants_at[-1])
+        out.update(notes.start())
+        items = []
+        i = lo
+        while i < n and reading.line_number(i) <= last:
+            items.append((i, reading.line_number(i), reading.type_name(i), False))
+            i += 1
+        out["notes"] = notes.page(items)
+        status, text_ = verdict(reading)
+        out["summary"] = [[f"verdict v-{status}", "check " + text_]] + [["warning", w] for w in reading.warnings[:5]]
+        pending = reading.pending() or []
+        out["pending"] = [[anchor(op.op_id), op.tool, op.call_id, op.state] for op in pending[:200]]
+        out["torn"] = (f"line {reading.tail.line} was cut mid-write ({reading.tail.removed:,} bytes; load removes it)"
+                       if reading.tail.kind == "torn" else None)
+        return out
+
+
+def _text(raw: bytes) -> str:
+    """A line for the page's script: as it is, or shortened when too big."""
+    if len(raw) > BIG_LINE:
+        raw = _short(raw)
+    return raw.decode("utf-8", "replace")
+
+
+def _short(raw: bytes) -> bytes:
+    """A line too big for a page, its long strings cut (see render.short_line)."""
+    v = _obj(raw)
+    if v is None:
+        return json.dumps(raw[:BIG_LINE].decode("utf-8", "replace"), ensure_ascii=True).encode()
+    return json.dumps(shorten(v), ensure_ascii=True, separators=(",", ":")).encode()
+
+
+def read_tail(fd: int, size: int, records: int) -> tuple[int, int, list[bytes]]:
+    """The last ``records`` whole lines of ``fd`` (up to its last ``\n``: a line still
+    being written is never in them), read back from the end: ``(offset of the first,
+    offset after the last, the lines without their \n)``."""
+    pos = size
+    buf = b""
+    block = 64 * 1024
+    while pos > 0:
+        n = min(block, pos)
+        pos -= n
+        buf = os.pread(fd, n, pos) + buf
+        whole = buf.rfind(b"\n")
+        if whole >= 0 and buf.count(b"\n", 0, whole) >= records:
+            break
+        if whole >= 0 and buf.count(b"\n", 0, whole) >= 1 and len(buf) >= TAIL_MAX:
+            break
+        block = min(block * 2, 4 << 20)
+    last_nl = buf.rfind(b"\n")
+    if last_nl < 0:
+        return pos, pos, []
+    end = pos + last_nl + 1
+    lines = buf[:last_nl].split(b"\n")
+    start = pos
+    if pos > 0:  # the first piece is the end of a line that starts earlier
+        start += len(lines[0]) + 1
+        lines = lines[1:]
+    while len(lines) > records:
+        start += len(lines[0]) + 1
+        lines = lines[1:]
+    return start, end, lines
+
+
+def _first_index(reading: Reading, line: int) -> int:
+    """The first envelope at or after ``line``."""
+    lo, hi = 0, len(reading)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if reading.line_number(mid) < line:
+            lo = mid + 1
         else:
-            v = env.get("v")
-            e = Envelope(env["id"], env["type"], str(env.get("ts", "")), v if isinstance(v, int) else 0, env.get("payload"), line)
-            html = renderer.fragment(e)
-        data = json.dumps({"line": line, "html": html}, ensure_ascii=True)
-        self.wfile.write(f"id: {pos}.{line}\nevent: rec\ndata: {data}\n\n".encode())
+            hi = mid
+    return lo
+
+
+def _mark_before(marks: list[tuple[int, int]], line: int) -> tuple[int, int]:
+    best = marks[0]
+    for m in marks:
+        if m[0] <= line:
+            best = m
+        else:
+            break
+    return best

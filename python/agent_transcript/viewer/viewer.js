@@ -1,10 +1,43 @@
-/* agent-transcript viewer: behaviour only; every record is rendered (and escaped) by Python. */
+/* agent-transcript viewer: the page's behaviour. The cards are drawn by the renderer above
+   (render.js) from the lines the page carries (#at-data) and what replay says of them (#at-notes). */
 (function () {
   "use strict";
   var doc = document, body = doc.body, root = doc.documentElement;
   var AT = window.AT = window.AT || {};
   function $(s, el) { return (el || doc).querySelector(s); }
   function $$(s, el) { return Array.prototype.slice.call((el || doc).querySelectorAll(s)); }
+
+  /* the records: drawn from the page's data, before the end marker */
+  var tailLines = [];
+  function draw(lines, first, meta) {
+    var r = new AT.Renderer({ notes: meta.notes || {}, grants: meta.grants, grantsLine: meta.grants_line });
+    var end = $("#at-end"), frag = doc.createDocumentFragment();
+    for (var k = 0; k < lines.length; k++) {
+      if (!lines[k]) continue;
+      frag.appendChild(r.render(lines[k], first ? first + k : 0));
+    }
+    if (end) end.parentNode.insertBefore(frag, end);
+    return r;
+  }
+  /* a page's lines: in its own #at-data element, or (a folder's page) in its chunk script,
+     which ran before this one (window.AT_CHUNK = [first line, String.raw`...`]) */
+  var dataEl = $("#at-data"), chunk = window.AT_CHUNK;
+  if (dataEl || chunk) {
+    var meta = {};
+    try { meta = JSON.parse(AT.island("at-notes") || "{}"); } catch (e) { meta = {}; }
+    var text = dataEl ? dataEl.textContent : chunk[1];
+    var first = dataEl ? parseInt(dataEl.getAttribute("data-first") || "0", 10) || 0 : chunk[0];
+    window.AT_CHUNK = null;
+    var lines = text.split("\n");
+    lines.shift();  /* the newline after the element's start (or the template's) */
+    if (lines.length && lines[lines.length - 1] === "") lines.pop();
+    AT.renderer = draw(lines, first, meta);
+    if (body.dataset.tail) tailLines = lines;
+    if (location.hash.length > 1) {
+      var target = doc.getElementById(decodeURIComponent(location.hash.slice(1)));
+      if (target) target.scrollIntoView({ block: "start" });
+    }
+  }
   function recs() { return $$("article.rec"); }
   function visibleRecs() { return recs().filter(function (r) { return !r.classList.contains("hidden"); }); }
 
@@ -185,19 +218,29 @@
   var searchButton = $("#search-all");
   if (searchButton) {
     var status = $("#search-status"), list = $("#search-hits"), query = "", found = 0, total = parseInt(body.dataset.pages || "0", 10);
-    AT.addText = function (n, items) {
-      items.forEach(function (it) {
-        if (found >= 200 || it[1].indexOf(query) < 0) return;
+    /* each page's lines are in c/NNNNNN.js, a script (file:// cannot fetch): loaded one after the other */
+    var gotChunk = function (n) {
+      var c = window.AT_CHUNK || [1, ""], first = c[0], lines = c[1].split("\n");
+      window.AT_CHUNK = null;
+      for (var k = 0; k < lines.length && found < 200; k++) {
+        var at = lines[k].toLowerCase().indexOf(query);
+        if (at < 0) continue;
         found++;
-        var li = doc.createElement("li"), a = doc.createElement("a");
-        a.href = "p/" + pageName(n) + ".html#L" + it[0];
-        a.textContent = "page " + n + ", line " + it[0] + ": " + it[1].slice(0, 120);
+        var li = doc.createElement("li"), a = doc.createElement("a"), line = first + k - 1;
+        a.href = "p/" + pageName(n) + ".html#L" + line;
+        a.textContent = AT.visible("page " + n + ", line " + line + ": " + lines[k].slice(Math.max(0, at - 40), at + 80));
         li.appendChild(a); list.appendChild(li);
-      });
+      }
       status.textContent = "page " + n + " of " + total + ", " + found + " found";
       if (n < total && found < 200) load(n + 1); else status.textContent = found + " found in " + n + " page" + (n === 1 ? "" : "s");
     };
-    function load(n) { var s = doc.createElement("script"); s.src = "s/" + pageName(n) + ".js"; doc.head.appendChild(s); }
+    var load = function (n) {
+      var s = doc.createElement("script");
+      s.src = "c/" + pageName(n) + ".js";
+      s.onload = function () { s.remove(); gotChunk(n); };
+      s.onerror = function () { status.textContent = "page " + n + " could not be read"; };
+      doc.head.appendChild(s);
+    };
     searchButton.addEventListener("click", function () {
       query = (find.value || "").trim().toLowerCase();
       if (!query) { status.textContent = "type what to find first"; return; }
@@ -211,15 +254,65 @@
   if (body.dataset.tail) {
     window.scrollTo(0, doc.body.scrollHeight);
   }
+  /* serve's tail page: the verdict, the calls never settled and the end of the run, once the file is read */
+  function summary(sec, d) {
+    sec.textContent = "";
+    d.summary.forEach(function (x) {
+      var e = doc.createElement(x[0].indexOf("verdict") === 0 ? "div" : "p");
+      e.className = x[0];
+      if (x[0].indexOf("verdict") === 0) { e.id = "verdict"; var b = doc.createElement("b"); b.textContent = "check"; e.appendChild(b); e.appendChild(doc.createTextNode(" " + AT.visible(x[1].replace(/^check /, "")))); }
+      else e.textContent = AT.visible(x[1]);
+      sec.appendChild(e);
+    });
+    var pending = d.pending || [];
+    function links(parent) {
+      pending.slice(0, 50).forEach(function (p, k) {
+        if (k) parent.appendChild(doc.createTextNode(", "));
+        var a = doc.createElement("a"); a.href = "#" + p[0]; a.textContent = AT.visible(p[1] + " (" + p[3] + ")");
+        parent.appendChild(a);
+      });
+    }
+    if (pending.length) {
+      var box = doc.createElement("div"), b = doc.createElement("b");
+      box.className = "pending-list"; b.textContent = pending.length + " tool call" + (pending.length !== 1 ? "s" : "") + " never settled: ";
+      box.appendChild(b); links(box); sec.appendChild(box);
+    }
+    if (pending.length || d.torn) {
+      var end = doc.createElement("div"), t = doc.createElement("b");
+      end.className = "ended"; end.id = "ended"; end.setAttribute("role", "note");
+      t.textContent = "The run ended here."; end.appendChild(t);
+      var bits = [];
+      if (d.torn) bits.push(d.torn);
+      end.appendChild(doc.createTextNode(" " + bits.join("; ") + (pending.length ? (bits.length ? "; " : "") + pending.length + " tool call" + (pending.length !== 1 ? "s" : "") + " never settled: " : "")));
+      links(end);
+      var mark = $("#at-end");
+      mark.parentNode.insertBefore(end, mark.nextSibling);
+    }
+  }
+
   if (body.dataset.events && window.EventSource) {
-    var main = $("#records"), end = $("#live-end"), badge = $("#live");
+    var endMark = $("#at-end"), badge = $("#live");
     var es = new EventSource(body.dataset.events);
+    /* what replay says of the tail, once the server has read the file: the cards are drawn again with it */
+    es.addEventListener("notes", function (e) {
+      var d = JSON.parse(e.data), follow = atBottom();
+      $$("article.rec").forEach(function (a) { if (!a.classList.contains("fresh-live")) a.remove(); });
+      var live = $$("article.rec");
+      live.forEach(function (a) { a.remove(); });
+      AT.renderer = draw(tailLines, d.first, d);
+      live.forEach(function (a) { endMark.parentNode.insertBefore(a, endMark); });
+      body.dataset.first = String(d.first);
+      var wait = $("#summary-wait");
+      if (wait && d.summary) summary(wait.parentNode, d);
+      pair(); fillTools(); applyFilters();
+      if (follow) window.scrollTo(0, doc.body.scrollHeight);
+    });
     es.addEventListener("rec", function (e) {
       var follow = atBottom(), d = JSON.parse(e.data), ended = $("#ended");
       if (ended) ended.remove();  /* the run goes on */
-      end.insertAdjacentHTML("beforebegin", d.html);
-      var added = end.previousElementSibling;
-      if (added) added.classList.add("fresh");
+      var added = (AT.renderer || new AT.Renderer({})).render(d.raw, d.line);
+      added.classList.add("fresh", "fresh-live");
+      endMark.parentNode.insertBefore(added, endMark);
       pair(); fillTools(); applyFilters();
       if (follow) window.scrollTo(0, doc.body.scrollHeight);
       if (badge) badge.textContent = "live · line " + d.line;
