@@ -5,9 +5,12 @@
 Writes the bench's yardstick transcript of ``--mb`` MiB (the bench generator,
 seed 1) unless it is there, then, each in a fresh child process so that its
 peak RSS is its own: ``Session.load`` of it, and ``agent-transcript html`` of
-it (a folder of pages). Then ``serve``'s tail page of it (the server's time to
-answer ``GET /t/<name>``, which includes reading the file), and the picker
-over ``--files`` small transcripts (the rows of a cold folder, then a warm one).
+it (a folder of pages; goal: at most 3x load's time, at most 200 MB). Then
+``serve``'s tail page of it: the server's time to answer ``GET /t/<name>``,
+and the first paint of that page in headless Chromium, from the browser's own
+Navigation Timing and Paint Timing entries (goal: under 1 s; skipped without
+chromium and selenium). Then the picker over ``--files`` small transcripts
+(the rows, twice, and ``GET /``; goal: under 1 s).
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     pages = len(os.listdir(out / "p"))
     print(f"html:  {html_t:7.2f} s  peak RSS {html_rss:7.1f} MB  ({size / html_t:,.1f} MiB/s, {pages:,} pages; {html_t / load_t:.1f}x load)")
 
-    # serve: the tail page of the big one.
+    # serve: the tail page of the big one (the server's answer, then the browser's first paint).
     folder = where / "one"
     folder.mkdir(exist_ok=True)
     link = folder / src.name
@@ -85,7 +88,12 @@ def main(argv: list[str] | None = None) -> int:
     t = time.perf_counter()
     c.request("GET", f"/t/{src.name}", headers={"Host": f"127.0.0.1:{server.port}"})
     body = c.getresponse().read()
-    print(f"serve: the tail page of {size:,.0f} MiB in {time.perf_counter() - t:.2f} s ({len(body) / MIB:.1f} MiB of HTML)")
+    print(f"serve: the tail page of {size:,.0f} MiB in {time.perf_counter() - t:.3f} s ({len(body) / MIB:.2f} MiB of HTML)")
+    paint = _first_paint(f"http://127.0.0.1:{server.port}/t/{src.name}")
+    if paint is not None:
+        print(f"serve: first paint of the tail of {size:,.0f} MiB: {paint['firstContentfulPaint'] / 1000:.3f} s "
+              f"(response {paint['responseEnd'] / 1000:.3f} s, DOM content loaded {paint['domContentLoaded'] / 1000:.3f} s; "
+              "the browser's Navigation and Paint Timing)")
     server.shutdown()
 
     # The picker over many small transcripts.
@@ -98,13 +106,62 @@ def main(argv: list[str] | None = None) -> int:
     server = make_server(str(many), 0)
     t = time.perf_counter()
     rows = server.transcripts()
-    cold = time.perf_counter() - t
+    first = time.perf_counter() - t
     t = time.perf_counter()
     server.transcripts()
-    warm = time.perf_counter() - t
-    server.server_close()
-    print(f"picker: {len(rows):,} transcripts in {cold:.2f} s (first look), {warm:.2f} s (cached rows)")
+    again = time.perf_counter() - t
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    c = http.client.HTTPConnection("127.0.0.1", server.port, timeout=600)
+    t = time.perf_counter()
+    c.request("GET", "/", headers={"Host": f"127.0.0.1:{server.port}"})
+    page = c.getresponse().read()
+    get = time.perf_counter() - t
+    server.shutdown()
+    print(f"picker: {len(rows):,} transcripts (fleet.list_transcripts) in {first:.2f} s, again {again:.2f} s; "
+          f"GET / {get:.2f} s ({len(page) / MIB:.1f} MiB)")
     return 0
+
+
+PAINT_TIMING = """
+var n = performance.getEntriesByType('navigation')[0];
+var p = performance.getEntriesByType('paint').filter(function (e) { return e.name === 'first-contentful-paint'; })[0];
+if (!n || !p) return null;
+return {responseStart: n.responseStart, responseEnd: n.responseEnd, domContentLoaded: n.domContentLoadedEventEnd,
+        firstContentfulPaint: p.startTime};
+"""
+
+
+def _first_paint(url: str) -> dict[str, float] | None:
+    """The Navigation and Paint Timing of ``url`` in a fresh headless Chromium (None without one)."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_path = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+    if chromium is None or not os.path.exists(driver_path):
+        print("serve: no chromium here, first paint not measured")
+        return None
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        print("serve: no selenium here (the test extra), first paint not measured")
+        return None
+    os.environ["SE_OFFLINE"] = "true"
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1300,1000"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    try:
+        driver.get("about:blank")  # the browser's own start is not the page's
+        driver.get(url)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            got = driver.execute_script(PAINT_TIMING)
+            if got:
+                return dict(got)
+            time.sleep(0.05)
+        return None
+    finally:
+        driver.quit()
 
 
 def _head_lines(src: Path, n: int) -> bytes:

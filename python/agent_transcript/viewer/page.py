@@ -29,7 +29,7 @@ from typing import IO, Any, Callable, Iterator
 
 from ..inspect import Reading, check_report
 from .markup import text
-from .render import BIG_LINE, MAX_BLOCK, Annotator, Outline, anchor, damaged_line, island_bytes, plain_id, short_line, size_text
+from .render import BIG_LINE, MAX_BLOCK, Annotator, Outline, anchor, damaged_line, island_bytes, short_line, size_text
 
 __all__ = ["Assets", "assets", "csp", "write_html", "HtmlResult", "SINGLE_LIMIT", "head", "summary_panel", "outline_nav", "ended_banner",
            "verdict", "records", "data_islands", "PageData", "script_tag", "take_line"]
@@ -261,12 +261,15 @@ def _index_of(reading: Reading) -> Any:
 
 
 def records(reading: Reading, fd: int, start: int = 0, end: int | None = None, first_line: int = 1,
-            first_index: int = 0) -> Iterator[tuple[int, int | None, int, int, bytes]]:
+            first_index: int = 0, kept: list[tuple[int, bytes]] | None = None,
+            ) -> Iterator[tuple[int, int | None, int, int, bytes]]:
     """The lines of ``fd`` from offset ``start`` (line ``first_line``, where envelope
     ``first_index`` is the next) to ``end``, found a block at a time without copying
     them: ``(line, envelope index, offset, offset of its end, its first HEAD bytes)``
     for each envelope, and index None for a line that is neither blank nor an
-    envelope (a damaged line of a file load refuses). Blank lines are skipped."""
+    envelope (a damaged line of a file load refuses). Blank lines are skipped.
+    Each block read is added to ``kept`` (its offset, its bytes), for
+    :meth:`PageData.build` to take the page's bytes from instead of reading them again."""
     index = _index_of(reading)
     line_number = index.line_number
     n = len(index)
@@ -282,6 +285,8 @@ def records(reading: Reading, fd: int, start: int = 0, end: int | None = None, f
             have = buf_off + len(buf)
             chunk = os.pread(fd, min(_BLOCK, end - have), have) if have < end else b""
             if chunk:
+                if kept is not None:
+                    kept.append((have, chunk))
                 buf, buf_off, pos = buf[pos:] + chunk, buf_off + pos, 0
                 continue
             if pos >= len(buf):
@@ -311,10 +316,17 @@ class PageData:
     def replace(self, start: int, stop: int, data: bytes) -> None:
         self.subs.append((start, stop, data))
 
-    def build(self, fd: int, stop: int, chunk: bool = False) -> bytes:
+    def build(self, fd: int, stop: int, chunk: bool = False, kept: list[tuple[int, bytes]] | None = None) -> bytes:
         """The page's lines up to offset ``stop``, made safe for a data element
-        (:func:`island_bytes`) or a chunk script (:func:`chunk_bytes`)."""
-        data = _pread(fd, self.start, stop - self.start)
+        (:func:`island_bytes`) or a chunk script (:func:`chunk_bytes`); taken from
+        the blocks ``kept`` by :func:`records` where they are (those wholly before
+        ``stop`` are then let go), else read."""
+        data = _from_blocks(kept, self.start, stop) if kept else None
+        if data is None:
+            data = _pread(fd, self.start, stop - self.start)
+        if kept:
+            while kept and kept[0][0] + len(kept[0][1]) <= stop:
+                kept.pop(0)
         if self.subs:
             pieces, at = [], 0
             for a, b, sub in self.subs:
@@ -324,6 +336,22 @@ class PageData:
             pieces.append(data[at:])
             data = b"".join(pieces)
         return chunk_bytes(data) if chunk else island_bytes(data)
+
+
+def _from_blocks(kept: list[tuple[int, bytes]], start: int, stop: int) -> bytes | None:
+    """Bytes ``start`` to ``stop`` of the file from the blocks read, or None when they do not cover them."""
+    pieces = []
+    at = start
+    for off, block in kept:
+        if off + len(block) <= at:
+            continue
+        if off > at:
+            return None
+        pieces.append(block[at - off : stop - off])
+        at = min(stop, off + len(block))
+        if at >= stop:
+            return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+    return None if at < stop else b"".join(pieces)
 
 
 def _pread(fd: int, offset: int, length: int) -> bytes:
@@ -401,7 +429,7 @@ def _write_single(reading: Reading, out: str) -> None:
     title = _title(reading)
     out_dir = os.path.dirname(os.path.abspath(out))
     notes = Annotator(reading, artifact_href=_artifact_href(out_dir))
-    items: list[tuple[int, int, str, bool]] = []
+    items: list[tuple[int, int, str, bytes | None]] = []
     fd = _open(reading)
     try:
         type_name = _index_of(reading).type_name
@@ -411,7 +439,7 @@ def _write_single(reading: Reading, out: str) -> None:
             if i is None or b - a > BIG_LINE:
                 take_line(reading, fd, page, i, line, a, b)
             if i is not None:
-                items.append((i, line, type_name(i), plain_id(head_)))
+                items.append((i, line, type_name(i), head_))
         data = page.build(fd, keep)
     finally:
         os.close(fd)
@@ -460,7 +488,7 @@ def _write_folder(reading: Reading, out: str) -> int:
     keep = _keep(reading)
     fd = _open(reading)
 
-    def write_page(page: PageData, stop: int, items: list[tuple[int, int, str, bool]],
+    def write_page(page: PageData, stop: int, items: list[tuple[int, int, str, bytes | None]],
                    start: dict[str, Any], last: bool) -> None:
         number = len(ranges) + 1
         name = f"{number:06d}"
@@ -468,7 +496,7 @@ def _write_folder(reading: Reading, out: str) -> int:
         chunk_path = os.path.join(out, "c", name + ".js")
         with open(chunk_path + ".tmp", "wb") as cf:
             cf.writelines((b"window.AT_CHUNK=[", str(page.first_line).encode(), b",String.raw`\n",
-                           page.build(fd, stop, chunk=True), b"\n`];\n"))
+                           page.build(fd, stop, chunk=True, kept=kept), b"\n`];\n"))
         os.replace(chunk_path + ".tmp", chunk_path)
         path = os.path.join(out, "p", name + ".html")
         f, tmp = _atomic(path)
@@ -484,17 +512,18 @@ def _write_folder(reading: Reading, out: str) -> int:
             f.write(_b(f'<nav class=pager><a href="../index.html">index</a> · page {number}{nxt}</nav>\n'))
             f.write(b"</main></div>\n")
             f.writelines(notes_island(page_notes, start, page.cut))
-            f.write(_b(f'<script src="../pages.js"></script>\n<script src="../c/{name}.js"></script>\n'))
-            f.write(script_tag())
+            f.write(_b(f'<script src="../pages.js"></script>\n<script src="../c/{name}.js"></script>\n'
+                       '<script src="../viewer.js"></script>\n</body></html>\n'))
         os.replace(tmp, path)
         ranges.append((page.first_line, items[-1][1] if items else page.first_line))
 
+    kept: list[tuple[int, bytes]] = []
     try:
         page: PageData | None = None
-        items: list[tuple[int, int, str, bool]] = []
+        items: list[tuple[int, int, str, bytes | None]] = []
         start: dict[str, Any] = {}
         count = 0
-        for line, i, a, b, head_ in records(reading, fd, 0, keep):
+        for line, i, a, b, head_ in records(reading, fd, 0, keep, kept=kept):
             if i is not None:
                 t = type_name(i)
                 if page is not None and count:
@@ -508,7 +537,7 @@ def _write_folder(reading: Reading, out: str) -> int:
                     page = PageData(a if ranges else 0, line if ranges else 1)
                     items, count = [], 0
                     start = notes.start()
-                items.append((i, line, t, plain_id(head_)))
+                items.append((i, line, t, head_))
                 count += 1
             elif page is None:
                 page = PageData(a if ranges else 0, line if ranges else 1)
@@ -522,6 +551,8 @@ def _write_folder(reading: Reading, out: str) -> int:
         os.close(fd)
     with open(os.path.join(out, "pages.js"), "w", encoding="utf-8") as pf:
         pf.write(_js_call("setPages", ranges))
+    with open(os.path.join(out, "viewer.js"), "w", encoding="utf-8") as vf:
+        vf.write(assets().js)  # once, not in every page
     index_path = os.path.join(out, "index.html")
     f, tmp = _atomic(index_path)
     with f:
@@ -537,8 +568,7 @@ def _write_folder(reading: Reading, out: str) -> int:
             f.write(_b(f'<li><a href="p/{k:06d}.html">page {k}</a>: lines {a:,}–{b:,}</li>'))
         f.write(b"</ol></section></main>\n")
         f.write(_b(outline_nav(notes.outline, go)))
-        f.write(b'</div>\n<script src="pages.js"></script>\n')
-        f.write(script_tag())
+        f.write(b'</div>\n<script src="pages.js"></script>\n<script src="viewer.js"></script>\n</body></html>\n')
     os.replace(tmp, index_path)
     return len(ranges)
 

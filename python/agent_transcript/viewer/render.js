@@ -197,6 +197,7 @@
     this.excerpts = {}; this.excerptOrder = [];
     this.callTools = {}; this.callOrder = [];
     this.contents = {};  /* line -> a message's content, on this page (an elision's original) */
+    this.ops = {}; this.opOrder = [];  /* op id -> its dispatch's line, on this page */
   }
   AT.Renderer = Renderer;
   Renderer.prototype.remember = function (id, line, role, content) {
@@ -491,7 +492,8 @@
     } else g = el("p", "grants-in-force", "grants in force: none recorded yet");
     var data = { call: callId, tool: tool, op: env.id };
     if (state) data.state = state;
-    if (note.outcome) { data.outcome = note.outcome; if (note.duration) data.duration = note.duration; }
+    if (note.settled) data.settled = String(note.settled);
+    if (line) { this.ops[env.id] = line; this.opOrder.push(env.id); if (this.opOrder.length > WINDOW) delete this.ops[this.opOrder.shift()]; }
     var a = this.article(env, classes, data, "tool dispatched", chips, note, line), b = body(a);
     add(b, add(el("p"), el("span", "tool", tool), " ", el("code", "cid", callId), " op ", el("code", null, env.id), p["run-id"] ? " run " + textOf(p["run-id"]) : ""),
         blockOf(p.arguments === undefined ? null : p.arguments, { cls: "args" }), g);
@@ -504,7 +506,7 @@
     if (typeof d === "number") { chips.push(chip(seconds(d), "dur")); data.duration = seconds(d); }
     if (outcome !== "completed") data.error = "1";
     var a = this.article(env, "k-settle" + (outcome !== "completed" ? " error" : ""), data, "tool settled", chips, note, line), b = body(a);
-    var opLine = note.op;
+    var opLine = note.op || this.ops[String(str(p["op-id"]))];
     add(b, add(el("p"), "settles op ", el("code", null, String(str(p["op-id"]))), opLine ? " dispatched at " : "", opLine ? lineLink(opLine) : null));
     ["reason", "error"].forEach(function (k) { if (p[k] !== undefined && p[k] !== null) add(b, add(el("p", k), el("b", null, k), " " + textOf(p[k]))); });
     if (p["result-digest"]) b.appendChild(el("p", "digest", "result " + textOf(p["result-digest"])));
@@ -560,7 +562,7 @@
   /* An importer's copy of one line of its source: folded, the text on demand. */
   KINDS["source-line"] = function (env, p, note, line) {
     var status = textOf(p.status === undefined ? "?" : p.status), at = p.line;
-    var a = this.article(env, "k-source", { status: status }, "source line", [chip("line " + textOf(at === undefined ? "?" : at) + " of the source", "flag"), chip(status, status === "ok" ? "ok" : "warn")], note, line);
+    var a = this.article(env, "k-source", { status: status }, "source line", [chip("line " + textOf(at === undefined ? "?" : at) + " of the source", "flag"), chip(status, status === "damaged" ? "bad" : (status === "used" ? "ok" : "flag"))], note, line);
     var d = el("details", "fold source"), what, shown;
     if (p.text !== undefined) { shown = textOf(p.text); what = sizeText(isCut(p.text) ? p.text.bytes : utf8len(shown)); }
     else if (p.base64 !== undefined) { shown = textOf(p.base64); what = "not UTF-8, as base64"; }

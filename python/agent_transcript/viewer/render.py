@@ -199,9 +199,10 @@ class Annotator:
         return {"grants": p.get("grants") if isinstance(p, dict) else None,
                 "grants_line": self.reading.line_number(self.last_grants)}
 
-    def page(self, items: list[tuple[int, int, str, bool]]) -> dict[str, dict[str, Any]]:
-        """The notes of the records ``(index, line, type, plain)`` of one page, by line
-        number (``plain``: its line starts with a plain id, see :func:`plain_id`)."""
+    def page(self, items: list[tuple[int, int, str, bytes | None]]) -> dict[str, dict[str, Any]]:
+        """The notes of the records ``(index, line, type, head)`` of one page, by line
+        number (``head``: the start of its line, when known: a canonical line says
+        there whether its id is a plain word and whether a settle has an artifact)."""
         r, t = self.reading, self.t
         notes: dict[str, dict[str, Any]] = {}
 
@@ -209,36 +210,44 @@ class Annotator:
             return notes.setdefault(str(line), {})
 
         settles: list[tuple[int, int]] = []
-        dispatch_settles: list[tuple[int, int]] = []
         contexts: list[tuple[int, int]] = []
         users: list[tuple[int, int]] = []
         outline: list[tuple[int, str, str, str]] = []
-        for i, line, ty, plain in items:
-            if not plain:
+        plain = _PLAIN_LINE.match
+        line_number = t.line_number if t is not None else None
+        later = t.later if t is not None else None
+        role = r.index.role if r.index is not None else None
+        want_users = not self.outline.full
+        for i, line, ty, head in items:
+            if head is None or plain(head) is None:
                 eid = r.envelope_id(i)
                 if not _SAFE_ID.fullmatch(eid):
                     n(line)["a"] = anchor(eid)
             if ty == "message":
-                if t is not None:
-                    _, el, comp, rw = t.later(i, None)
-                    if el is not None:
-                        n(line)["elided"] = t.line_number(el)
-                    if comp is not None:
-                        n(line)["compacted"] = t.line_number(comp)
-                    if rw is not None:
-                        n(line)["rewound"] = t.line_number(rw)
-                if not self.outline.full and r.role(i) == "user":
+                if later is not None and line_number is not None:
+                    _, el, comp, rw = later(i, None)
+                    if el is not None or comp is not None or rw is not None:
+                        note = n(line)
+                        if el is not None:
+                            note["elided"] = line_number(el)
+                        if comp is not None:
+                            note["compacted"] = line_number(comp)
+                        if rw is not None:
+                            note["rewound"] = line_number(rw)
+                if want_users and role is not None and role(i) == "user":
                     users.append((i, line))
             elif ty == "tool-dispatched":
-                if t is not None:
-                    settled = t.later(i, None)[0]
+                if later is not None and line_number is not None:
+                    settled = later(i, None)[0]
                     if settled is not None:
-                        n(line)["settled"] = t.line_number(settled)
-                        dispatch_settles.append((line, settled))
+                        n(line)["settled"] = line_number(settled)
                     else:
                         n(line)["pending"] = self.pending.get(r.envelope_id(i), "dispatched")
             elif ty == "tool-settled":
-                settles.append((i, line))
+                # The script finds its dispatch on the page; what only Python can say is an
+                # artifact's check (a canonical line's payload starts with it, when it has one).
+                if head is None or not head.startswith(b'{"id":"') or b'"payload":{"artifact":' in head:
+                    settles.append((i, line))
             elif ty == "grants":
                 self.last_grants = i
                 if i == self.grants_at:
@@ -256,14 +265,6 @@ class Annotator:
         refusal = r.refusal
         if refusal is not None and refusal.line is not None and items and items[0][1] <= refusal.line <= items[-1][1]:
             n(refusal.line)["refusal"] = refusal.reason
-        if dispatch_settles:
-            got = r.payload_fields([s for _, s in dispatch_settles], ["outcome", "duration"])
-            for (line, _), f in zip(dispatch_settles, got):
-                if isinstance(f.get("outcome"), str):
-                    n(line)["outcome"] = f["outcome"]
-                d = f.get("duration")
-                if isinstance(d, (int, float)) and not isinstance(d, bool):
-                    n(line)["duration"] = _seconds(float(d))
         if settles:
             got = r.payload_fields([i for i, _ in settles], ["op-id", "artifact"])
             for (i, line), f in zip(settles, got):
@@ -401,8 +402,3 @@ class Annotator:
                     self.sections.setdefault(name, (digest_, at or line))
         if out:
             n(line)["sections"] = out
-
-
-def plain_id(raw: bytes) -> bool:
-    """The line starts with a canonical plain id (its permalink needs no digest)."""
-    return _PLAIN_LINE.match(raw) is not None

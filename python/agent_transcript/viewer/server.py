@@ -1,8 +1,8 @@
 """``serve``: a local viewer of a folder of transcripts, on 127.0.0.1 only.
 
 ``GET /`` is the resume picker: one row per transcript (title from the first
-user message, status, started, last activity, size), from each file's first
-and last few KiB only. ``GET /t/<name>`` opens a transcript at its tail (the
+user message, status, started, last activity, size), ``agent_transcript.fleet``'s
+listing of the folder (from each file's first and last lines only). ``GET /t/<name>`` opens a transcript at its tail (the
 last records, rendered from the read model like ``html``'s pages, with a link
 to the earlier ones), and its script follows the run over server-sent events
 (``GET /e/<name>``): each event is one whole line, rendered, with the byte
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 import time
 import urllib.parse
@@ -39,7 +38,6 @@ from .render import BIG_LINE, Annotator, anchor, island_bytes, shorten, size_tex
 
 __all__ = ["ViewerServer", "make_server", "picker_row", "PickerRow"]
 
-TAIL_BYTES = 16 * 1024
 #: serve opens a transcript at its last TAIL_RECORDS lines (read back from the end,
 #: no more than TAIL_MAX bytes once one whole line is in).
 TAIL_RECORDS = 200
@@ -53,21 +51,17 @@ READINGS_KEPT = 4
 
 @dataclass(frozen=True)
 class PickerRow:
-    """One transcript in the picker: ``agent_transcript.fleet``'s row of it (from
-    its first and last lines) and the calls its tail leaves pending."""
+    """One transcript in the picker: ``agent_transcript.fleet``'s row of it, from its
+    first and last lines only."""
 
     name: str
     title: str
-    status: str  # fleet's status (clean, torn tail, ...), with ", N pending" when the tail leaves calls open
+    status: str  # fleet's status; "pending" when the last line is a call dispatched and never settled
     started: str
     last: str
     size: int
     mtime: float
     held: bool | None = None
-
-
-_CANON_ID = re.compile(rb'\{"id":"([^"\\]*)","payload":')
-_CANON_OP = re.compile(rb'"op-id":"([^"\\]*)"')
 
 
 def _obj(line: bytes) -> dict[str, Any] | None:
@@ -78,49 +72,17 @@ def _obj(line: bytes) -> dict[str, Any] | None:
     return v if isinstance(v, dict) else None
 
 
-def pending_in_tail(path: str, size: int) -> int:
-    """How many tool calls dispatched in the last 16 KiB of ``path`` are not settled
-    after it (what a picker row adds to fleet's, which reads the ends for their
-    ``ts`` and ``type`` only). A canonical line is read without decoding it."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, size - TAIL_BYTES))
-            tail_ = f.read(TAIL_BYTES)
-    except OSError:
-        return 0
-    if b'"tool-' not in tail_:
-        return 0
-    lines = tail_.split(b"\n")
-    if size > TAIL_BYTES:
-        lines = lines[1:]  # the first is cut
-    dispatched: dict[bytes, None] = {}
-    for ln in lines:
-        if ln.endswith(b'"type":"tool-dispatched","v":1}') and (m := _CANON_ID.match(ln)):
-            dispatched[m.group(1)] = None
-        elif ln.endswith(b'"type":"tool-settled","v":1}') and (m := _CANON_OP.search(ln)):
-            dispatched.pop(m.group(1), None)
-        elif b'"tool-dispatched"' in ln or b'"tool-settled"' in ln:
-            env = _obj(ln)
-            p = env.get("payload") if env else None
-            if env and env.get("type") == "tool-dispatched":
-                dispatched[str(env.get("id")).encode("utf-8", "surrogatepass")] = None
-            elif env and env.get("type") == "tool-settled" and isinstance(p, dict):
-                dispatched.pop(str(p.get("op-id")).encode("utf-8", "surrogatepass"), None)
-    return len(dispatched)
-
-
 def picker_row(root: str, name: str) -> PickerRow:
-    """The picker's row of ``root/name`` (fleet's row of that file, plus its pending calls)."""
+    """The picker's row of ``root/name`` (fleet's row of that file)."""
     return _row(root, fleet.read_row(Path(root) / name))
 
 
 def _row(root: str, r: fleet.TranscriptRow) -> PickerRow:
     name = os.path.relpath(r.path, root)
     status = r.status
-    if status in ("clean", "torn tail"):
-        n = pending_in_tail(str(r.path), r.size)
-        if n:
-            status = f"{n} pending" if status == "clean" else f"{status}, {n} pending"
+    if r.last_type == "tool-dispatched" and status in ("clean", "torn tail"):
+        # The run stopped with a call in flight: nothing was written after its dispatch.
+        status = "pending: the last line is a call never settled" if status == "clean" else f"{status}, a call pending"
     elif status == "unreadable" and r.reason:
         status = f"unreadable: {r.reason}"
     return PickerRow(name, r.title or name, status, r.started or "", r.last_activity or "", r.size, r.mtime, r.held)
@@ -161,7 +123,8 @@ class ViewerServer(ThreadingHTTPServer):
         rows = []
         inside = self.root + os.sep
         for r in fleet.list_transcripts(self.root):
-            if ".artifacts" in r.path.parent.name or not os.path.realpath(r.path).startswith(inside):
+            # fleet walks no linked folder: only the file itself can be a link out of the folder
+            if r.path.parent.name.endswith(".artifacts") or (os.path.islink(r.path) and not os.path.realpath(r.path).startswith(inside)):
                 continue
             rows.append(_row(self.root, r))
         rows.sort(key=lambda r: r.mtime, reverse=True)
@@ -374,7 +337,7 @@ class _Handler(BaseHTTPRequestHandler):
         if grants_at:
             notes.seen_grants(grants_at[-1])
         state = notes.start()
-        items: list[tuple[int, int, str, bool]] = []
+        items: list[tuple[int, int, str, bytes | None]] = []
         first_line = reading.line_number(start) if start < n else 1
         page = PageData(0, first_line)
         data = b""
@@ -398,7 +361,7 @@ class _Handler(BaseHTTPRequestHandler):
                     if i is None or b - a > BIG_LINE:
                         take_line(reading, fd, page, i, line, a, b)
                     if i is not None:
-                        items.append((i, line, type_name(i), False))
+                        items.append((i, line, type_name(i), None))
                 data = page.build(fd, stop)
             finally:
                 os.close(fd)
@@ -545,10 +508,10 @@ class _Handler(BaseHTTPRequestHandler):
         if grants_at:
             notes.seen_grants(grants_at[-1])
         out.update(notes.start())
-        items = []
+        items: list[tuple[int, int, str, bytes | None]] = []
         i = lo
         while i < n and reading.line_number(i) <= last:
-            items.append((i, reading.line_number(i), reading.type_name(i), False))
+            items.append((i, reading.line_number(i), reading.type_name(i), None))
             i += 1
         out["notes"] = notes.page(items)
         status, text_ = verdict(reading)

@@ -79,10 +79,12 @@
         var st = disp.dataset.state;
         var settle = settles[disp.dataset.op];
         if (settle) { st = settle.dataset.state; }
-        var cls = st === "completed" ? "ok" : (st === "outcome-unknown" ? "warn" : "bad");
+        var elsewhere = !settle && disp.dataset.settled;  /* settled on another page */
+        var cls = st === "completed" || elsewhere ? "ok" : (st === "outcome-unknown" ? "warn" : "bad");
         var chip = doc.createElement("a");
-        chip.className = "chip " + cls; chip.href = "#" + (settle || disp).id;
-        chip.textContent = (st || "dispatched") + (settle && settle.dataset.duration ? " · " + settle.dataset.duration : "") + (settle ? "" : " · never settled");
+        chip.className = "chip " + cls; chip.href = elsewhere ? "#L" + disp.dataset.settled : "#" + (settle || disp).id;
+        chip.textContent = elsewhere ? "settled at line " + disp.dataset.settled
+          : (st || "dispatched") + (settle && settle.dataset.duration ? " · " + settle.dataset.duration : "") + (settle ? "" : " · never settled");
         html.push(chip);
         if (!settle && disp.dataset.state) li.classList.add("pending-call");
         if (st && st !== "completed") msg && msg.setAttribute("data-error", "1");
