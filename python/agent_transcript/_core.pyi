@@ -8,7 +8,7 @@ __all__ = [
     "__version__", "canonical_json", "envelope_line", "digest", "loads", "tail_check", "parse_envelope",
     "after_fork",
     "Transcript", "Peeked", "zstd_compress", "zstd_decompress", "zstd_matches",
-    "ZSTD_LEVEL", "ExportBatch", "ExportFile",
+    "ZSTD_LEVEL", "ExportBatch", "ExportFile", "NativeImport", "import_native",
 ]
 
 def canonical_json(value: Any, /) -> str: ...
@@ -70,6 +70,15 @@ class Transcript:
     def close_writer(self, fd: int | None, /) -> None: ...
     def fileno(self) -> int: ...
     def broken(self) -> str | None: ...
+
+@final
+class NativeImport:
+    def summary(
+        self,
+    ) -> tuple[str, int, list[str], str | None, str, int, str, int, int, str | None]: ...
+    def write_lines(self, dest_fd: int, ids_used: int, /) -> None: ...
+
+def import_native(format: str, src_fd: int, spool_fd: int, /) -> NativeImport | str: ...
 
 @final
 class Peeked:

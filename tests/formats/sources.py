@@ -130,6 +130,15 @@ SIDECHAIN = [
 SIDECHAIN_M: list[Expected] = [("user", "delegate", (), None), ("assistant", None, ("toolu_t",), None),
                                ("tool", [{"type": "text", "text": "found it"}], (), "toolu_t")]
 
+MILLISECOND = [  # two prompts 1 ms apart: the later one is the leaf (Claude Code compares to the ms)
+    user("u1", None, "00:00", "hello"),
+    asst("a1", "u1", "00:01", "m1", text("hi")),
+    {**user("u2", "a1", "00:02", "first"), "timestamp": "2026-03-01T10:00:02.600Z"},
+    {**user("u2b", "a1", "00:02", "second"), "timestamp": "2026-03-01T10:00:02.601Z"},
+]
+MILLISECOND_M: list[Expected] = [("user", "hello", (), None), ("assistant", "hi", (), None),
+                                 ("user", "second", (), None)]
+
 PARALLEL = [
     user("u1", None, "00:00", "two at once"),
     asst("a1", "u1", "00:01", "mX", use("t1", command="a")),
@@ -275,6 +284,7 @@ SOURCES = [
            types={"rewind": 1}),
     Source("cc-compaction-after-rewind", "claude-code", lines(*COMPACT_AFTER_REWIND), COMPACT_AFTER_REWIND_M,
            types={"compaction": 1, "rewind": 1}),
+    Source("cc-leaf-by-the-millisecond", "claude-code", lines(*MILLISECOND), MILLISECOND_M, types={"rewind": 1}),
     Source("cc-sidechain", "claude-code", lines(*SIDECHAIN), SIDECHAIN_M, settled={"toolu_t": "completed"}),
     Source("cc-parallel-tool-results", "claude-code", lines(*PARALLEL), PARALLEL_M,
            settled={"t1": "completed", "t2": "failed"}),

@@ -15,7 +15,8 @@ unknown type to replay. Ids and timestamps are derived from the source:
 importing the same bytes twice writes the same bytes.
 
 May import: the standard library, the public API of ``agent_transcript``
-(the names in its ``__all__``) and ``inspect``. Never a private module of
+(the names in its ``__all__``) and ``inspect`` (whose ``sources`` is the core's
+importer: most files are converted there, byte for byte as here). Never a private module of
 another package, never a front end.
 """
 
@@ -27,6 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..inspect.sources import native_import
 from . import claude_code, codex
 from ._emit import Emitter
 from ._source import (
@@ -62,6 +64,10 @@ FORMATS = ("claude-code", "codex")
 _NAMES = {"claude-code": "a Claude Code session", "codex": "a Codex rollout"}
 _SCAN_LINES = 50
 _MAX_WARNINGS_IN_META = 100
+# The Rust core's importer takes these formats (whole files of the record kinds it
+# knows; any other file goes to the Python importer). False: the Python importer only.
+_NATIVE = True
+_NATIVE_FORMATS = frozenset(("claude-code",))
 
 
 def describe(source_format: str) -> str:
@@ -213,6 +219,10 @@ def _import_file(source: Path, dest: Path, source_format: str | None, force: boo
         what = describe(detected) if detected else "neither a Claude Code session nor a Codex rollout"
         wanted = f", not {describe(source_format)}" if source_format and detected else ""
         raise UnknownFormat(f"{source}: {'this is ' + what if detected else what}{wanted}")
+    if _NATIVE and fmt in _NATIVE_FORMATS:
+        done = _import_native(source, dest, fmt, detected, force)
+        if done is not None:
+            return done
     lines, sha, size, warnings = read_source(source, claude_code.slim if fmt == "claude-code" else codex.slim)
     used = lines
     if fmt == "codex" and lines and lines[0].record is None:  # G0: one document over many lines
@@ -251,6 +261,40 @@ def _import_file(source: Path, dest: Path, source_format: str | None, force: boo
         raise
     finally:
         records.close()
+    return ImportResult(source, dest, fmt, warnings)
+
+
+def _import_native(source: Path, dest: Path, fmt: str, detected: str | None, force: bool) -> ImportResult | None:
+    """The import by the Rust core's importer, or None when it does not take this source
+    (the Python importer then does; both write the same bytes)."""
+    out = Destination(dest, force=force)
+    try:
+        with open(source, "rb") as src, tempfile.TemporaryFile(dir=dest.parent) as spool:
+            run = native_import(fmt, src.fileno(), spool.fileno())
+            if isinstance(run, str):
+                out.abort()
+                return None
+            info_json, count, pending, first_ts, _, used, sha, size, line_count, first_line_ts = run.summary()
+            if count == 0 and detected is None:
+                raise UnknownFormat(f"{source}: neither a Claude Code session nor a Codex rollout")
+            warnings: list[str] = []
+            if pending:
+                warnings.append(f"{len(pending)} tool call(s) without a result stay pending: {', '.join(pending[:5])}")
+            meta: dict[str, Any] = {
+                "format": fmt,
+                **json.loads(info_json),
+                "source": {"path": str(source.resolve()), "sha256": sha, "bytes": size, "lines": line_count},
+                "importer": importer_meta(),
+                "warnings": warnings,
+            }
+            ids = Ids(sha, used)
+            out.write("session-meta", ids.next("meta"), first_ts or first_line_ts or EPOCH_TS, meta)
+            out.copy_from(spool)
+            run.write_lines(out.flushed_fileno(), used + 1)
+        out.commit()
+    except BaseException:
+        out.abort()
+        raise
     return ImportResult(source, dest, fmt, warnings)
 
 

@@ -201,9 +201,9 @@ def source_line_payload(line: Line, raw: bytes) -> dict[str, Any]:
 class Ids:
     """Deterministic envelope ids: a UUIDv5 of the source's digest, a kind and a counter."""
 
-    def __init__(self, source_digest: str) -> None:
+    def __init__(self, source_digest: str, used: int = 0) -> None:
         self._base = source_digest
-        self._n = 0
+        self._n = used
 
     def next(self, kind: str) -> str:
         self._n += 1
@@ -269,6 +269,12 @@ class Destination:
     def copy_from(self, spool: IO[bytes]) -> None:
         spool.seek(0)
         shutil.copyfileobj(spool, self._file, 1 << 20)
+
+    def flushed_fileno(self) -> int:
+        """The descriptor, everything written so far flushed to it (for a writer that
+        appends through the descriptor itself)."""
+        self._file.flush()
+        return self._file.fileno()
 
     def commit(self) -> None:
         self._file.flush()

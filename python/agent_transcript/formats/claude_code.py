@@ -68,15 +68,13 @@ def looks_like(record: dict[str, Any]) -> bool:
                                    or "uuid" in record or "permissionMode" in record)
 
 
-def _when(record: dict[str, Any]) -> float | None:
+def _when(record: dict[str, Any]) -> str | None:
     value = record.get("timestamp")
     if not isinstance(value, str):
         return None
-    ts = to_ts(value, "")
-    if not ts:
-        return None
-    # The envelope ts sorts as the instant does: compare it as text.
-    return float(ts[:4] + ts[5:7] + ts[8:10] + ts[11:13] + ts[14:16] + ts[17:19] + "." + ts[20:26])
+    # The envelope ts sorts as the instant does: compare it as text (exact to the
+    # microsecond, as Claude Code's Date.parse is to the millisecond).
+    return to_ts(value, "") or None
 
 
 class _Tree:
@@ -126,7 +124,7 @@ class _Tree:
     def leaf(self) -> str | None:
         all_side = all(r.get("isSidechain") is True for r in self.records.values())
         best: str | None = None
-        best_when = float("-inf")
+        best_when = ""
         for uid, r in self.records.items():
             if r.get("isSidechain") is True and not all_side:
                 continue
@@ -202,9 +200,9 @@ class _Tree:
             self._by_message, self._results_by_parent = siblings, results_by_parent
         return self._by_message, self._results_by_parent
 
-    def _sort_key(self, uid: str) -> float:
+    def _sort_key(self, uid: str) -> tuple[bool, str]:
         when = _when(self.records[uid])
-        return when if when is not None else float("inf")
+        return (False, when) if when is not None else (True, "")
 
 
 def _tool_results(record: dict[str, Any]) -> list[dict[str, Any]]:

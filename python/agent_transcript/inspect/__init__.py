@@ -8,7 +8,9 @@ Lives here: reading a file without opening it as a session (:mod:`.reader`:
 (:mod:`.values`), why a named file cannot be read (:mod:`.files`) and a
 file's rows as columns for an export (:mod:`.columns`). Every
 verdict and replayed state is the core's, from the code load itself runs.
-Nothing here prints, writes, locks or repairs.
+Nothing here prints, writes, locks or repairs; :mod:`.sources` (the core's
+conversion of another tool's file, for ``formats``) writes only to a
+descriptor its caller gives.
 
 May import: the standard library and the library modules of
 ``agent_transcript`` (including its private ``_core``, whose read-only

@@ -11,6 +11,7 @@ mod canonical;
 mod columns;
 mod decode;
 mod errors;
+mod import_native;
 mod transcript;
 
 // The canonical writer walks lists and dicts with borrowed references, which
@@ -32,6 +33,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(archive::zstd_decompress, m)?)?;
     m.add_function(wrap_pyfunction!(archive::zstd_matches, m)?)?;
     m.add("ZSTD_LEVEL", archive::ZSTD_LEVEL)?;
+    m.add_function(wrap_pyfunction!(import_native::import_native, m)?)?;
+    m.add_class::<import_native::NativeImport>()?;
     m.add_class::<transcript::Transcript>()?;
     m.add_class::<transcript::Peeked>()?;
     m.add_class::<columns::ExportBatch>()?;

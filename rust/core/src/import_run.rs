@@ -1,0 +1,582 @@
+//! The native import of one source file: the lines read once (SHA-256, size,
+//! where each line is), the derived envelopes written by an [`Emitter`] that
+//! mirrors replay's live list (as the Python importer's `Emitter` does), and
+//! the `source-line` envelopes that keep every line byte for byte.
+//!
+//! The output is byte for byte the Python importer's; a source the native path
+//! cannot reproduce exactly is [`Unsupported`] and the Python importer takes it.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
+
+use sha2::{Digest, Sha256};
+
+use crate::canonical;
+use crate::import_value::{write_canonical, Ids, Ts, Unsupported, Value, EPOCH_TS};
+
+/// What the import made of a source line (its `source-line` envelope's `status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// No history role.
+    Metadata,
+    /// Only spaces, tabs, `\r`.
+    Blank,
+    /// It fed the replayed conversation.
+    Used,
+    /// A Claude Code record on a sidechain.
+    Sidechain,
+    /// A Claude Code record off the active branch.
+    OffBranch,
+    /// A Codex item a rollback removed.
+    RolledBack,
+}
+
+impl Status {
+    fn name(self) -> &'static [u8] {
+        match self {
+            Status::Metadata => b"metadata",
+            Status::Blank => b"blank",
+            Status::Used => b"used",
+            Status::Sidechain => b"sidechain",
+            Status::OffBranch => b"off-branch",
+            Status::RolledBack => b"rolled-back",
+        }
+    }
+}
+
+/// One source line: where it is, its status, and its timestamp as a ts.
+#[derive(Debug, Clone)]
+pub struct SourceLine {
+    /// Byte offset of the line in the source.
+    pub offset: u64,
+    /// Its length, without the `\n`.
+    pub len: u32,
+    /// What the import made of it.
+    pub status: Status,
+    /// Its record's `timestamp`, converted.
+    pub when: Option<Ts>,
+}
+
+/// Every line of `file`, in order, with the SHA-256 (`"sha256:…"`) and size of
+/// the whole: `each` sees the line's index, offset and bytes (without `\n`).
+///
+/// # Errors
+///
+/// An I/O error reading, or what `each` refuses.
+pub fn scan(
+    file: &File,
+    mut each: impl FnMut(usize, u64, &[u8]) -> Result<(), Unsupported>,
+) -> io::Result<Result<(String, u64, usize), Unsupported>> {
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    reader.seek(SeekFrom::Start(0))?;
+    let mut sha = Sha256::new();
+    let mut buf = Vec::with_capacity(1 << 16);
+    let mut offset = 0u64;
+    let mut n = 0usize;
+    loop {
+        buf.clear();
+        let got = reader.read_until(b'\n', &mut buf)?;
+        if got == 0 {
+            break;
+        }
+        sha.update(&buf);
+        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        if line.len() > u32::MAX as usize {
+            return Ok(Err(Unsupported("a line of 4 GiB or more")));
+        }
+        if let Err(e) = each(n, offset, line) {
+            return Ok(Err(e));
+        }
+        offset += got as u64;
+        n += 1;
+    }
+    let mut digest = String::from(crate::digest::PREFIX);
+    for byte in sha.finalize() {
+        digest.push(char::from(b"0123456789abcdef"[usize::from(byte >> 4)]));
+        digest.push(char::from(b"0123456789abcdef"[usize::from(byte & 0x0f)]));
+    }
+    Ok(Ok((digest, offset, n)))
+}
+
+/// True for a line of only spaces, tabs and `\r` (or none).
+pub fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r'))
+}
+
+/// Reads the line `line` of `file` into `buf` (as text: the scan checked it).
+///
+/// # Errors
+///
+/// An I/O error, or a line that is no longer UTF-8 (the file changed).
+pub fn read_line(file: &File, line: &SourceLine, buf: &mut Vec<u8>) -> io::Result<()> {
+    buf.clear();
+    buf.resize(line.len as usize, 0);
+    file.read_exact_at(buf, line.offset)
+}
+
+/// `buf` as text.
+///
+/// # Errors
+///
+/// `InvalidData` when it is not UTF-8 (the source changed under the import).
+pub fn as_text(buf: &[u8]) -> io::Result<&str> {
+    simdutf8::basic::from_utf8(buf).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            "the source changed during the import",
+        )
+    })
+}
+
+/// The derived envelopes, written in replay order, with replay's live list
+/// mirrored so that rewinds and compactions name live ids.
+pub struct Emitter<W: Write> {
+    /// The id generator (shared with the source-line envelopes after).
+    pub ids: Ids,
+    out: W,
+    /// The ts of the first envelope written.
+    pub first_ts: Option<Ts>,
+    /// How many message envelopes were written.
+    pub message_count: usize,
+    /// The ts of the last envelope (each envelope without a ts of its own takes it).
+    pub ts: Ts,
+    /// The live message ids, as replay will have them.
+    pub live: Vec<String>,
+    calls: Vec<(String, [u8; 32], String)>,
+    call_at: HashMap<String, usize>,
+    settled: HashSet<[u8; 32]>,
+    grants: Option<Vec<u8>>,
+    facts: Option<Vec<u8>>,
+    line: Vec<u8>,
+}
+
+impl<W: Write> Emitter<W> {
+    /// An emitter writing to `out`.
+    pub fn new(ids: Ids, out: W) -> Self {
+        Emitter {
+            ids,
+            out,
+            first_ts: None,
+            message_count: 0,
+            ts: EPOCH_TS,
+            live: Vec::new(),
+            calls: Vec::new(),
+            call_at: HashMap::new(),
+            settled: HashSet::new(),
+            grants: None,
+            facts: None,
+            line: Vec::with_capacity(1 << 16),
+        }
+    }
+
+    /// The writer, flushed.
+    ///
+    /// # Errors
+    ///
+    /// The write error.
+    pub fn finish(mut self) -> io::Result<(Ids, W)> {
+        self.out.flush()?;
+        Ok((self.ids, self.out))
+    }
+
+    /// Takes `ts` as the current ts when given; answers the current one.
+    pub fn at(&mut self, ts: Option<Ts>) -> Ts {
+        if let Some(ts) = ts {
+            self.ts = ts;
+        }
+        self.ts
+    }
+
+    /// One envelope of `type_` with the canonical `payload`; answers its id.
+    ///
+    /// # Errors
+    ///
+    /// The write error.
+    pub fn envelope(
+        &mut self,
+        type_: &str,
+        payload: &[u8],
+        ts: Option<Ts>,
+        kind: &str,
+    ) -> io::Result<[u8; 32]> {
+        let id = self.ids.next(kind);
+        let when = self.at(ts);
+        if self.first_ts.is_none() {
+            self.first_ts = Some(when);
+        }
+        let line = &mut self.line;
+        line.clear();
+        line.extend_from_slice(b"{\"id\":\"");
+        line.extend_from_slice(&id);
+        line.extend_from_slice(b"\",\"payload\":");
+        line.extend_from_slice(payload);
+        line.extend_from_slice(b",\"ts\":\"");
+        line.extend_from_slice(&when);
+        line.extend_from_slice(b"\",\"type\":");
+        canonical::write_str(line, type_.as_bytes());
+        line.extend_from_slice(b",\"v\":1}\n");
+        self.out.write_all(line)?;
+        Ok(id)
+    }
+
+    /// A message envelope; its id joins the live list.
+    ///
+    /// # Errors
+    ///
+    /// The write error.
+    pub fn message(&mut self, payload: &Value<'_>, ts: Option<Ts>) -> io::Result<String> {
+        let mut bytes = Vec::new();
+        write_canonical(&mut bytes, payload);
+        self.message_bytes(&bytes, ts)
+    }
+
+    /// A message envelope from its canonical payload.
+    ///
+    /// # Errors
+    ///
+    /// The write error.
+    pub fn message_bytes(&mut self, payload: &[u8], ts: Option<Ts>) -> io::Result<String> {
+        let id = self.envelope("message", payload, ts, "msg")?;
+        let id = String::from_utf8_lossy(&id).into_owned();
+        self.live.push(id.clone());
+        self.message_count += 1;
+        Ok(id)
+    }
+
+    /// A `tool-dispatched` for `call_id`; answers the op id.
+    ///
+    /// # Errors
+    ///
+    /// The write error.
+    pub fn dispatch(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        arguments: &Value<'_>,
+        run_id: Option<&str>,
+        round: i64,
+        ts: Option<Ts>,
+    ) -> io::Result<[u8; 32]> {
+        let mut args = Vec::new();
+        write_canonical(&mut args, arguments);
+        let digest = crate::digest::sha256_digest(&args);
+        let mut p = Vec::with_capacity(args.len() + 256);
+        p.extend_from_slice(b"{\"arguments\":");
+        p.extend_from_slice(&args);
+        p.extend_from_slice(b",\"arguments-digest\":\"");
+        p.extend_from_slice(digest.as_bytes());
+        p.extend_from_slice(b"\",\"call-id\":");
+        canonical::write_str(&mut p, call_id.as_bytes());
+        p.extend_from_slice(b",\"idempotency\":\"unknown\",\"round\":");
+        canonical::write_i64(&mut p, round);
+        p.extend_from_slice(b",\"run-id\":");
+        match run_id {
+            Some(r) => canonical::write_str(&mut p, r.as_bytes()),
+            None => p.extend_from_slice(b"null"),
+        }
+        p.extend_from_slice(b",\"tool\":");
+        canonical::write_str(&mut p, tool.as_bytes());
+        p.push(b'}');
+        let op = self.envelope("tool-dispatched", &p, ts, "op")?;
+        let message = self.live.last().cloned().unwrap_or_default();
+        match self.call_at.get(call_id) {
+            Some(&i) => {
+                if let Some(slot) = self.calls.get_mut(i) {
+                    slot.1 = op;
+                    slot.2 = message;
+                }
+            }
+            None => {
+                self.call_at.insert(call_id.to_owned(), self.calls.len());
+                self.calls.push((call_id.to_owned(), op, message));
+            }
+        }
+        Ok(op)
+    }
+
+    /// Whether `call_id` is a live call (of a live assistant message).
+    pub fn is_call(&self, call_id: &str) -> bool {
+        self.call_at.contains_key(call_id)
+    }
+
+    /// Whether `call_id` is a live call not settled yet.
+    pub fn is_open_call(&self, call_id: &str) -> bool {
+        self.op_of(call_id)
+            .is_some_and(|op| !self.settled.contains(&op))
+    }
+
+    fn op_of(&self, call_id: &str) -> Option<[u8; 32]> {
+        self.call_at
+            .get(call_id)
+            .and_then(|&i| self.calls.get(i))
+            .map(|c| c.1)
+    }
+
+    /// A `tool-settled` for the live call `call_id` (`fields`: the optional
+    /// members, each `(key, canonical value)`, in key order); false when
+    /// there is no such call or it is settled.
+    ///
+    /// # Errors
+    ///
+    /// The write error.
+    pub fn settle(
+        &mut self,
+        call_id: &str,
+        outcome: &str,
+        ts: Option<Ts>,
+        fields: &[(&str, Vec<u8>)],
+    ) -> io::Result<bool> {
+        let Some(op) = self.op_of(call_id) else {
+            return Ok(false);
+        };
+        if self.settled.contains(&op) {
+            return Ok(false);
+        }
+        let mut members: Vec<(&str, Vec<u8>)> = Vec::with_capacity(fields.len() + 2);
+        let mut quoted_op = Vec::new();
+        canonical::write_str(&mut quoted_op, &op);
+        let mut quoted_outcome = Vec::new();
+        canonical::write_str(&mut quoted_outcome, outcome.as_bytes());
+        members.push(("op-id", quoted_op));
+        members.push(("outcome", quoted_outcome));
+        for (k, v) in fields {
+            members.push((k, v.clone()));
+        }
+        members.sort_by(|a, b| a.0.cmp(b.0));
+        let mut p = vec![b'{'];
+        for (i, (k, v)) in members.iter().enumerate() {
+            if i > 0 {
+                p.push(b',');
+            }
+            canonical::write_str(&mut p, k.as_bytes());
+            p.push(b':');
+            p.extend_from_slice(v);
+        }
+        p.push(b'}');
+        self.envelope("tool-settled", &p, ts, "settle")?;
+        self.settled.insert(op);
+        Ok(true)
+    }
+
+    /// The live calls without a settle line, in dispatch order.
+    pub fn pending_calls(&self) -> Vec<String> {
+        self.calls
+            .iter()
+            .filter(|c| !self.settled.contains(&c.1))
+            .map(|c| c.0.clone())
+            .collect()
+    }
+
+    /// Everything live replaced by `summary`, or by `replacement` (message
+    /// payloads, canonical); with nothing live, the replacement (or the summary
+    /// as a user message) is written as plain messages.
+    ///
+    /// # Errors
+    ///
+    /// The write error.
+    pub fn compaction(
+        &mut self,
+        summary: &str,
+        tokens_before: &[u8],
+        tokens_after: &[u8],
+        fallback: bool,
+        replacement: Option<&[Vec<u8>]>,
+        ts: Option<Ts>,
+    ) -> io::Result<()> {
+        let Some(through) = self.live.last().cloned() else {
+            match replacement {
+                None => {
+                    let mut p = Vec::new();
+                    p.extend_from_slice(b"{\"content\":");
+                    canonical::write_str(&mut p, summary.as_bytes());
+                    p.extend_from_slice(b",\"role\":\"user\"}");
+                    self.message_bytes(&p, ts)?;
+                }
+                Some(items) => {
+                    for item in items {
+                        self.message_bytes(item, ts)?;
+                    }
+                }
+            }
+            return Ok(());
+        };
+        let mut p = Vec::new();
+        p.extend_from_slice(b"{\"fallback\":");
+        p.extend_from_slice(if fallback { b"true" } else { b"false" });
+        if let Some(items) = replacement {
+            p.extend_from_slice(b",\"replacement\":[");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    p.push(b',');
+                }
+                p.extend_from_slice(item);
+            }
+            p.push(b']');
+        }
+        p.extend_from_slice(b",\"replaces-through-id\":");
+        canonical::write_str(&mut p, through.as_bytes());
+        p.extend_from_slice(b",\"summary\":");
+        canonical::write_str(&mut p, summary.as_bytes());
+        p.extend_from_slice(b",\"tokens-after\":");
+        p.extend_from_slice(tokens_after);
+        p.extend_from_slice(b",\"tokens-before\":");
+        p.extend_from_slice(tokens_before);
+        p.push(b'}');
+        let id = self.envelope("compaction", &p, ts, "cmp")?;
+        let id = String::from_utf8_lossy(&id).into_owned();
+        self.live = match replacement {
+            Some(items) => (0..items.len()).map(|k| format!("{id}:{k}")).collect(),
+            None => vec![id],
+        };
+        self.calls.clear();
+        self.call_at.clear();
+        Ok(())
+    }
+
+    /// Keeps the first `keep` live messages and drops the rest (nothing is
+    /// written when nothing drops).
+    ///
+    /// # Errors
+    ///
+    /// The write error.
+    pub fn rewind(&mut self, keep: usize, ts: Option<Ts>) -> io::Result<()> {
+        if keep >= self.live.len() {
+            return Ok(());
+        }
+        let mut p = Vec::new();
+        p.extend_from_slice(b"{\"through-id\":");
+        match keep.checked_sub(1).and_then(|i| self.live.get(i)) {
+            Some(id) => canonical::write_str(&mut p, id.as_bytes()),
+            None => p.extend_from_slice(b"null"),
+        }
+        p.push(b'}');
+        self.envelope("rewind", &p, ts, "rew")?;
+        self.live.truncate(keep);
+        let kept: HashSet<&str> = self.live.iter().map(String::as_str).collect();
+        let calls = std::mem::take(&mut self.calls);
+        self.calls = calls
+            .into_iter()
+            .filter(|c| kept.contains(c.2.as_str()))
+            .collect();
+        self.call_at = self
+            .calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.0.clone(), i))
+            .collect();
+        Ok(())
+    }
+
+    /// A grants envelope with the canonical `snapshot`, unless it equals the last one.
+    ///
+    /// # Errors
+    ///
+    /// The write error.
+    pub fn grants(&mut self, snapshot: Vec<u8>, ts: Option<Ts>) -> io::Result<()> {
+        if self.grants.as_ref() == Some(&snapshot) {
+            return Ok(());
+        }
+        let mut p = Vec::with_capacity(snapshot.len() + 12);
+        p.extend_from_slice(b"{\"grants\":");
+        p.extend_from_slice(&snapshot);
+        p.push(b'}');
+        self.envelope("grants", &p, ts, "grants")?;
+        self.grants = Some(snapshot);
+        Ok(())
+    }
+
+    /// A run-context with the canonical `facts` list, unless it equals the last one.
+    ///
+    /// # Errors
+    ///
+    /// The write error.
+    pub fn facts(&mut self, facts: Vec<u8>, ts: Option<Ts>) -> io::Result<()> {
+        if self.facts.as_ref() == Some(&facts) {
+            return Ok(());
+        }
+        let mut p = Vec::with_capacity(facts.len() + 24);
+        p.extend_from_slice(b"{\"facts\":");
+        p.extend_from_slice(&facts);
+        p.extend_from_slice(b",\"sections\":[]}");
+        self.envelope("run-context", &p, ts, "ctx")?;
+        self.facts = Some(facts);
+        Ok(())
+    }
+}
+
+/// What a native import derived, for the caller to write the session-meta and
+/// then the source lines.
+pub struct Imported {
+    /// The session-meta facts the conversion found, as one canonical JSON object.
+    pub info: Vec<u8>,
+    /// What the import had to do, one sentence each.
+    pub warnings: Vec<String>,
+    /// How many message envelopes were written.
+    pub message_count: usize,
+    /// The call ids left pending.
+    pub pending: Vec<String>,
+    /// The ts of the first derived envelope.
+    pub first_ts: Option<Ts>,
+    /// The ts after the last derived envelope.
+    pub last_ts: Ts,
+    /// The ids handed out so far.
+    pub ids_used: u64,
+    /// `"sha256:…"` of the source.
+    pub sha: String,
+    /// The source's size.
+    pub size: u64,
+    /// Every source line.
+    pub lines: Vec<SourceLine>,
+}
+
+/// Writes one `source-line` envelope per line of `src` (read again, in order)
+/// to `out`: ids from `ids` (after the derived ones and the session-meta's),
+/// each line's ts its own or the one before (from `ts`).
+///
+/// # Errors
+///
+/// An I/O error, or a line that is no longer UTF-8 (the source changed).
+pub fn write_source_lines(
+    src: &File,
+    lines: &[SourceLine],
+    ids: &mut Ids,
+    mut ts: Ts,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let mut reader = BufReader::with_capacity(1 << 20, src);
+    reader.seek(SeekFrom::Start(0))?;
+    let mut raw = Vec::with_capacity(1 << 16);
+    let mut env = Vec::with_capacity(1 << 16);
+    let mut number = itoa::Buffer::new();
+    let size = src.metadata()?.len();
+    for (i, line) in lines.iter().enumerate() {
+        raw.clear();
+        raw.resize(line.len as usize, 0);
+        reader.read_exact(&mut raw)?;
+        if line.offset + u64::from(line.len) < size {
+            let mut nl = [0u8; 1];
+            reader.read_exact(&mut nl)?;
+        }
+        let text = as_text(&raw)?;
+        if let Some(when) = line.when {
+            ts = when;
+        }
+        let id = ids.next("line");
+        env.clear();
+        env.extend_from_slice(b"{\"id\":\"");
+        env.extend_from_slice(&id);
+        env.extend_from_slice(b"\",\"payload\":{\"line\":");
+        env.extend_from_slice(number.format(i + 1).as_bytes());
+        env.extend_from_slice(b",\"status\":\"");
+        env.extend_from_slice(line.status.name());
+        env.extend_from_slice(b"\",\"text\":");
+        canonical::write_str(&mut env, text.as_bytes());
+        env.extend_from_slice(b"},\"ts\":\"");
+        env.extend_from_slice(&ts);
+        env.extend_from_slice(b"\",\"type\":\"source-line\",\"v\":1}\n");
+        out.write_all(&env)?;
+    }
+    out.flush()
+}

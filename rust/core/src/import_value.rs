@@ -1,0 +1,603 @@
+//! What the native importers share below the record level: a borrowed JSON
+//! value (read with [`crate::json::Reader`]), written back either canonically
+//! (sorted keys, as `canonical_json`) or in source order (as
+//! `json.dumps(v, ensure_ascii=False, separators=(",", ":"))`), the
+//! deterministic envelope ids (UUIDv5, so SHA-1) and the source timestamps as
+//! envelope `ts`.
+//!
+//! The importers handle only what they can reproduce byte for byte; anything
+//! else (a lone surrogate, a duplicate key, a timestamp in another form) is
+//! [`Unsupported`], and the caller falls back to the Python importer for the
+//! whole file.
+
+use std::borrow::Cow;
+use std::ops::Deref;
+use std::sync::Arc;
+
+use crate::canonical;
+use crate::json::{JStr, Kind, Number, Reader};
+
+/// The native path cannot reproduce this source exactly: the Python importer
+/// takes the whole file. The text says why (for tests and debugging).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsupported(pub &'static str);
+
+/// A string of a [`Value`]: borrowed from the line, or (decoded from escapes)
+/// shared, so that a value is copied into a payload without copying its text.
+#[derive(Debug, Clone)]
+pub enum JText<'a> {
+    /// A slice of the line.
+    Borrowed(&'a str),
+    /// Decoded text.
+    Shared(Arc<str>),
+}
+
+impl Deref for JText<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        match self {
+            JText::Borrowed(s) => s,
+            JText::Shared(s) => s,
+        }
+    }
+}
+
+impl PartialEq for JText<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl<'a> From<&'a str> for JText<'a> {
+    fn from(s: &'a str) -> Self {
+        JText::Borrowed(s)
+    }
+}
+
+impl From<String> for JText<'_> {
+    fn from(s: String) -> Self {
+        JText::Shared(Arc::from(s))
+    }
+}
+
+/// A JSON value borrowed from one source line.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value<'a> {
+    /// `null`
+    Null,
+    /// `true` / `false`
+    Bool(bool),
+    /// An integer, as its text (any size).
+    Int(Cow<'a, str>),
+    /// A float, as Python reads it.
+    Float(f64),
+    /// A string (never with a lone surrogate: those are unsupported).
+    Str(JText<'a>),
+    /// An array.
+    Arr(Vec<Value<'a>>),
+    /// An object, its members in source order, no key twice.
+    Obj(Vec<(Cow<'a, str>, Value<'a>)>),
+}
+
+impl<'a> Value<'a> {
+    /// The member `key` of an object (None for any other value).
+    pub fn get(&self, key: &str) -> Option<&Value<'a>> {
+        match self {
+            Value::Obj(members) => members.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// The member `key` when it is a string.
+    pub fn str_of(&self, key: &str) -> Option<&str> {
+        match self.get(key) {
+            Some(Value::Str(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The string, if this is one.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The items, if this is an array.
+    pub fn as_arr(&self) -> Option<&[Value<'a>]> {
+        match self {
+            Value::Arr(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    /// True for an object.
+    pub fn is_obj(&self) -> bool {
+        matches!(self, Value::Obj(_))
+    }
+
+    /// Python's truth value of the decoded value.
+    pub fn truthy(&self) -> bool {
+        match self {
+            Value::Null => false,
+            Value::Bool(b) => *b,
+            Value::Int(t) => !t.trim_start_matches('-').trim_start_matches('0').is_empty(),
+            Value::Float(f) => *f != 0.0,
+            Value::Str(s) => !s.is_empty(),
+            Value::Arr(a) => !a.is_empty(),
+            Value::Obj(o) => !o.is_empty(),
+        }
+    }
+
+    /// A string value.
+    pub fn string(s: impl Into<JText<'a>>) -> Self {
+        Value::Str(s.into())
+    }
+
+    /// An object from its members (keys need not be sorted).
+    pub fn obj(members: Vec<(&'a str, Value<'a>)>) -> Self {
+        Value::Obj(
+            members
+                .into_iter()
+                .map(|(k, v)| (Cow::Borrowed(k), v))
+                .collect(),
+        )
+    }
+
+    /// Sets `key` (replacing a member of that name, as a dict assignment does).
+    pub fn set(&mut self, key: &'a str, value: Value<'a>) {
+        if let Value::Obj(members) = self {
+            if let Some(slot) = members.iter_mut().find(|(k, _)| k == key) {
+                slot.1 = value;
+            } else {
+                members.push((Cow::Borrowed(key), value));
+            }
+        }
+    }
+}
+
+/// Reads one whole JSON value from `text`.
+///
+/// # Errors
+///
+/// `Ok(None)` when the text is not one JSON value (the line is damaged: the
+/// Python importer says how); [`Unsupported`] for a value this module cannot
+/// write back exactly.
+pub fn parse(text: &str) -> Result<Option<Value<'_>>, Unsupported> {
+    let mut reader = Reader::new(text);
+    let mut scratch = Vec::new();
+    let value = match read(&mut reader, text, &mut scratch) {
+        Ok(v) => v,
+        Err(Fail::Json) => return Ok(None),
+        Err(Fail::Unsupported(why)) => return Err(Unsupported(why)),
+    };
+    match reader.finish() {
+        Ok(()) => Ok(Some(value)),
+        Err(_) => Ok(None),
+    }
+}
+
+enum Fail {
+    Json,
+    Unsupported(&'static str),
+}
+
+impl From<crate::json::JsonError> for Fail {
+    fn from(_: crate::json::JsonError) -> Self {
+        Fail::Json
+    }
+}
+
+/// The string `s` decoded: borrowed from `text` when it is a slice of it.
+fn own<'a>(text: &'a str, s: JStr<'_>) -> Result<Cow<'a, str>, Fail> {
+    match s {
+        JStr::Text(t) => {
+            let base = text.as_ptr() as usize;
+            let at = t.as_ptr() as usize;
+            if at >= base && at + t.len() <= base + text.len() {
+                if let Some(slice) = text.get(at - base..at - base + t.len()) {
+                    return Ok(Cow::Borrowed(slice));
+                }
+            }
+            Ok(Cow::Owned(t.to_owned()))
+        }
+        JStr::Wtf8(_) => Err(Fail::Unsupported("a lone surrogate in a string")),
+    }
+}
+
+fn read<'a>(r: &mut Reader<'a>, text: &'a str, scratch: &mut Vec<u8>) -> Result<Value<'a>, Fail> {
+    Ok(match r.peek()? {
+        Kind::Null => {
+            r.null()?;
+            Value::Null
+        }
+        Kind::Bool => Value::Bool(r.boolean()?),
+        Kind::Number => match r.checked_number()? {
+            Number::Int(t) => Value::Int(Cow::Borrowed(t)),
+            Number::Float(t) => match crate::json::parse_float(t) {
+                Ok(f) => Value::Float(f),
+                Err(_) => return Err(Fail::Json),
+            },
+        },
+        Kind::String => {
+            let s = r.string(scratch)?;
+            Value::Str(match own(text, s)? {
+                Cow::Borrowed(b) => JText::Borrowed(b),
+                Cow::Owned(o) => JText::Shared(Arc::from(o)),
+            })
+        }
+        Kind::Array => {
+            r.begin_array()?;
+            let mut items = Vec::new();
+            while r.next_item()? {
+                items.push(read(r, text, scratch)?);
+            }
+            Value::Arr(items)
+        }
+        Kind::Object => {
+            r.begin_object()?;
+            let mut members: Vec<(Cow<'a, str>, Value<'a>)> = Vec::new();
+            while let Some(k) = r.next_key(scratch)? {
+                let key = own(text, k)?;
+                if members.iter().any(|(k, _)| *k == key) {
+                    return Err(Fail::Unsupported("a key twice in one object"));
+                }
+                let value = read(r, text, scratch)?;
+                members.push((key, value));
+            }
+            Value::Obj(members)
+        }
+    })
+}
+
+/// Appends `value` as canonical JSON (keys sorted).
+pub fn write_canonical(out: &mut Vec<u8>, value: &Value<'_>) {
+    write_value(out, value, true);
+}
+
+/// Appends `value` as `json.dumps(value, ensure_ascii=False, separators=(",", ":"))`
+/// writes it: keys in source order.
+pub fn write_dumps(out: &mut Vec<u8>, value: &Value<'_>) {
+    write_value(out, value, false);
+}
+
+fn write_value(out: &mut Vec<u8>, value: &Value<'_>, sorted: bool) {
+    match value {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Int(t) => write_int(out, t),
+        Value::Float(f) => {
+            // Finite: the reader refuses the rest.
+            if canonical::write_f64(out, *f).is_err() {
+                out.extend_from_slice(b"null");
+            }
+        }
+        Value::Str(s) => canonical::write_str(out, s.as_bytes()),
+        Value::Arr(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_value(out, item, sorted);
+            }
+            out.push(b']');
+        }
+        Value::Obj(members) => {
+            out.push(b'{');
+            if sorted
+                && !members
+                    .windows(2)
+                    .all(|w| w[0].0.as_bytes() < w[1].0.as_bytes())
+            {
+                let mut order: Vec<&(Cow<'_, str>, Value<'_>)> = members.iter().collect();
+                order.sort_by(|a, b| canonical::compare_keys(a.0.as_bytes(), b.0.as_bytes()));
+                write_members(out, order.into_iter(), sorted);
+            } else {
+                write_members(out, members.iter(), sorted);
+            }
+            out.push(b'}');
+        }
+    }
+}
+
+fn write_members<'x, 'a: 'x>(
+    out: &mut Vec<u8>,
+    members: impl Iterator<Item = &'x (Cow<'a, str>, Value<'a>)>,
+    sorted: bool,
+) {
+    for (i, (k, v)) in members.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        canonical::write_str(out, k.as_bytes());
+        out.push(b':');
+        write_value(out, v, sorted);
+    }
+}
+
+/// An integer's JSON text as Python writes the int it reads as (`-0` is `0`).
+fn write_int(out: &mut Vec<u8>, text: &str) {
+    if text == "-0" {
+        out.push(b'0');
+    } else {
+        out.extend_from_slice(text.as_bytes());
+    }
+}
+
+/// The canonical JSON text of `value`.
+pub fn canonical_bytes(value: &Value<'_>) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_canonical(&mut out, value);
+    out
+}
+
+// -- ids ----------------------------------------------------------------------
+
+/// SHA-1 of `data` (for UUIDv5 only: not a security use).
+pub fn sha1(data: &[u8]) -> [u8; 20] {
+    let mut h: [u32; 5] = [
+        0x6745_2301,
+        0xEFCD_AB89,
+        0x98BA_DCFE,
+        0x1032_5476,
+        0xC3D2_E1F0,
+    ];
+    let bit_len = (data.len() as u64).wrapping_mul(8);
+    let mut tail = Vec::with_capacity(128);
+    let whole = data.len() / 64 * 64;
+    tail.extend_from_slice(data.get(whole..).unwrap_or_default());
+    tail.push(0x80);
+    while tail.len() % 64 != 56 {
+        tail.push(0);
+    }
+    tail.extend_from_slice(&bit_len.to_be_bytes());
+    let blocks = data
+        .get(..whole)
+        .unwrap_or_default()
+        .chunks_exact(64)
+        .chain(tail.chunks_exact(64));
+    for block in blocks {
+        let mut w = [0u32; 80];
+        for (i, word) in block.chunks_exact(4).enumerate().take(16) {
+            w[i] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
+        }
+        for i in 16..80 {
+            w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
+        }
+        let [mut a, mut b, mut c, mut d, mut e] = h;
+        for (i, wi) in w.iter().enumerate() {
+            let (f, k) = match i {
+                0..=19 => ((b & c) | (!b & d), 0x5A82_7999),
+                20..=39 => (b ^ c ^ d, 0x6ED9_EBA1),
+                40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC),
+                _ => (b ^ c ^ d, 0xCA62_C1D6),
+            };
+            let t = a
+                .rotate_left(5)
+                .wrapping_add(f)
+                .wrapping_add(e)
+                .wrapping_add(k)
+                .wrapping_add(*wi);
+            e = d;
+            d = c;
+            c = b.rotate_left(30);
+            b = a;
+            a = t;
+        }
+        for (x, y) in h.iter_mut().zip([a, b, c, d, e]) {
+            *x = x.wrapping_add(y);
+        }
+    }
+    let mut out = [0u8; 20];
+    for (chunk, word) in out.chunks_exact_mut(4).zip(h) {
+        chunk.copy_from_slice(&word.to_be_bytes());
+    }
+    out
+}
+
+/// `uuid.uuid5(namespace, name).bytes`.
+pub fn uuid5(namespace: &[u8; 16], name: &[u8]) -> [u8; 16] {
+    let mut data = Vec::with_capacity(16 + name.len());
+    data.extend_from_slice(namespace);
+    data.extend_from_slice(name);
+    let hash = sha1(&data);
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&hash[..16]);
+    out[6] = (out[6] & 0x0f) | 0x50;
+    out[8] = (out[8] & 0x3f) | 0x80;
+    out
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// 32 lowercase hex digits.
+pub fn hex32(bytes: &[u8; 16]) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    for (i, b) in bytes.iter().enumerate() {
+        out[2 * i] = HEX[usize::from(b >> 4)];
+        out[2 * i + 1] = HEX[usize::from(b & 0x0f)];
+    }
+    out
+}
+
+/// `uuid.NAMESPACE_URL`.
+const NAMESPACE_URL: [u8; 16] = [
+    0x6b, 0xa7, 0xb8, 0x11, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8,
+];
+
+/// The importers' deterministic ids: `uuid5(NS, f"{kind}:{source digest}:{n}").hex`
+/// with one counter for every kind (the Python importer's `Ids`).
+pub struct Ids {
+    namespace: [u8; 16],
+    base: String,
+    /// How many ids were handed out.
+    pub n: u64,
+}
+
+impl Ids {
+    /// Ids for the source whose digest is `source_digest` (`"sha256:…"`).
+    pub fn new(source_digest: &str) -> Self {
+        Ids {
+            namespace: uuid5(&NAMESPACE_URL, b"agent-transcript/import"),
+            base: source_digest.to_owned(),
+            n: 0,
+        }
+    }
+
+    /// The next id, of `kind`.
+    pub fn next(&mut self, kind: &str) -> [u8; 32] {
+        self.n += 1;
+        let mut name = Vec::with_capacity(kind.len() + self.base.len() + 24);
+        name.extend_from_slice(kind.as_bytes());
+        name.push(b':');
+        name.extend_from_slice(self.base.as_bytes());
+        name.push(b':');
+        name.extend_from_slice(itoa::Buffer::new().format(self.n).as_bytes());
+        hex32(&uuid5(&self.namespace, &name))
+    }
+}
+
+// -- timestamps ------------------------------------------------------------------
+
+/// An envelope `ts`: `YYYY-MM-DDTHH:MM:SS.ffffffZ`.
+pub type Ts = [u8; 27];
+
+/// The Unix epoch as an envelope ts: the Python importer's `EPOCH_TS`.
+pub const EPOCH_TS: Ts = *b"1970-01-01T00:00:00.000000Z";
+
+/// A source timestamp string as an envelope ts, the way the Python importer's
+/// `to_ts` converts it: `…SS.f{1,6}Z`, the digits padded to six.
+///
+/// # Errors
+///
+/// [`Unsupported`] for any other form (Python parses those with `datetime`).
+pub fn to_ts(value: &str) -> Result<Ts, Unsupported> {
+    let b = value.as_bytes();
+    let digits = |range: std::ops::Range<usize>| {
+        b.get(range)
+            .is_some_and(|s| s.iter().all(u8::is_ascii_digit))
+    };
+    let shape = b.len() >= 20
+        && digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && b[7] == b'-'
+        && digits(8..10)
+        && b[10] == b'T'
+        && digits(11..13)
+        && b[13] == b':'
+        && digits(14..16)
+        && b[16] == b':'
+        && digits(17..19);
+    if !shape {
+        return Err(Unsupported("a timestamp of another form"));
+    }
+    let mut out = EPOCH_TS;
+    out[..19].copy_from_slice(&b[..19]);
+    let frac = b.get(20..b.len() - 1).unwrap_or_default();
+    if b[19] == b'.'
+        && b.last() == Some(&b'Z')
+        && (1..=6).contains(&frac.len())
+        && frac.iter().all(u8::is_ascii_digit)
+    {
+        out[19] = b'.';
+        out[20..20 + frac.len()].copy_from_slice(frac);
+        for slot in out.iter_mut().take(26).skip(20 + frac.len()) {
+            *slot = b'0';
+        }
+        return Ok(out);
+    }
+    Err(Unsupported("a timestamp of another form"))
+}
+
+/// A record's `timestamp` member as the Python importer's `to_ts(value, "") or None`
+/// reads it: None for a missing or non-string, non-number value.
+///
+/// # Errors
+///
+/// [`Unsupported`] for a number (epoch seconds) or a string of another form.
+pub fn when_of(value: Option<&Value<'_>>) -> Result<Option<Ts>, Unsupported> {
+    match value {
+        Some(Value::Str(s)) => {
+            if s.is_empty() {
+                Ok(None)
+            } else {
+                to_ts(s).map(Some)
+            }
+        }
+        Some(Value::Int(_) | Value::Float(_)) => Err(Unsupported("a timestamp in epoch seconds")),
+        _ => Ok(None),
+    }
+}
+
+/// Python's `str.isspace` for one character.
+pub fn py_space(c: char) -> bool {
+    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    #[test]
+    fn sha1_known_vectors() {
+        assert_eq!(
+            hex(&sha1(b"abc")),
+            "a9993e364706816aba3e25717850c26c9cd0d89d"
+        );
+        assert_eq!(hex(&sha1(b"")), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+        let long = vec![b'a'; 1000];
+        assert_eq!(
+            hex(&sha1(&long)),
+            "291e9a6c66994949b57ba5e650361e98fc36b1ba"
+        );
+    }
+
+    #[test]
+    fn uuid5_matches_python() {
+        // uuid.uuid5(uuid.NAMESPACE_URL, "agent-transcript/import").hex
+        let ns = uuid5(&NAMESPACE_URL, b"agent-transcript/import");
+        assert_eq!(hex(&ns), "e03adf979e68510bb3e9d1e63ad7adbd");
+    }
+
+    #[test]
+    fn values_write_back_canonically_and_in_order() {
+        let text = r#"{"b":1,"a":[1.5,-0,"x\n",null,true,{"z":1e5,"y":{}}]}"#;
+        let v = parse(text).ok().flatten().unwrap_or(Value::Null);
+        let mut c = Vec::new();
+        write_canonical(&mut c, &v);
+        assert_eq!(
+            c,
+            br#"{"a":[1.5,0,"x\n",null,true,{"y":{},"z":100000.0}],"b":1}"#
+        );
+        let mut d = Vec::new();
+        write_dumps(&mut d, &v);
+        assert_eq!(
+            d,
+            br#"{"b":1,"a":[1.5,0,"x\n",null,true,{"z":100000.0,"y":{}}]}"#
+        );
+        assert_eq!(
+            parse(r#"{"a":1,"a":2}"#),
+            Err(Unsupported("a key twice in one object"))
+        );
+        assert!(parse(r#""\ud800""#).is_err());
+        assert_eq!(parse("{").ok().flatten(), None);
+    }
+
+    #[test]
+    fn timestamps_convert_as_the_python_importer_does() {
+        assert_eq!(
+            &to_ts("2026-03-01T10:00:00.5Z").unwrap_or(EPOCH_TS),
+            b"2026-03-01T10:00:00.500000Z"
+        );
+        assert!(to_ts("2026-03-01T10:00:00Z").is_err());
+        assert!(to_ts("2026-03-01T10:00:00+01:00").is_err());
+    }
+}

@@ -1,0 +1,130 @@
+//! The native importers (`transcript_core::import_claude`): one call converts a
+//! source into its derived envelopes (written to a spool descriptor) and keeps
+//! what the source lines need; a second writes the `source-line` envelopes.
+//! The GIL is released for both.
+
+use std::fs::File;
+use std::io::{self, BufWriter};
+use std::os::fd::{BorrowedFd, RawFd};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use transcript_core::import_run::{write_source_lines, Imported};
+use transcript_core::import_value::Ids;
+
+use crate::transcript::os_error;
+
+fn borrowed_file(fd: RawFd) -> PyResult<File> {
+    if fd < 0 {
+        return Err(PyValueError::new_err("invalid file descriptor"));
+    }
+    // SAFETY: the caller keeps `fd` open for this call; it is only duplicated.
+    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+    borrowed
+        .try_clone_to_owned()
+        .map(File::from)
+        .map_err(|e| os_error(&e))
+}
+
+fn convert(e: &io::Error) -> PyErr {
+    if e.kind() == io::ErrorKind::InvalidData {
+        PyValueError::new_err(e.to_string())
+    } else {
+        os_error(e)
+    }
+}
+
+fn ts_text(ts: &[u8; 27]) -> String {
+    String::from_utf8_lossy(ts).into_owned()
+}
+
+/// A source converted natively: what the session-meta needs, and the source
+/// lines still to write.
+#[pyclass(module = "agent_transcript._core")]
+pub struct NativeImport {
+    src: File,
+    done: Imported,
+}
+
+/// What `NativeImport.summary()` answers.
+type Summary = (
+    String,
+    usize,
+    Vec<String>,
+    Option<String>,
+    String,
+    u64,
+    String,
+    u64,
+    usize,
+    Option<String>,
+);
+
+#[pymethods]
+impl NativeImport {
+    /// `(info_json, message_count, pending, first_ts, last_ts, ids_used, sha256,
+    /// size, line_count, first_line_ts)`.
+    fn summary(&self) -> Summary {
+        let d = &self.done;
+        (
+            String::from_utf8_lossy(&d.info).into_owned(),
+            d.message_count,
+            d.pending.clone(),
+            d.first_ts.as_ref().map(ts_text),
+            ts_text(&d.last_ts),
+            d.ids_used,
+            d.sha.clone(),
+            d.size,
+            d.lines.len(),
+            d.lines.iter().find_map(|l| l.when).as_ref().map(ts_text),
+        )
+    }
+
+    /// `write_lines(dest_fd, ids_used, /)`: the source-line envelopes, appended
+    /// to `dest_fd`'s file; `ids_used` is how many ids the file has so far.
+    #[pyo3(signature = (dest_fd, ids_used, /))]
+    fn write_lines(&self, py: Python<'_>, dest_fd: RawFd, ids_used: u64) -> PyResult<()> {
+        let dest = borrowed_file(dest_fd)?;
+        let src = &self.src;
+        let done = &self.done;
+        py.detach(|| {
+            let mut ids = Ids::new(&done.sha);
+            ids.n = ids_used;
+            let mut out = BufWriter::with_capacity(1 << 20, &dest);
+            write_source_lines(src, &done.lines, &mut ids, done.last_ts, &mut out)
+        })
+        .map_err(|e| convert(&e))
+    }
+}
+
+/// `import_native(format, src_fd, spool_fd, /)`: a `NativeImport` of the source
+/// (its derived envelopes appended to `spool_fd`'s file), or a `str` saying why
+/// the native path does not take it (the Python importer must).
+#[pyfunction]
+#[pyo3(signature = (format, src_fd, spool_fd, /))]
+pub fn import_native(
+    py: Python<'_>,
+    format: &str,
+    src_fd: RawFd,
+    spool_fd: RawFd,
+) -> PyResult<Py<PyAny>> {
+    let src = borrowed_file(src_fd)?;
+    let spool = borrowed_file(spool_fd)?;
+    let result = py
+        .detach(|| -> io::Result<_> {
+            let mut out = BufWriter::with_capacity(1 << 20, &spool);
+            let r = match format {
+                "claude-code" => transcript_core::import_claude::import(&src, &mut out)?,
+                _ => Err(transcript_core::import_value::Unsupported(
+                    "a format without a native importer",
+                )),
+            };
+            out.into_inner().map_err(|e| e.into_error())?;
+            Ok(r)
+        })
+        .map_err(|e| convert(&e))?;
+    match result {
+        Ok(done) => Ok(Py::new(py, NativeImport { src, done })?.into_any()),
+        Err(why) => Ok(pyo3::types::PyString::new(py, why.0).into_any().unbind()),
+    }
+}

@@ -1,0 +1,83 @@
+"""The Rust core's importer against the Python one: on every fixture and on generated
+sources, the same bytes, or a refusal that hands the file to the Python importer."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_transcript.inspect.sources import native_import
+from agent_transcript import formats
+from agent_transcript.formats import import_transcript
+
+from .sources import BASIC, PARALLEL, SIDECHAIN, SOURCES, Source, lines
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benches"))
+import import_gen  # noqa: E402
+
+
+def both(tmp_path: Path, src: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, bytes]:
+    native, python = tmp_path / "native.jsonl", tmp_path / "python.jsonl"
+    import_transcript(src, native, force=True)
+    monkeypatch.setattr(formats, "_NATIVE", False)
+    import_transcript(src, python, force=True)
+    monkeypatch.setattr(formats, "_NATIVE", True)
+    return native.read_bytes(), python.read_bytes()
+
+
+def taken(src: Path, fmt: str, tmp_path: Path) -> bool:
+    with open(src, "rb") as f, open(tmp_path / "spool", "wb+") as spool:
+        return not isinstance(native_import(fmt, f.fileno(), spool.fileno()), str)
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=[s.name for s in SOURCES])
+def test_native_and_python_importers_write_the_same_bytes(tmp_path: Path, src: Source,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / (src.name + src.suffix)
+    path.write_bytes(src.data)
+    native, python = both(tmp_path, path, monkeypatch)
+    assert native == python
+
+
+@pytest.mark.parametrize("name", ["cc-basic-streamed-fragments", "cc-parallel-tool-results", "cc-sidechain",
+                                  "cc-killed-mid-tool", "cc-compaction-after-rewind"])
+def test_the_native_importer_takes_the_common_cases(tmp_path: Path, name: str) -> None:
+    src = next(s for s in SOURCES if s.name == name)
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(src.data)
+    expected = name != "cc-compaction-after-rewind"  # a branch not taken: the Python importer's
+    assert taken(path, src.format, tmp_path) is expected
+
+
+@pytest.mark.parametrize("kind", ["claude-code"])
+def test_generated_sources_import_the_same_natively(tmp_path: Path, kind: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    src = tmp_path / "gen.jsonl"
+    getattr(import_gen, "write_" + kind.replace("-", "_"))(str(src), 600_000)
+    assert taken(src, kind, tmp_path)
+    native, python = both(tmp_path, src, monkeypatch)
+    assert native == python
+
+
+_record = st.sampled_from([*BASIC[:5], *PARALLEL, *SIDECHAIN])
+_noise = st.sampled_from([b"", b"  ", b'{"type":"tag","tag":"x","sessionId":"s1"}',
+                          b'{"type":"custom-title","customTitle":"T","sessionId":"s1"}'])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.one_of(_record, _noise), min_size=1, max_size=14), st.booleans())
+def test_native_output_equals_python_output_on_generated_sources(
+        tmp_path_factory: pytest.TempPathFactory, body: list[object], final_newline: bool) -> None:
+    tmp = tmp_path_factory.mktemp("diff")
+    data = lines(BASIC[0], *body, end=b"\n" if final_newline else b"")
+    src = tmp / "s.jsonl"
+    src.write_bytes(data)
+    with pytest.MonkeyPatch.context() as mp:
+        native, python = both(tmp, src, mp)
+    assert native == python
+    os.unlink(src)
