@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import fcntl
+from concurrent.futures import Future, ThreadPoolExecutor
 import json
 import os
 import stat
@@ -99,7 +100,7 @@ _TMP = ".tmp-"
 _MANIFEST_VERSION = 1
 _SUFFIXES = (".jsonl", ".jsonl.zst")
 #: How many bytes a batch of rows holds before it is written out as parts.
-BATCH_BYTES = 64 << 20
+BATCH_BYTES = 16 << 20
 
 
 class ExportError(TranscriptError):
@@ -161,6 +162,10 @@ def _tables(pa: Any, columns: dict[str, list[ColumnData]]) -> dict[str, Any]:
     return {name: pa.Table.from_arrays([_array(pa, c) for c in columns[name]], names=[c[0] for c in columns[name]])
             for name in TABLES}
 
+
+# Columns whose min/max statistics are not worth their cost (long text no
+# query prunes on); every other column has them.
+_NO_STATISTICS = {"payload", "text", "meta", "reason"}
 
 # Columns worth a dictionary (few distinct values); the others are written plain.
 _DICTIONARY = ["session", "type", "role", "source", "status", "tool", "outcome", "state", "idempotency",
@@ -224,6 +229,10 @@ class _Writer:
         self.parts: dict[str, list[str]] = {}  # session -> its parts (this run)
         self.temps: set[Path] = set()
         self.dirs: set[Path] = set()
+        # Parts are written on threads (pyarrow lets go of the GIL), while the
+        # core reads the next batch; at most a few batches are in flight.
+        self.pool = ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 1)))
+        self.pending: list[Future[None]] = []
 
     def batch(self, day: str, session: str) -> ColumnBatch:
         self.members.setdefault(day, set()).add(session)
@@ -236,9 +245,11 @@ class _Writer:
         tables = _tables(self.pa, batch.take())
         self.count += 1
         names = []
+        while len(self.pending) >= 8:
+            self.pending.pop(0).result()
         for table_name, table in tables.items():
             rel = f"{table_name}/day={day}/part-{self.run}-{self.count:05}.parquet"
-            self.write(rel, table)
+            self.pending.append(self.pool.submit(self.write, rel, table))
             names.append(rel)
             self.result.rows[table_name] += table.num_rows
         for session in self.members.pop(day, set()):
@@ -257,7 +268,8 @@ class _Writer:
         self.temps.add(tmp)
         dictionary = [c for c in _DICTIONARY if c in table.column_names]
         with open(tmp, "wb") as f:
-            self.pq.write_table(table, f, use_dictionary=dictionary, compression="snappy")
+            self.pq.write_table(table, f, use_dictionary=dictionary, compression="snappy",
+                                write_statistics=[c for c in table.column_names if c not in _NO_STATISTICS])
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -265,13 +277,21 @@ class _Writer:
         self.dirs.add(folder)
         self.result.parts.append(rel)
 
+    def wait(self) -> None:
+        """Waits for every part in flight; the first failure is raised."""
+        pending, self.pending = self.pending, []
+        for f in pending:
+            f.result()
+
     def sync_dirs(self) -> None:
+        self.wait()
         for folder in sorted(self.dirs):
             _fsync_dir(folder)
         self.dirs.clear()
 
     def abort(self) -> None:
-        for tmp in self.temps:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        for tmp in list(self.temps):
             try:
                 os.unlink(tmp)
             except OSError:
@@ -477,6 +497,7 @@ def _export(roots: list[Path], out: Path, batch_bytes: int = BATCH_BYTES) -> Exp
     except BaseException:
         writer.abort()
         raise
+    writer.pool.shutdown()
     return result
 
 

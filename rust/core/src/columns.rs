@@ -19,7 +19,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::envelope::{id_text, member_spans, EnvelopeType, Span};
+use crate::envelope::{id_text, EnvelopeType, Span};
 use crate::json::{JStr, JsonError, Kind, Number, Reader};
 use crate::scan::ReadAt;
 use crate::transcript::{Index, LineRec, LoadError, Source, Transcript, WHOLE};
@@ -90,7 +90,7 @@ impl Utf8 {
     /// Adds a row from decoded JSON string bytes (WTF-8): a lone surrogate is
     /// written as its `\uXXXX` escape, so the column stays UTF-8.
     pub fn push_wtf8(&mut self, bytes: &[u8]) {
-        match std::str::from_utf8(bytes) {
+        match simdutf8::basic::from_utf8(bytes) {
             Ok(text) => self.push_str(text),
             Err(_) => self.push_str(&id_text(bytes)),
         }
@@ -493,15 +493,53 @@ fn malformed(rec: &LineRec) -> impl Fn(JsonError) -> LoadError + '_ {
     }
 }
 
-fn slice(bytes: &[u8], at: Span) -> &[u8] {
-    bytes
-        .get(at.start as usize..at.end as usize)
+fn slice(text: &str, at: Span) -> &str {
+    text.get(at.start as usize..at.end as usize)
         .unwrap_or_default()
 }
 
+/// `line` as text: every line is checked once (with SIMD), then read through
+/// slices of it, never checked again.
+fn utf8<'l>(line: &'l [u8], rec: &LineRec) -> Result<&'l str, LoadError> {
+    simdutf8::basic::from_utf8(line).map_err(|_| {
+        malformed(rec)(JsonError {
+            offset: 0,
+            reason: "invalid UTF-8",
+        })
+    })
+}
+
+/// Where the members named `keys` are in the JSON object `value` (see
+/// [`crate::envelope::member_spans`]), read from text already checked.
+fn members(value: &str, keys: &[&str]) -> Result<Vec<Option<Span>>, JsonError> {
+    let mut out = vec![None; keys.len()];
+    let mut r = Reader::new(value);
+    if r.peek()? != Kind::Object {
+        return Ok(out);
+    }
+    r.begin_object()?;
+    let mut key_buf = Vec::new();
+    loop {
+        let wanted = match r.next_key(&mut key_buf)? {
+            None => break,
+            Some(k) => keys.iter().position(|w| w.as_bytes() == k.as_bytes()),
+        };
+        r.peek()?;
+        let start = r.offset();
+        r.skip_value()?;
+        if let Some(at) = wanted {
+            out[at] = Some(Span {
+                start: u32::try_from(start).unwrap_or(u32::MAX),
+                end: u32::try_from(r.offset()).unwrap_or(u32::MAX),
+            });
+        }
+    }
+    Ok(out)
+}
+
 /// The JSON string `value` decoded (WTF-8), or None when it is not a string.
-fn string_of<'s>(value: &'s [u8], scratch: &'s mut Vec<u8>) -> Result<Option<&'s [u8]>, JsonError> {
-    let mut r = Reader::from_bytes(value)?;
+fn string_of<'s>(value: &'s str, scratch: &'s mut Vec<u8>) -> Result<Option<&'s [u8]>, JsonError> {
+    let mut r = Reader::new(value);
     if r.peek()? != Kind::String {
         return Ok(None);
     }
@@ -513,15 +551,15 @@ fn string_of<'s>(value: &'s [u8], scratch: &'s mut Vec<u8>) -> Result<Option<&'s
 }
 
 /// The JSON string `value`, owned, or None.
-fn owned_string(value: Option<&[u8]>) -> Result<Option<Vec<u8>>, JsonError> {
+fn owned_string(value: Option<&str>) -> Result<Option<Vec<u8>>, JsonError> {
     let Some(value) = value else { return Ok(None) };
     let mut scratch = Vec::new();
     Ok(string_of(value, &mut scratch)?.map(<[u8]>::to_vec))
 }
 
 /// The JSON number `value` as an integer, or None (a float, or not a number).
-fn int_of(value: &[u8]) -> Result<Option<i64>, JsonError> {
-    let mut r = Reader::from_bytes(value)?;
+fn int_of(value: &str) -> Result<Option<i64>, JsonError> {
+    let mut r = Reader::new(value);
     if r.peek()? != Kind::Number {
         return Ok(None);
     }
@@ -532,8 +570,8 @@ fn int_of(value: &[u8]) -> Result<Option<i64>, JsonError> {
 }
 
 /// The JSON number `value` as a float, or None (not a number).
-fn float_of(value: &[u8]) -> Result<Option<f64>, JsonError> {
-    let mut r = Reader::from_bytes(value)?;
+fn float_of(value: &str) -> Result<Option<f64>, JsonError> {
+    let mut r = Reader::new(value);
     if r.peek()? != Kind::Number {
         return Ok(None);
     }
@@ -542,22 +580,13 @@ fn float_of(value: &[u8]) -> Result<Option<f64>, JsonError> {
     })
 }
 
-/// Whether `value` is JSON `true` (`Some(false)` for false, None for anything else).
-fn bool_of(value: &[u8]) -> Result<Option<bool>, JsonError> {
-    let mut r = Reader::from_bytes(value)?;
-    if r.peek()? != Kind::Bool {
-        return Ok(None);
-    }
-    r.boolean().map(Some)
-}
-
-fn is_null(value: &[u8]) -> bool {
-    value == b"null"
+fn is_null(value: &str) -> bool {
+    value == "null"
 }
 
 /// The spans of the items of the JSON array `value` (empty when it is not one).
-fn items_of(value: &[u8]) -> Result<Vec<Span>, JsonError> {
-    let mut r = Reader::from_bytes(value)?;
+fn items_of(value: &str) -> Result<Vec<Span>, JsonError> {
+    let mut r = Reader::new(value);
     let mut out = Vec::new();
     if r.peek()? != Kind::Array {
         return Ok(out);
@@ -575,13 +604,117 @@ fn items_of(value: &[u8]) -> Result<Vec<Span>, JsonError> {
     Ok(out)
 }
 
+fn span_of(start: usize, end: usize) -> Span {
+    Span {
+        start: u32::try_from(start).unwrap_or(u32::MAX),
+        end: u32::try_from(end).unwrap_or(u32::MAX),
+    }
+}
+
+/// The string `r` is at, decoded and owned; None (and the value skipped) when
+/// it is not a string.
+fn read_string(r: &mut Reader<'_>, scratch: &mut Vec<u8>) -> Result<Option<Vec<u8>>, JsonError> {
+    if r.peek()? != Kind::String {
+        r.skip_value()?;
+        return Ok(None);
+    }
+    Ok(Some(r.string(scratch)?.as_bytes().to_vec()))
+}
+
+/// What a message row takes from a message payload.
+#[derive(Debug, Default)]
+struct MessageFields {
+    role: Option<Vec<u8>>,
+    name: Option<Vec<u8>>,
+    tool_call_id: Option<Vec<u8>>,
+    // The content's text is in the caller's buffer (see `content_text`).
+    has_text: bool,
+    // Where `tool_calls` is in the text walked.
+    tool_calls: Option<Span>,
+    sticky: bool,
+}
+
+/// Reads the message payload `r` is at (in `text`, the text `r` reads),
+/// decoding the members a row takes as it meets them; the content's text goes
+/// to `out`. `r` ends past the payload.
+fn walk_message(
+    r: &mut Reader<'_>,
+    text: &str,
+    out: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
+) -> Result<MessageFields, JsonError> {
+    let mut f = MessageFields::default();
+    if r.peek()? != Kind::Object {
+        r.skip_value()?;
+        return Ok(f);
+    }
+    r.begin_object()?;
+    let mut key_buf = Vec::new();
+    let (mut sticky, mut sysprompt, mut depth) = (false, false, false);
+    loop {
+        let key = match r.next_key(&mut key_buf)? {
+            None => break,
+            Some(k) => k.as_bytes().to_owned(),
+        };
+        match &key[..] {
+            b"role" => f.role = read_string(r, scratch)?,
+            b"name" => f.name = read_string(r, scratch)?,
+            b"tool_call_id" => f.tool_call_id = read_string(r, scratch)?,
+            b"content" => match r.peek()? {
+                Kind::String => {
+                    let s = r.string(scratch)?;
+                    out.clear();
+                    out.extend_from_slice(s.as_bytes());
+                    f.has_text = true;
+                }
+                Kind::Null => {
+                    r.null()?;
+                    f.has_text = false;
+                }
+                _ => {
+                    let start = r.offset();
+                    r.skip_value()?;
+                    f.has_text = content_text(slice(text, span_of(start, r.offset())), out)?;
+                }
+            },
+            b"tool_calls" => {
+                r.peek()?;
+                let start = r.offset();
+                r.skip_value()?;
+                f.tool_calls = Some(span_of(start, r.offset()));
+            }
+            b"sticky" | b"sysprompt" => {
+                let on = match r.peek()? {
+                    Kind::Bool => r.boolean()?,
+                    _ => {
+                        r.skip_value()?;
+                        false
+                    }
+                };
+                if key == b"sticky" {
+                    sticky = on;
+                } else {
+                    sysprompt = on;
+                }
+            }
+            b"depth" => {
+                depth = r.peek()? != Kind::Null;
+                r.skip_value()?;
+            }
+            _ => r.skip_value()?,
+        }
+    }
+    f.sticky = sticky || sysprompt || depth;
+    Ok(f)
+}
+
 /// A message's content as text to read: a string as it is; a list of parts
 /// with each text part's `text` and `[type]` for any other part, joined by
 /// newlines; null as None; any other value as its JSON text.
-fn content_text(content: &[u8], out: &mut Vec<u8>) -> Result<bool, JsonError> {
+fn content_text(content: &str, out: &mut Vec<u8>) -> Result<bool, JsonError> {
     out.clear();
     let mut scratch = Vec::new();
-    let mut r = Reader::from_bytes(content)?;
+    let mut r = Reader::new(content);
     match r.peek()? {
         Kind::Null => return Ok(false),
         Kind::String => {
@@ -594,12 +727,12 @@ fn content_text(content: &[u8], out: &mut Vec<u8>) -> Result<bool, JsonError> {
                     out.push(b'\n');
                 }
                 let item = slice(content, at);
-                let spans = member_spans(item, &["type", "text"])?;
-                let kind = match spans[0] {
+                let found = members(item, &["type", "text"])?;
+                let kind = match found[0] {
                     Some(s) => owned_string(Some(slice(item, s)))?,
                     None => None,
                 };
-                let text = match spans[1] {
+                let text = match found[1] {
                     Some(s) => string_of(slice(item, s), &mut scratch)?,
                     None => None,
                 };
@@ -610,12 +743,12 @@ fn content_text(content: &[u8], out: &mut Vec<u8>) -> Result<bool, JsonError> {
                         out.extend_from_slice(kind);
                         out.push(b']');
                     }
-                    (None, _) if item.first() == Some(&b'{') => out.extend_from_slice(b"[part]"),
-                    (None, _) => out.extend_from_slice(item),
+                    (None, _) if item.starts_with('{') => out.extend_from_slice(b"[part]"),
+                    (None, _) => out.extend_from_slice(item.as_bytes()),
                 }
             }
         }
-        _ => out.extend_from_slice(content),
+        _ => out.extend_from_slice(content.as_bytes()),
     }
     Ok(true)
 }
@@ -745,14 +878,14 @@ impl FileState {
         if let Some(rec) = from.index.get(0) {
             if rec.kind == EnvelopeType::SessionMeta {
                 let mut buf = Vec::new();
-                let line = from.index.read_line(from.src, 0, &mut buf)?;
-                let spans = member_spans(line, &["id", "payload", "ts"]).map_err(malformed(rec))?;
+                let line = utf8(from.index.read_line(from.src, 0, &mut buf)?, rec)?;
+                let spans = members(line, &["id", "payload", "ts"]).map_err(malformed(rec))?;
                 s.session_id =
                     owned_string(spans[0].map(|at| slice(line, at))).map_err(malformed(rec))?;
                 if let Some(at) = spans[1] {
                     let payload = slice(line, at);
-                    s.meta = Some(payload.to_vec());
-                    let m = member_spans(payload, &["agent", "model"]).map_err(malformed(rec))?;
+                    s.meta = Some(payload.as_bytes().to_vec());
+                    let m = members(payload, &["agent", "model"]).map_err(malformed(rec))?;
                     s.agent =
                         owned_string(m[0].map(|at| slice(payload, at))).map_err(malformed(rec))?;
                     s.model =
@@ -788,9 +921,19 @@ impl FileState {
     ) -> Result<bool, LoadError> {
         const WINDOW: usize = 4 << 20;
         let mut window = Window::default();
+        // Room for what this call adds, reserved once (growing by doubling
+        // would copy the payloads again and again).
+        if let Some(rec) = from.index.get(self.next) {
+            let rest = usize::try_from(from.end.saturating_sub(rec.offset)).unwrap_or(usize::MAX);
+            let room = rest.min(budget.saturating_sub(batch.bytes()));
+            batch.envelopes.payload.data.reserve(room);
+            batch.messages.text.data.reserve(room / 2);
+        }
         while let Some(rec) = from.index.get(self.next) {
             let i = self.next;
-            window.read(from.src, rec, WINDOW)?;
+            // A window no bigger than what is left of the file: a small file's is small.
+            let left = usize::try_from(from.end.saturating_sub(rec.offset)).unwrap_or(WINDOW);
+            window.read(from.src, rec, WINDOW.min(left))?;
             self.envelope(batch, &from, i, rec, window.line(rec))?;
             self.next += 1;
             if batch.bytes() >= budget && self.next < from.index.len() {
@@ -808,13 +951,41 @@ impl FileState {
         rec: &LineRec,
         bytes: &[u8],
     ) -> Result<(), LoadError> {
+        let bytes = utf8(bytes, rec)?;
         let bad = malformed(rec);
         let line_no = i64::try_from(rec.number).unwrap_or(i64::MAX);
-        let spans = member_spans(bytes, &["id", "payload", "ts"]).map_err(&bad)?;
-        let id = owned_string(spans[0].map(|at| slice(bytes, at))).map_err(&bad)?;
-        let ts_text = owned_string(spans[2].map(|at| slice(bytes, at))).map_err(&bad)?;
+        // One pass over the line: the id, the ts, where the payload is and, for
+        // a message, its members (decoded as they are met, never scanned twice).
+        let mut r = Reader::new(bytes);
+        let (mut id, mut ts_text, mut at, mut fields) = (None, None, None, None);
+        if r.peek().map_err(&bad)? == Kind::Object {
+            r.begin_object().map_err(&bad)?;
+            let mut key_buf = Vec::new();
+            loop {
+                let key = match r.next_key(&mut key_buf).map_err(&bad)? {
+                    None => break,
+                    Some(k) => k.as_bytes().to_owned(),
+                };
+                match &key[..] {
+                    b"id" => id = read_string(&mut r, &mut self.scratch).map_err(&bad)?,
+                    b"ts" => ts_text = read_string(&mut r, &mut self.scratch).map_err(&bad)?,
+                    b"payload" => {
+                        r.peek().map_err(&bad)?;
+                        let start = r.offset();
+                        if rec.kind == EnvelopeType::Message {
+                            let f = walk_message(&mut r, bytes, &mut self.text, &mut self.scratch);
+                            fields = Some(f.map_err(&bad)?);
+                        } else {
+                            r.skip_value().map_err(&bad)?;
+                        }
+                        at = Some(span_of(start, r.offset()));
+                    }
+                    _ => r.skip_value().map_err(&bad)?,
+                }
+            }
+        }
         let ts = ts_text.as_deref().and_then(parse_ts);
-        let payload = spans[1].map_or(&b"null"[..], |at| slice(bytes, at));
+        let payload = at.map_or("null", |at| slice(bytes, at));
         let kind = from.index.type_name(i).unwrap_or("");
         let i32_ = u32::try_from(i).unwrap_or(u32::MAX);
 
@@ -827,7 +998,7 @@ impl FileState {
         let size = from.index.size_of(i, from.end).unwrap_or(0);
         e.bytes.push_i64(i64::try_from(size).ok());
         // The payload as written: the line is valid UTF-8 (the reader checked it).
-        e.payload.push_wtf8(payload);
+        e.payload.push_str(payload);
 
         let t = &mut self.totals;
         t.envelopes += 1;
@@ -844,6 +1015,7 @@ impl FileState {
             EnvelopeType::Message => {
                 self.totals.messages += 1;
                 let at = Source::whole(i32_);
+                let fields = fields.unwrap_or_default();
                 self.message(
                     batch,
                     from,
@@ -852,13 +1024,14 @@ impl FileState {
                     id.as_deref(),
                     ts,
                     "message",
-                    payload,
+                    bytes,
+                    fields,
                 )
                 .map_err(&bad)?;
             }
             EnvelopeType::Compaction => {
                 self.totals.compactions += 1;
-                let p = member_spans(payload, &["summary", "replacement"]).map_err(&bad)?;
+                let p = members(payload, &["summary", "replacement"]).map_err(&bad)?;
                 match p[1] {
                     Some(r) if !is_null(slice(payload, r)) => {
                         let list = slice(payload, r);
@@ -872,6 +1045,10 @@ impl FileState {
                                 part: k,
                             };
                             let item = slice(list, item);
+                            let mut r = Reader::new(item);
+                            let fields =
+                                walk_message(&mut r, item, &mut self.text, &mut self.scratch)
+                                    .map_err(&bad)?;
                             self.message(
                                 batch,
                                 from,
@@ -881,6 +1058,7 @@ impl FileState {
                                 ts,
                                 "replacement",
                                 item,
+                                fields,
                             )
                             .map_err(&bad)?;
                         }
@@ -913,7 +1091,7 @@ impl FileState {
                     "run-id",
                     "round",
                 ];
-                let p = member_spans(payload, &keys).map_err(&bad)?;
+                let p = members(payload, &keys).map_err(&bad)?;
                 let get = |k: usize| p[k].map(|at| slice(payload, at));
                 let op = Op {
                     op_id: id.clone(),
@@ -939,15 +1117,15 @@ impl FileState {
                 self.ops.push(op);
             }
             EnvelopeType::ToolSettled => {
-                let p = member_spans(payload, &["op-id", "outcome", "reason", "duration"])
-                    .map_err(&bad)?;
+                let p =
+                    members(payload, &["op-id", "outcome", "reason", "duration"]).map_err(&bad)?;
                 let get = |k: usize| p[k].map(|at| slice(payload, at));
                 let op_id = owned_string(get(0)).map_err(&bad)?;
                 let outcome = owned_string(get(1)).map_err(&bad)?;
                 let reason = match get(2) {
                     Some(v) if !is_null(v) => match owned_string(Some(v)).map_err(&bad)? {
                         Some(s) => Some(s),
-                        None => Some(v.to_vec()),
+                        None => Some(v.as_bytes().to_vec()),
                     },
                     _ => None,
                 };
@@ -1003,20 +1181,9 @@ impl FileState {
         id: Option<&[u8]>,
         ts: Option<i64>,
         source: &str,
-        payload: &[u8],
+        text: &str,
+        fields: MessageFields,
     ) -> Result<(), JsonError> {
-        let keys = [
-            "role",
-            "name",
-            "content",
-            "tool_call_id",
-            "tool_calls",
-            "sticky",
-            "sysprompt",
-            "depth",
-        ];
-        let p = member_spans(payload, &keys)?;
-        let get = |k: usize| p[k].map(|s| slice(payload, s));
         let m = &mut batch.messages;
         m.session.push_wtf8(&self.session);
         m.line.push_i64(Some(line_no));
@@ -1025,31 +1192,22 @@ impl FileState {
         m.part
             .push_i64((at.part != WHOLE).then_some(i64::from(at.part)));
         m.ts.push_i64(ts);
-        for (k, col) in [
-            (0usize, &mut m.role),
-            (1, &mut m.name),
-            (3, &mut m.tool_call_id),
-        ] {
-            let text = match get(k) {
-                Some(v) => string_of(v, &mut self.scratch)?,
-                None => None,
-            };
-            col.push_opt(text);
-        }
-        let has_text = match get(2) {
-            Some(v) => content_text(v, &mut self.text)?,
-            None => false,
-        };
-        m.text.push_opt(has_text.then_some(&self.text[..]));
-        let calls = match get(4) {
-            Some(v) => Some((v, items_of(v)?)),
+        m.role.push_opt(fields.role.as_deref());
+        m.name.push_opt(fields.name.as_deref());
+        m.tool_call_id.push_opt(fields.tool_call_id.as_deref());
+        m.text.push_opt(fields.has_text.then_some(&self.text[..]));
+        let calls = match fields.tool_calls {
+            Some(at) => {
+                let v = slice(text, at);
+                Some((v, items_of(v)?))
+            }
             None => None,
         };
         match &calls {
-            Some((v, items)) if v.first() == Some(&b'[') => {
+            Some((v, items)) if v.starts_with('[') => {
                 for &item in items {
                     let call = slice(v, item);
-                    let s = member_spans(call, &["id", "function"])?;
+                    let s = members(call, &["id", "function"])?;
                     let cid = match s[0] {
                         Some(x) => {
                             string_of(slice(call, x), &mut self.scratch)?.map(<[u8]>::to_vec)
@@ -1060,7 +1218,7 @@ impl FileState {
                     let name = match s[1] {
                         Some(f) => {
                             let f = slice(call, f);
-                            match member_spans(f, &["name"])?[0] {
+                            match members(f, &["name"])?[0] {
                                 Some(n) => {
                                     string_of(slice(f, n), &mut self.scratch)?.map(<[u8]>::to_vec)
                                 }
@@ -1079,14 +1237,7 @@ impl FileState {
                 m.tool_call_names.end(false);
             }
         }
-        let flag = |k: usize| -> Result<bool, JsonError> {
-            Ok(match get(k) {
-                Some(v) => bool_of(v)? == Some(true),
-                None => false,
-            })
-        };
-        let sticky = flag(5)? || flag(6)? || get(7).is_some_and(|v| !is_null(v));
-        m.sticky.push(Some(sticky));
+        m.sticky.push(Some(fields.sticky));
         self.replayed_columns(batch, from, at);
         Ok(())
     }
@@ -1100,7 +1251,7 @@ impl FileState {
         line_no: i64,
         id: Option<&[u8]>,
         ts: Option<i64>,
-        summary: Option<&[u8]>,
+        summary: Option<&str>,
     ) -> Result<(), JsonError> {
         let m = &mut batch.messages;
         m.session.push_wtf8(&self.session);
@@ -1358,16 +1509,16 @@ mod tests {
     #[test]
     fn a_content_reads_as_text() {
         let mut out = Vec::new();
-        assert!(content_text(br#""hi \u00e9""#, &mut out).unwrap_or(false));
+        assert!(content_text(r#""hi \u00e9""#, &mut out).unwrap_or(false));
         assert_eq!(out, "hi é".as_bytes());
         assert!(content_text(
-            br#"[{"type":"text","text":"a"},{"type":"image_url"},{"text":"b"}]"#,
+            r#"[{"type":"text","text":"a"},{"type":"image_url"},{"text":"b"}]"#,
             &mut out
         )
         .unwrap_or(false));
         assert_eq!(out, b"a\n[image_url]\n[part]");
-        assert!(!content_text(b"null", &mut out).unwrap_or(true));
-        assert!(content_text(br#"{"x": 1}"#, &mut out).unwrap_or(false));
+        assert!(!content_text("null", &mut out).unwrap_or(true));
+        assert!(content_text(r#"{"x": 1}"#, &mut out).unwrap_or(false));
         assert_eq!(out, br#"{"x": 1}"#);
     }
 
