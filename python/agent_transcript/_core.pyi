@@ -1,5 +1,6 @@
 # The private native module (rust/py). Positional-only; the public API, its
 # defaults and its docstrings are in the package's Python modules.
+import os
 from typing import Any, final
 
 __version__: str
@@ -8,7 +9,7 @@ __all__ = [
     "__version__", "canonical_json", "envelope_line", "digest", "loads", "tail_check", "parse_envelope",
     "after_fork",
     "Transcript", "Peeked", "zstd_compress", "zstd_decompress", "zstd_matches",
-    "ZSTD_LEVEL", "ExportBatch", "ExportFile", "NativeImport", "import_native",
+    "ZSTD_LEVEL", "ExportBatch", "ExportFile", "NativeImport", "import_native", "list_rows",
 ]
 
 def canonical_json(value: Any, /) -> str: ...
@@ -23,6 +24,10 @@ def zstd_matches(archive_fd: int, original_fd: int, length: int, /) -> bool: ...
 
 ZSTD_LEVEL: int
 def after_fork() -> None: ...
+def list_rows(
+    paths: list[str | os.PathLike[str]], threads: int, /
+) -> list[tuple[str, int, float, int, int, str | None, str | None, str | None, str | None, str | None,
+                str | None] | None]: ...
 
 @final
 class Transcript:

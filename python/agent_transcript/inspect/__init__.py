@@ -3,7 +3,8 @@
 Lives here: reading a file without opening it as a session (:mod:`.reader`:
 ``read``, ``Reading``, the tail check, the replay's history as ``Later``,
 ``CompactionEffect``, ``RewindEffect``, ``LiveMessage``), the check verdict (:mod:`.check`:
-``CheckReport``, ``check_path``), the counts and sizes (:mod:`.stats`:
+``CheckReport``, ``check_path``), a listing's first and last lines of
+many files at once (:mod:`.ends`: ``read_ends``), the counts and sizes (:mod:`.stats`:
 ``Stats``, ``compute_stats``), what a payload's values say as text
 (:mod:`.values`), why a named file cannot be read (:mod:`.files`) and a
 file's rows as columns for an export (:mod:`.columns`). Every
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from .check import CheckReport, check_path, check_report
 from .columns import ColumnBatch, ColumnData, FileColumns, status_of
+from .ends import Ends, read_ends
 from .files import Unreadable, describe_os_error, os_error_reason, require_file
 from .reader import CompactionEffect, Later, LiveMessage, Reading, Refusal, RewindEffect, Tail, read, tail
 from .stats import (
@@ -73,4 +75,6 @@ __all__ = [
     "ColumnData",
     "FileColumns",
     "status_of",
+    "Ends",
+    "read_ends",
 ]

@@ -13,6 +13,7 @@ pub mod import_claude;
 pub mod import_run;
 pub mod import_value;
 pub mod json;
+pub mod listing;
 pub mod scan;
 pub mod stamp;
 pub mod transcript;

@@ -1,0 +1,303 @@
+"""The core's first/last-line reader behind ``list_transcripts``, against the Python reference.
+
+``list_transcripts`` reads a folder's files in batches with the Rust core
+(``agent_transcript.inspect.read_ends``) and leaves the odd ones to
+``fleet.read_row``, the reference reader in Python. Every row must be the one
+``read_row`` gives, and, where the file is a transcript, say what ``Session.peek``
+says of its first and last lines. These are the edges a native reader can get
+wrong: a tail torn inside a UTF-8 character, no newline at all, a first line
+longer than the first read, a file cut short between its stat and its read,
+CRLF, and archives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent_transcript import Session
+from agent_transcript.fleet import STATUSES, TranscriptRow, list_transcripts, read_row
+from agent_transcript.fleet.listing import _clip
+from agent_transcript.inspect import content_text, read_ends
+
+TS = "2026-08-09T13:10:08.542283Z"
+
+
+def line(id: str, type: str, payload: object, ts: str = TS, v: int = 1) -> bytes:
+    return (json.dumps({"id": id, "payload": payload, "ts": ts, "type": type, "v": v},
+                       sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+
+
+def meta(**payload: object) -> bytes:
+    return line("m" * 32, "session-meta", payload or {"agent": "coder", "model": "m-1"})
+
+
+def user(content: object, id: str = "u" * 32) -> bytes:
+    return line(id, "message", {"role": "user", "content": content})
+
+
+def turns(n: int) -> bytes:
+    return b"".join(line(f"{i:032x}", "message", {"role": "assistant", "content": "x"},
+                         ts=f"2026-08-10T00:00:{i % 60:02d}.000000Z") for i in range(n))
+
+
+def only_row(path: Path) -> TranscriptRow:
+    got = list(list_transcripts(path))
+    assert len(got) == 1
+    return got[0]
+
+
+def same_as_reference(path: Path) -> TranscriptRow:
+    """The listing's row of ``path``, checked equal to the Python reader's."""
+    row = only_row(path)
+    assert row == read_row(path, {}), path.read_bytes()[-300:]
+    return row
+
+
+def native(path: Path) -> bool:
+    """Whether the core answered for ``path`` (rather than leave it to read_row)."""
+    return read_ends([str(path)])[0] is not None
+
+
+def test_the_core_answers_for_an_ordinary_transcript(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(meta() + user("fix  the\tbug") + turns(3))
+    row = same_as_reference(path)
+    assert native(path)
+    assert (row.status, row.title, row.agent, row.model, row.last_type) == (
+        "clean", "fix the bug", "coder", "m-1", "message")
+    got = read_ends([str(path)])[0]
+    assert got is not None
+    st_ = os.stat(path)
+    assert got[:5] == ("clean", st_.st_size, st_.st_mtime, st_.st_dev, st_.st_ino)
+
+
+def test_a_tail_torn_inside_a_utf8_character(tmp_path: Path) -> None:
+    whole = meta() + user("go") + turns(2) + user("héllo € 𝄞", id="z" * 32)
+    for ch in ("€", "𝄞"):
+        at = whole.rindex(ch.encode())
+        for cut in range(at + 1, at + len(ch.encode())):
+            path = tmp_path / f"cut{cut}.jsonl"
+            path.write_bytes(whole[:cut])
+            row = same_as_reference(path)
+            assert native(path)
+            assert (row.status, row.last_activity) == ("torn tail", "2026-08-10T00:00:01.000000Z")
+
+
+def test_no_newline_at_all(tmp_path: Path) -> None:
+    (tmp_path / "meta.jsonl").write_bytes(meta()[:-1])
+    (tmp_path / "big.jsonl").write_bytes(meta(agent="a" * 20_000)[:-1])
+    (tmp_path / "last.jsonl").write_bytes((meta() + user("go") + turns(2))[:-1])
+    for name, last in (("meta.jsonl", "session-meta"), ("big.jsonl", "session-meta"), ("last.jsonl", "message")):
+        row = same_as_reference(tmp_path / name)
+        assert native(tmp_path / name)
+        assert (row.status, row.last_type) == ("clean", last)
+
+
+@pytest.mark.parametrize("size", [5_000, 70_000, 2_000_000])
+def test_a_first_line_longer_than_a_head_block(tmp_path: Path, size: int) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(meta(agent="a", notes="n" * size) + user("the task") + turns(1))
+    row = same_as_reference(path)
+    if size < (1 << 20):
+        assert native(path)
+        assert (row.status, row.agent, row.title) == ("clean", "a", "the task")
+    else:
+        assert (row.status, row.reason) == ("not a transcript", "the first line is longer than 1 MiB")
+
+
+@pytest.mark.parametrize("before", [100, 5_000, 40_000, 65_400, 70_000])
+def test_the_title_after_long_first_messages(tmp_path: Path, before: int) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(meta() + line("s" * 32, "message", {"role": "system", "content": "s" * before})
+                     + user([{"type": "text", "text": "look"}, {"type": "image"}, {}]) + turns(2))
+    row = same_as_reference(path)
+    assert native(path)
+    assert row.title == ("look [image] [part]" if before < 65_000 else None)
+
+
+def test_crlf(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_bytes((meta() + user("go") + turns(2)).replace(b"\n", b"\r\n") + b" \r\n\r\n")
+    row = same_as_reference(path)
+    assert native(path)
+    assert (row.status, row.title, row.last_activity) == ("clean", "go", "2026-08-10T00:00:01.000000Z")
+
+
+def test_what_only_pythons_json_reads_is_left_to_the_reference(tmp_path: Path) -> None:
+    cases = {
+        "nan.jsonl": meta() + b'{"type":"x","ts":"t","n":NaN}\n',
+        "bom.jsonl": meta() + b'\xef\xbb\xbf{"type":"x","ts":"t"}\n',
+        "huge.jsonl": meta() + b'{"type":"x","ts":"t","n":1e400}\n',
+        "surrogate.jsonl": meta() + b'{"type":"\\ud800","ts":"t"}\n',
+        "v2.jsonl": line("m" * 32, "session-meta", {}, v=2),
+        "vfloat.jsonl": line("m" * 32, "session-meta", {}).replace(b'"v":1', b'"v":1.0'),
+        "bad-utf8.jsonl": meta() + b'{"id":"' + b"\xff" * 3 + b'","payload":{},"ts":"t","type":"x","v":1}\n',
+        "dict-content.jsonl": meta() + user({"a": 1}) + turns(1),
+    }
+    for name, body in cases.items():
+        (tmp_path / name).write_bytes(body)
+        same_as_reference(tmp_path / name)
+    rows = {r.path.name: r for r in list_transcripts(tmp_path)}
+    assert (rows["nan.jsonl"].status, rows["nan.jsonl"].last_type) == ("clean", "x")
+    assert rows["vfloat.jsonl"].status == "clean" and rows["v2.jsonl"].status == "unsupported version"
+
+
+def test_a_file_cut_short_while_it_is_listed(tmp_path: Path) -> None:
+    """A writer's repair (or anyone) truncating files while ls reads them: every
+    row is one of the statuses, never an exception."""
+    body = meta() + user("go") + turns(2000)
+    paths = [tmp_path / f"r{i}.jsonl" for i in range(200)]
+    for p in paths:
+        p.write_bytes(body)
+    stop = threading.Event()
+
+    def cutter() -> None:
+        n = 0
+        while not stop.is_set():
+            p = paths[n % len(paths)]
+            with open(p, "r+b") as f:
+                f.truncate([0, 10, 300, len(body) // 2, len(body) - 7][n % 5])
+                f.seek(0, os.SEEK_END)
+            p.write_bytes(body)
+            n += 1
+
+    t = threading.Thread(target=cutter)
+    t.start()
+    try:
+        for _ in range(20):
+            for row in list_transcripts(tmp_path):
+                assert row.status in STATUSES
+    finally:
+        stop.set()
+        t.join()
+
+
+def test_an_archive_lists_as_its_original(tmp_path: Path) -> None:
+    src = tmp_path / "run.jsonl"
+    src.write_bytes(meta() + user("archived") + turns(5) + b'{"id":"tor')
+    packed = Session.archive(src, keep=True)
+    a, b = only_row(src), only_row(packed)
+    assert not native(packed)
+    skip = {"path", "size", "mtime", "reason"}
+    assert {k: v for k, v in a.to_json().items() if k not in skip} == \
+        {k: v for k, v in b.to_json().items() if k not in skip}
+
+
+def test_vanished_and_odd_paths_are_the_references(tmp_path: Path) -> None:
+    (tmp_path / "dangling.jsonl").symlink_to(tmp_path / "nowhere")
+    os.mkfifo(tmp_path / "fifo.jsonl")
+    (tmp_path / "dir.jsonl").mkdir()
+    assert read_ends([str(tmp_path / n) for n in ("dangling.jsonl", "fifo.jsonl", "dir.jsonl", "gone.jsonl")]) \
+        == [None] * 4
+    rows = {r.path.name: r for r in list_transcripts(tmp_path)}
+    assert rows["dangling.jsonl"].reason == "a dangling symlink"
+    assert rows["fifo.jsonl"].reason == "not a regular file"
+    assert "dir.jsonl" not in rows
+
+
+NOBODY_LS = textwrap.dedent("""
+    import json, os, sys
+    from agent_transcript.fleet import list_transcripts
+    os.setgroups([])
+    os.setgid(int(sys.argv[2]))
+    os.setuid(int(sys.argv[3]))
+    print(json.dumps([r.to_json() for r in list_transcripts(sys.argv[1])]))
+""")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to nobody (non-root runs the real test in test_ls)")
+def test_a_file_the_core_may_not_open_is_unreadable(tmp_path: Path) -> None:
+    import pwd
+    import tempfile
+
+    nobody = pwd.getpwnam("nobody")
+    base = Path(tempfile.mkdtemp(prefix="at-ls-"))
+    try:
+        os.chmod(base, 0o755)
+        (base / "mine.jsonl").write_bytes(meta() + user("go"))
+        os.chmod(base / "mine.jsonl", 0o600)
+        (base / "open.jsonl").write_bytes(meta() + user("go"))
+        os.chmod(base / "open.jsonl", 0o644)
+        r = subprocess.run([sys.executable, "-c", NOBODY_LS, str(base), str(nobody.pw_gid), str(nobody.pw_uid)],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        rows = {Path(x["path"]).name: x for x in json.loads(r.stdout)}
+        assert (rows["mine.jsonl"]["status"], rows["mine.jsonl"]["reason"]) == ("unreadable", "permission denied")
+        assert (rows["open.jsonl"]["status"], rows["open.jsonl"]["title"]) == ("clean", "go")
+    finally:
+        for p in base.iterdir():
+            p.unlink()
+        base.rmdir()
+
+
+# --- the property: generated transcripts, random tail cuts -------------------------
+
+texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=120)
+spaces = st.sampled_from(["", " ", "\t", "\r", "\r\n", "\n", "\n\n  \n"])
+
+
+@st.composite
+def transcripts(draw: Any) -> bytes:
+    payload: dict[str, object] = {}
+    for key in ("agent", "model"):
+        payload[key] = draw(st.one_of(texts, st.none(), st.integers(), st.just(["x"])))
+    out = [line("m" * 32, "session-meta", payload, ts=draw(st.sampled_from([TS, "x", "é"])))]
+    for i in range(draw(st.integers(0, 3))):
+        out.append(line(f"s{i:031}", "message", {"role": draw(st.sampled_from(["system", "assistant"])),
+                                                 "content": draw(texts) * draw(st.sampled_from([1, 100, 700]))}))
+    if draw(st.booleans()):
+        content = draw(st.one_of(texts, st.none(), st.lists(st.one_of(
+            st.builds(lambda t: {"type": "text", "text": t}, texts),
+            st.builds(lambda k: {"type": k}, st.sampled_from(["image", "", "text"])),
+            st.just({})), max_size=3)))
+        out.append(user(content))
+    for i in range(draw(st.integers(0, 6))):
+        kind = "message"
+        ts = draw(st.sampled_from([TS, "2026-08-10T00:00:00.000000Z", "ü"]))
+        body = {"role": "assistant", "content": draw(texts) * draw(st.sampled_from([1, 50, 400]))}
+        if draw(st.booleans()):
+            out.append(line(f"{i:032x}", kind, body, ts=ts))
+        else:  # not canonical: another key order, spaces
+            out.append((json.dumps({"v": 1, "type": kind, "ts": ts, "id": str(i), "payload": body},
+                                   ensure_ascii=draw(st.booleans())) + "\n").encode())
+        out.append(draw(spaces).encode())
+    data = b"".join(out)
+    if draw(st.booleans()):
+        data = data.replace(b"\n", b"\r\n")
+    return data if draw(st.booleans()) else data[: draw(st.integers(0, len(data)))]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                     HealthCheck.too_slow])
+@given(data=transcripts())
+def test_the_core_agrees_with_the_reference_and_with_peek(tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(data)
+    row = same_as_reference(path)
+    if row.status not in ("clean", "torn tail"):
+        return
+    p = Session.peek(path)
+    assert p.error is None
+    assert row.started == p.envelopes[0].ts
+    meta_payload = p.meta if isinstance(p.meta, dict) else {}
+    assert row.agent == (meta_payload.get("agent") if isinstance(meta_payload.get("agent"), str) else None)
+    last = p.envelopes[-1]
+    torn = any(w.startswith("line ") for w in p.warnings)
+    if not torn:
+        assert (row.status, row.last_type, row.last_activity) == ("clean", last.type, last.ts)
+    elif row.status == "torn tail":
+        assert (row.last_type, row.last_activity) == (last.type, last.ts)
+    if len(data) < 60_000:
+        texts_ = (content_text(m.content) for m in p.messages if m.role == "user")
+        assert row.title == _clip(next((t for t in texts_ if t is not None), None))
