@@ -26,6 +26,11 @@ def check_basename(file: Any) -> str:
     return file
 
 
+# The artifacts folder is opened as itself, never through a link: the files in
+# it are then opened, written and renamed relative to that descriptor.
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
 class ArtifactStore:
     """The ``<stem>.artifacts/`` folder of one transcript."""
 
@@ -50,12 +55,15 @@ class ArtifactStore:
             raise TypeError(f"excerpt must be str, not {type(excerpt).__name__}")
         digest = _core.digest(data)
         file = digest.replace(":", "-")
-        target = self.folder / file
-        # Already there with the right digest (stored by another thread, process
-        # or run): done. Anything else there (cut short, tampered) is replaced.
-        if _read(target, len(data)) != data:
-            _storage.make_parents(target)
-            self._write_atomically(target, data)
+        folder = self._make_folder()
+        try:
+            # Already there with the right digest (stored by another thread,
+            # process or run): done. Anything else there (cut short, tampered,
+            # a link) is replaced.
+            if _read(folder, file, len(data)) != data:
+                _write_atomically(folder, file, data)
+        finally:
+            os.close(folder)
         return {
             "file": file,
             "digest": digest,
@@ -64,56 +72,98 @@ class ArtifactStore:
             "elided-chars": max(0, chars - len(excerpt)),
         }
 
-    def _write_atomically(self, target: Path, data: bytes) -> None:
-        # A temporary name of its own for every write: two threads storing the
-        # same content, or a restart that has the pid a killed writer had, never
-        # meet an earlier temporary file (a stale one is left alone, unused).
-        tmp = target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(8)}.tmp")
-        fd = _storage.Descriptor()
+    def _open_folder(self) -> int | None:
+        """A descriptor of the artifacts folder, opened without following a link
+        (a link there is ``ValueError``); None when it is missing."""
         try:
-            fd.fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                            _storage.FILE_MODE)
-            os.fchmod(fd.fd, _storage.FILE_MODE)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd.fd, view):]
-            os.fsync(fd.fd)
-            fd.close()
-            os.rename(tmp, target)  # atomic, over whatever is there
-        except BaseException:
-            fd.close()
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+            return os.open(self.folder, _FOLDER_FLAGS)
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise self._refused(e) from None
+
+    def _make_folder(self) -> int:
+        """:meth:`_open_folder`, creating the folder (``0700``, parents too) if missing."""
+        folder = self._open_folder()
+        if folder is not None:
+            return folder
+        _storage.make_parents(self.folder / "artifact")
+        try:
+            return os.open(self.folder, _FOLDER_FLAGS)
+        except OSError as e:
+            raise self._refused(e) from None
+
+    def _refused(self, e: OSError) -> Exception:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(self.folder):
+            return ValueError(f"{self.folder} is a symbolic link: an artifacts folder is never "
+                              "followed")
+        return e
 
     def read(self, artifact: Any) -> bytes | None:
         """The bytes of ``artifact``; None when its file is gone; ``ValueError``
-        for a bad name or bytes that do not match its digest."""
+        for a bad name, a link in its place (or as the folder), or bytes that do
+        not match its digest."""
         if not isinstance(artifact, dict):
             raise ValueError("an artifact is a dict with 'file' and 'digest'")
-        path = self.folder / check_basename(artifact.get("file"))
-        data = _read(path)
+        file = check_basename(artifact.get("file"))
+        folder = self._open_folder()
+        if folder is None:
+            return None
+        try:
+            data = _read(folder, file)
+        finally:
+            os.close(folder)
         if data is None:
             return None
         expected = artifact.get("digest")
         if expected is not None and _core.digest(data) != expected:
-            raise ValueError(f"artifact {path.name} does not match its digest")
+            raise ValueError(f"artifact {file} does not match its digest")
         return data
 
 
-def _read(path: Path, size: int | None = None) -> bytes | None:
-    """The bytes of the file at ``path`` (never through a link); None when it is
-    missing, or when ``size`` is given and the file is not that long."""
+def _write_atomically(folder: int, file: str, data: bytes) -> None:
+    """``data`` into ``file`` of the folder open as ``folder``: a temporary file,
+    fsynced, renamed over whatever is there, the folder fsynced."""
+    # A temporary name of its own for every write: two threads storing the
+    # same content, or a restart that has the pid a killed writer had, never
+    # meet an earlier temporary file (a stale one is left alone, unused).
+    tmp = f".{file}.{os.getpid()}-{secrets.token_hex(8)}.tmp"
+    fd = _storage.Descriptor()
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd.fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                        _storage.FILE_MODE, dir_fd=folder)
+        os.fchmod(fd.fd, _storage.FILE_MODE)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd.fd, view):]
+        os.fsync(fd.fd)
+        fd.close()
+        os.rename(tmp, file, src_dir_fd=folder, dst_dir_fd=folder)  # atomic, over whatever is there
+    except BaseException:
+        fd.close()
+        try:
+            os.unlink(tmp, dir_fd=folder)
+        except OSError:
+            pass
+        raise
+    os.fsync(folder)
+
+
+def _read(folder: int, file: str, size: int | None = None) -> bytes | None:
+    """The bytes of ``file`` in the folder open as ``folder``, never through a
+    link; None when it is missing, or when ``size`` is given and it is not that
+    long or is a link (to be replaced). Without ``size``, a link is ``ValueError``."""
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
     except FileNotFoundError:
         return None
     except OSError as e:
-        if size is not None and e.errno == errno.ELOOP:
+        if e.errno != errno.ELOOP:
+            raise
+        if size is not None:
             return None  # a link where the artifact goes: replaced, never followed
-        raise
+        raise ValueError(f"artifact {file} is a symbolic link, not a stored artifact: "
+                         "it is never followed") from None
     try:
         if size is not None and os.fstat(fd).st_size != size:
             return None

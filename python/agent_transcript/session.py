@@ -39,6 +39,14 @@ def _envelope(fields: tuple[Any, Any, Any, Any, Any, int]) -> Envelope:
     return Envelope(*fields)
 
 
+
+def _named(e: OSError, path: Path) -> OSError:
+    """``e`` (raised by the native writer, which has a descriptor, not a name)
+    with the transcript's path as its ``filename``, as ``open()`` gives one."""
+    if e.filename is None:
+        e.filename = str(path)
+    return e
+
 class Session:
     """A transcript open for reading and appending: the one writer of its file.
 
@@ -101,7 +109,10 @@ class Session:
             if os.fstat(fd.fd).st_size > 0:
                 raise FileExistsError(17, "a transcript that is not empty is there already", str(path))
             core = _core.Transcript.new(fd.fd, fsync)
-            core.append("session-meta", payload, None)
+            try:
+                core.append("session-meta", payload, None)
+            except OSError as e:
+                raise _named(e, path)
             if fsync and fd.created:
                 _storage.fsync_dir(fd.created.parent)  # the new name is durable too
             return cls(path, fd, core, warnings)
@@ -137,7 +148,10 @@ class Session:
             _storage.check_head(fd.fd, path)
             _storage.remove_leftover_repair(path)
             repaired = _storage.repair_tail(fd, path)  # a cut puts the new file in fd
-            core = _core.Transcript.load(fd.fd, fsync, repaired.missing_newline)
+            try:
+                core = _core.Transcript.load(fd.fd, fsync, repaired.missing_newline)
+            except OSError as e:
+                raise _named(e, path)
             return cls(path, fd, core, [repaired.warning] if repaired.warning else [])
         except CorruptTranscript as e:
             fd.close()
@@ -453,7 +467,10 @@ class Session:
             raise TypeError(f"append_message takes a Message, not {type(message).__name__}")
         payload = _message_payload(message, extra)
         with self._lock:
-            return self._writable().append("message", payload, None)
+            try:
+                return self._writable().append("message", payload, None)
+            except OSError as e:
+                raise _named(e, self._path)
 
     def append_messages(self, messages: Iterable[Message | tuple[Message, dict[str, Any] | None]]
                         ) -> list[str]:
@@ -485,12 +502,18 @@ class Session:
             else:
                 raise TypeError(f"each item is a Message or a (Message, extra) pair, not {item!r}")
         with self._lock:
-            return self._writable().append_many("message", payloads)
+            try:
+                return self._writable().append_many("message", payloads)
+            except OSError as e:
+                raise _named(e, self._path)
 
     def append_grants(self, snapshot: Any) -> str:
         """Append the whole grants snapshot (any JSON value); the last one wins."""
         with self._lock:
-            return self._writable().append("grants", {"grants": snapshot}, None)
+            try:
+                return self._writable().append("grants", {"grants": snapshot}, None)
+            except OSError as e:
+                raise _named(e, self._path)
 
     def append_compaction(self, summary: str, replaces_through_id: str, tokens_before: int,
                           tokens_after: int, fallback: bool = False, *,
@@ -524,7 +547,10 @@ class Session:
         if replacement is not None:
             payload["replacement"] = _replacement_payloads(replacement)
         with self._lock:
-            return self._writable().append("compaction", payload, None)
+            try:
+                return self._writable().append("compaction", payload, None)
+            except OSError as e:
+                raise _named(e, self._path)
 
     def append_rewind(self, through_id: str | None) -> str:
         """Append a rewind: the live messages after ``through_id`` are dropped
@@ -537,7 +563,10 @@ class Session:
         if through_id is not None:
             _check_type("through_id", through_id, str)
         with self._lock:
-            return self._writable().append("rewind", {"through-id": through_id}, None)
+            try:
+                return self._writable().append("rewind", {"through-id": through_id}, None)
+            except OSError as e:
+                raise _named(e, self._path)
 
     def append_elision(self, items: Iterable[tuple[str, str]]) -> str:
         """Append an elision: each ``(id, stub)`` replaces that live message's content.
@@ -551,7 +580,10 @@ class Session:
         if not listed:
             raise ValueError("an elision needs at least one (id, stub) item")
         with self._lock:
-            return self._writable().append("elision", {"items": listed}, None)
+            try:
+                return self._writable().append("elision", {"items": listed}, None)
+            except OSError as e:
+                raise _named(e, self._path)
 
     def append_tool_dispatched(self, call_id: str, tool: str, arguments: Any, *,
                                idempotency: str = "unknown", run_id: str | None = None,
@@ -588,7 +620,10 @@ class Session:
             "round": round,
         }
         with self._lock:
-            return self._writable().append("tool-dispatched", payload, None)
+            try:
+                return self._writable().append("tool-dispatched", payload, None)
+            except OSError as e:
+                raise _named(e, self._path)
 
     def append_tool_settled(self, op_id: str, outcome: str, *, reason: Any = None,
                             duration: Any = None, result_digest: Any = None,
@@ -610,7 +645,10 @@ class Session:
             if value is not None:
                 payload[key] = value
         with self._lock:
-            return self._writable().append("tool-settled", payload, None)
+            try:
+                return self._writable().append("tool-settled", payload, None)
+            except OSError as e:
+                raise _named(e, self._path)
 
     def append_run_context(self, sections: Sequence[tuple[str, str]],
                            facts: Sequence[tuple[str, Any]]) -> str:
@@ -636,7 +674,10 @@ class Session:
                 else:
                     here[d] = own_id
                     rendered.append({"name": name, "digest": d, "text": text})
-            return t.append("run-context", {"facts": fact_list, "sections": rendered}, own_id)
+            try:
+                return t.append("run-context", {"facts": fact_list, "sections": rendered}, own_id)
+            except OSError as e:
+                raise _named(e, self._path)
 
     # -- tool operations ---------------------------------------------------
 

@@ -138,3 +138,35 @@ def test_stats_agree_with_a_full_read_and_with_load(
         assert doc["messages"]["live"] == len(session.messages)
         assert [p["op_id"] for p in doc["pending"]] == [op.op_id for op in session.pending_tool_operations()]
         assert doc["grants"] == session.grants
+
+
+def _peak_rss(args: list[str], out: Path) -> int:
+    """The peak RSS (bytes) of the command line run in a fresh process, stdout to ``out``."""
+    import os
+    import subprocess
+    import sys
+
+    with open(out, "wb") as f:
+        proc = subprocess.Popen([sys.executable, "-m", "agent_transcript", *args], stdout=f)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    assert os.waitstatus_to_exitcode(status) == 0
+    return usage.ru_maxrss * 1024
+
+
+def test_show_json_streams_in_bounded_memory(tmp_path: Path) -> None:
+    # Not timed: the whole document of a 48 MB transcript is written one
+    # envelope at a time, so its peak memory is the one-envelope run's plus a
+    # little, not the file's decoded size (what building the document costs).
+    path = tmp_path / "big.jsonl"
+    write_transcript(path, 48, seed=11)
+    size = path.stat().st_size
+    one = _peak_rss(["show", "--json", "--tail", "1", str(path)], tmp_path / "one.json")
+    whole = _peak_rss(["show", "--json", str(path)], tmp_path / "whole.json")
+    assert whole - one < 32 << 20, (whole - one, size)
+    doc = json.loads((tmp_path / "whole.json").read_text(encoding="utf-8"))
+    raw = path.read_bytes().splitlines()
+    assert len(doc["envelopes"]) == len(raw)
+    assert doc["envelopes"][-1]["id"] == json.loads(raw[-1])["id"]
+    assert [e["line"] for e in doc["envelopes"][:3]] == [1, 2, 3]
+    assert doc["size"] == size and doc["warnings"] == []

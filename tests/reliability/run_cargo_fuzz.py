@@ -75,6 +75,7 @@ def run_target(binary: Path, target: str, seconds: int, nice: int, work: Path,
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
         _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
     wall = time.monotonic() - started
     text = log.read_text(errors="replace")
     last = [m for m in map(STATUS.match, text.splitlines()) if m]

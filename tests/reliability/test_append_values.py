@@ -165,8 +165,22 @@ def test_a_high_then_low_surrogate_pair_in_a_str_is_refused(tmp_path: Path, valu
 
 def test_canonical_json_depth_limit() -> None:
     assert canonical_json(nest(512)).count("[") == 512
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="at most 512 containers deep"):
         canonical_json(nest(513))
+
+
+def test_the_nesting_limit_of_an_append_is_named(tmp_path: Path) -> None:
+    # The error names the limits (512 in a line, 510 in a message's content),
+    # not the symptom ("does not read back"); nothing is written.
+    with Session.create(tmp_path / "run.jsonl") as s:
+        for attempt in [lambda: s.append_message(Message.user(nest(MAX_IN_MESSAGE + 1))),
+                        lambda: s.append_grants(nest(MAX_IN_MESSAGE + 1)),
+                        lambda: s.append_messages([Message.user(nest(2000))])]:
+            with pytest.raises(ValueError) as e:
+                attempt()
+            text = str(e.value)
+            assert "512" in text and "510" in text and "read back" not in text, text
+        s.append_message(Message.user(nest(MAX_IN_MESSAGE)))
 
 
 def test_a_huge_string(tmp_path: Path) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import textwrap
+from itertools import compress, repeat
+from operator import add, gt, mul
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -75,17 +77,36 @@ class Renderer:
     def _wrap(self, text: str, *, max_lines: int = 8, style: tuple[str, ...] = ()) -> list[str]:
         avail = max(20, self.width - len(self.INDENT))
         out: list[str] = []
-        source = text.splitlines() or [""]
-        for para in source:
+        keep = None if self.full else max_lines + 1  # lines built; the rest only counted
+        total = 0
+        paras = text.splitlines() or [""]
+        if keep is not None and len(paras) > keep:
+            # Past the lines shown, a paragraph that fits even with each tab
+            # expanded to 4 columns is one line: count those at once, and wrap
+            # only the others.
+            rest = paras[keep:]
+            widest = map(add, map(len, rest), map(mul, map(str.count, rest, repeat("\t")), repeat(3)))
+            paras = paras[:keep] + list(compress(rest, map(gt, widest, repeat(avail))))
+            total += len(rest) - (len(paras) - keep)
+        for para in paras:
             para = para.expandtabs(4).rstrip()
             body = para.lstrip(" ")
             lead = para[: len(para) - len(body)]
             if len(lead) > avail // 2:
                 lead = lead[: avail // 2]
+            if len(lead) + len(body) <= avail:
+                # What textwrap gives a paragraph that fits (its whitespace is
+                # spaces only: splitlines took the rest), without its cost.
+                total += 1
+                if keep is None or len(out) < keep:
+                    out.append(lead + body)
+                continue
             wrapped = textwrap.wrap(body, avail, initial_indent=lead, subsequent_indent=lead) or [lead]
-            out.extend(wrapped)
-        if not self.full and len(out) > max_lines:
-            hidden = len(out) - max_lines
+            total += len(wrapped)
+            if keep is None or len(out) < keep:
+                out.extend(wrapped)
+        if not self.full and total > max_lines:
+            hidden = total - max_lines
             out = out[:max_lines]
             out.append(self.s(f"… {plural(hidden, 'more line')} ({len(text):,} chars; --full shows all)", "dim"))
             return [self.INDENT + (self.s(line, *style) if i < max_lines else line) for i, line in enumerate(out)]

@@ -6,7 +6,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from ..inspect import Reading, check_report, compact
 from ..message import Message
@@ -14,7 +14,7 @@ from .check import report_line
 from .errors import CliError
 from .reading import read
 from .render import Renderer
-from .style import Style, clip, colour_enabled, colour_option, escaped, human_bytes, local_time, plural, printable, sanitized, seconds, terminal_width, write_json
+from .style import Style, clip, colour_enabled, colour_option, escaped, human_bytes, json_text, local_time, plural, printable, sanitized, seconds, terminal_width, write_json
 
 __all__ = ["cmd_show", "show_arguments", "envelope_json", "types_arg"]
 
@@ -43,6 +43,33 @@ def _select(reading: Reading, types: list[str] | None, tail: int | None) -> list
     if tail is not None:
         chosen = chosen[-tail:] if tail > 0 else []
     return list(chosen)
+
+
+def _stream_json(head: dict[str, Any], key: str, items: Iterable[Any]) -> None:
+    """``head`` with ``key`` holding ``items``, written as ``write_json`` writes
+    it (two-space indent), one item at a time: memory holds one item, never
+    the list. Items are written in batches of about a MiB."""
+    text = json_text({**head, key: []}, indent=2)
+    opening = text[: text.rindex("[]")] + "["
+    out = sys.stdout
+    batch: list[str] = []
+    size = 0
+    first = True
+    for item in items:
+        if first:
+            out.write(opening)
+        piece = ("\n" if first else ",\n") + "    " + json_text(item, indent=2).replace("\n", "\n    ")
+        first = False
+        batch.append(piece)
+        size += len(piece)
+        if size >= 1 << 20:
+            out.write("".join(batch))
+            batch, size = [], 0
+    if first:
+        out.write(text + "\n")  # no items: `[]`, as write_json writes it
+        return
+    batch.append("\n  ]\n}\n")
+    out.write("".join(batch))
 
 
 def types_arg(values: list[str] | None) -> list[str] | None:
@@ -105,15 +132,16 @@ def cmd_show(args: argparse.Namespace) -> int:
         return _show_replayed(reading, args, types)
     chosen = _select(reading, types, args.tail)
     if args.json:
-        write_json(
+        _stream_json(
             {
                 "path": str(Path(path)),
                 "size": reading.size,
                 "meta": reading.meta,
                 "grants": reading.grants()[0],
                 "warnings": list(reading.warnings),
-                "envelopes": [envelope_json(reading.event(i)) for i in chosen],
-            }
+            },
+            "envelopes",
+            (envelope_json(reading.event(i)) for i in chosen),
         )
         return 0
     s = Style(colour_enabled(args.color, sys.stdout))

@@ -82,6 +82,7 @@ pub fn write_envelope(
     out.extend_from_slice(b",\"payload\":");
     let mut walker = Walker::new(py, out);
     walker.refuse_surrogate_pairs = true;
+    walker.in_envelope = true;
     walker.write(payload)?;
     out.extend_from_slice(b",\"ts\":");
     wire::write_str(out, ts.as_bytes());
@@ -209,6 +210,9 @@ struct Walker<'py, 'b> {
     /// transcript line must read back as written; `canonical_json` itself
     /// follows json.dumps and writes both escapes).
     refuse_surrogate_pairs: bool,
+    /// The value is an envelope's payload: the envelope's own object is one
+    /// of the line's [`MAX_DEPTH`] levels, so the payload may take one fewer.
+    in_envelope: bool,
 }
 
 impl<'py, 'b> Walker<'py, 'b> {
@@ -219,6 +223,7 @@ impl<'py, 'b> Walker<'py, 'b> {
             frames: Vec::new(),
             entries: Vec::new(),
             refuse_surrogate_pairs: false,
+            in_envelope: false,
         }
     }
 
@@ -370,6 +375,15 @@ impl<'py, 'b> Walker<'py, 'b> {
 
     /// Refuses to open one more container when that would nest too deep.
     fn check_depth(&self) -> PyResult<()> {
+        if self.in_envelope && self.frames.len() >= MAX_DEPTH - 1 {
+            return Err(PyValueError::new_err(format!(
+                "a transcript line nests at most {MAX_DEPTH} containers deep, the \
+                 envelope's object and the payload two of them: a payload's values \
+                 (a message's content, its extras, a grants snapshot, a tool's \
+                 arguments) may nest {} deep (is there a circular reference?)",
+                MAX_DEPTH - 2
+            )));
+        }
         if self.frames.len() >= MAX_DEPTH {
             return Err(PyValueError::new_err(format!(
                 "canonical JSON nests at most {MAX_DEPTH} containers deep \
