@@ -21,4 +21,8 @@ def test_the_generated_transcript_loads_clean(tmp_path: Path) -> None:
 def test_the_bench_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bench_fleet.main(["--files", "20", "--kib", "8", "--mb", "1", "--dir", str(tmp_path / "b")])
     out = capsys.readouterr().out
-    assert "list_transcripts" in out and "peek archive" in out and "ratio" in out
+    # Every row of issue 17's fleet figures: ls against the peek loop (and the
+    # command), fork, archive's ratio and speed, peek of the archive and of the original.
+    for row in ("list_transcripts", "Session.peek loop", "ratio", "agent-transcript ls ", "agent-transcript ls --json",
+                "fork (whole)", "archive ", "MiB/s, ratio", "peek original", "peek archive"):
+        assert row in out, row

@@ -313,3 +313,25 @@ def test_a_progress_line_on_a_terminal_only(tmp_path: Path) -> None:
     # Not a terminal: no progress at all.
     r = run_cli("ls", tmp_path, "--sort", "size")
     assert r.returncode == 0 and r.stderr == ""
+
+
+def test_to_json_is_asdict_with_a_string_path(tmp_path: Path) -> None:
+    from dataclasses import asdict
+
+    (tmp_path / "a.jsonl").write_bytes(clean_bytes(2))
+    (tmp_path / "b.jsonl").write_bytes(b"nope\n")
+    for r in list_transcripts(tmp_path):
+        want = asdict(r)
+        want["path"] = str(r.path)
+        assert r.to_json() == want and list(r.to_json()) == list(want)
+
+
+@pytest.mark.parametrize("ts", ["2026-08-09T13:10:08.542283Z", "2026-02-30T13:10:08.542283Z", "2026-8-9T1:2:3.5Z",
+                                "9999-12-31T23:59:59.999999Z", "0001-01-01T00:00:00.000000Z", "2026-08-09T24:00:00.000000Z",
+                                "", None, "x", "\uff12\uff10\uff12\uff16-08-09T13:10:08.542283Z"])
+def test_the_text_listings_time_is_local_times(ts: str | None) -> None:
+    from agent_transcript.cli.ls import _when
+    from agent_transcript.cli.style import local_time
+
+    t = local_time(ts) if ts else None
+    assert _when(ts) == (t.strftime("%Y-%m-%d %H:%M:%S") if t else "-")

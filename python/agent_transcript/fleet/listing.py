@@ -30,7 +30,7 @@ import re
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -113,9 +113,11 @@ class TranscriptRow:
 
     def to_json(self) -> dict[str, Any]:
         """The row as JSON-ready values (``path`` a string)."""
-        d = asdict(self)
+        # What asdict gives (every other field is a str, int, float, bool or
+        # None), without its deep copy of each value: a tenth of the cost.
+        d = dict(vars(self))
         d["path"] = str(self.path)
-        return d
+        return {name: d[name] for name in _FIELDS}
 
 
 _FIELDS = tuple(f.name for f in fields(TranscriptRow))
