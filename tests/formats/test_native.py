@@ -15,7 +15,7 @@ from agent_transcript.inspect.sources import native_import
 from agent_transcript import formats
 from agent_transcript.formats import import_transcript
 
-from .sources import BASIC, PARALLEL, SIDECHAIN, SOURCES, Source, lines
+from .sources import ABORTED, BASIC, G2, PARALLEL, REPLACEMENT, ROLLBACK, SIDECHAIN, SOURCES, Source, lines
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benches"))
 import import_gen  # noqa: E402
@@ -44,17 +44,21 @@ def test_native_and_python_importers_write_the_same_bytes(tmp_path: Path, src: S
     assert native == python
 
 
-@pytest.mark.parametrize("name", ["cc-basic-streamed-fragments", "cc-parallel-tool-results", "cc-sidechain",
-                                  "cc-killed-mid-tool", "cc-compaction-after-rewind"])
-def test_the_native_importer_takes_the_common_cases(tmp_path: Path, name: str) -> None:
-    src = next(s for s in SOURCES if s.name == name)
-    path = tmp_path / "s.jsonl"
+# The Python importer's: a branch not taken, damage, a lone surrogate, a legacy compaction, the
+# older Codex generations.
+_PYTHONS = {"cc-compaction-after-rewind", "cc-rewind-branches", "cc-rewind-after-a-call", "cc-leaf-by-the-millisecond",
+            "cc-torn-tail", "cc-nul-line", "cc-glued-records", "cc-lone-surrogate",
+            "codex-legacy-compaction", "codex-g1", "codex-g0"}
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=[s.name for s in SOURCES])
+def test_the_native_importer_takes_the_common_cases(tmp_path: Path, src: Source) -> None:
+    path = tmp_path / ("s" + src.suffix)
     path.write_bytes(src.data)
-    expected = name != "cc-compaction-after-rewind"  # a branch not taken: the Python importer's
-    assert taken(path, src.format, tmp_path) is expected
+    assert taken(path, src.format, tmp_path) is (src.name not in _PYTHONS)
 
 
-@pytest.mark.parametrize("kind", ["claude-code"])
+@pytest.mark.parametrize("kind", ["claude-code", "codex"])
 def test_generated_sources_import_the_same_natively(tmp_path: Path, kind: str,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     src = tmp_path / "gen.jsonl"
@@ -81,3 +85,19 @@ def test_native_output_equals_python_output_on_generated_sources(
         native, python = both(tmp, src, mp)
     assert native == python
     os.unlink(src)
+
+
+_codex = st.sampled_from([*G2[1:], *REPLACEMENT[len(G2):], *ROLLBACK[len(G2):], *ABORTED[2:]])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.one_of(_codex, _noise), min_size=1, max_size=16), st.booleans())
+def test_native_output_equals_python_output_on_generated_rollouts(
+        tmp_path_factory: pytest.TempPathFactory, body: list[object], final_newline: bool) -> None:
+    tmp = tmp_path_factory.mktemp("diff")
+    data = lines(G2[0], *body, end=b"\n" if final_newline else b"")
+    src = tmp / "r.jsonl"
+    src.write_bytes(data)
+    with pytest.MonkeyPatch.context() as mp:
+        native, python = both(tmp, src, mp)
+    assert native == python

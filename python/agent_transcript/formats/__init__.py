@@ -67,7 +67,7 @@ _MAX_WARNINGS_IN_META = 100
 # The Rust core's importer takes these formats (whole files of the record kinds it
 # knows; any other file goes to the Python importer). False: the Python importer only.
 _NATIVE = True
-_NATIVE_FORMATS = frozenset(("claude-code",))
+_NATIVE_FORMATS = frozenset(("claude-code", "codex"))
 
 
 def describe(source_format: str) -> str:
@@ -274,10 +274,9 @@ def _import_native(source: Path, dest: Path, fmt: str, detected: str | None, for
             if isinstance(run, str):
                 out.abort()
                 return None
-            info_json, count, pending, first_ts, _, used, sha, size, line_count, first_line_ts = run.summary()
+            info_json, count, pending, first_ts, _, used, sha, size, line_count, first_line_ts, warnings = run.summary()
             if count == 0 and detected is None:
                 raise UnknownFormat(f"{source}: neither a Claude Code session nor a Codex rollout")
-            warnings: list[str] = []
             if pending:
                 warnings.append(f"{len(pending)} tool call(s) without a result stay pending: {', '.join(pending[:5])}")
             meta: dict[str, Any] = {
@@ -285,8 +284,10 @@ def _import_native(source: Path, dest: Path, fmt: str, detected: str | None, for
                 **json.loads(info_json),
                 "source": {"path": str(source.resolve()), "sha256": sha, "bytes": size, "lines": line_count},
                 "importer": importer_meta(),
-                "warnings": warnings,
+                "warnings": warnings[:_MAX_WARNINGS_IN_META],
             }
+            if len(warnings) > _MAX_WARNINGS_IN_META:
+                meta["warnings-total"] = len(warnings)
             ids = Ids(sha, used)
             out.write("session-meta", ids.next("meta"), first_ts or first_line_ts or EPOCH_TS, meta)
             out.copy_from(spool)

@@ -18,9 +18,9 @@ __all__ = ["NativeImport", "native_import"]
 class NativeImport(Protocol):
     """A source the core converted: what the session-meta needs, and the source lines to write."""
 
-    def summary(self) -> tuple[str, int, list[str], str | None, str, int, str, int, int, str | None]:
+    def summary(self) -> tuple[str, int, list[str], str | None, str, int, str, int, int, str | None, list[str]]:
         """``(info_json, message_count, pending, first_ts, last_ts, ids_used, sha256, size,
-        line_count, first_line_ts)``."""
+        line_count, first_line_ts, warnings)``."""
         ...
 
     def write_lines(self, dest_fd: int, ids_used: int, /) -> None:

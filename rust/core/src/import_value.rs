@@ -77,6 +77,8 @@ pub enum Value<'a> {
     Arr(Vec<Value<'a>>),
     /// An object, its members in source order, no key twice.
     Obj(Vec<(Cow<'a, str>, Value<'a>)>),
+    /// A value already written as canonical JSON.
+    Raw(Arc<[u8]>),
 }
 
 impl<'a> Value<'a> {
@@ -127,6 +129,10 @@ impl<'a> Value<'a> {
             Value::Str(s) => !s.is_empty(),
             Value::Arr(a) => !a.is_empty(),
             Value::Obj(o) => !o.is_empty(),
+            Value::Raw(r) => !matches!(
+                &r[..],
+                b"null" | b"false" | b"0" | b"0.0" | b"-0.0" | b"\"\"" | b"[]" | b"{}"
+            ),
         }
     }
 
@@ -275,6 +281,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value<'_>, sorted: bool) {
             }
         }
         Value::Str(s) => canonical::write_str(out, s.as_bytes()),
+        Value::Raw(r) => out.extend_from_slice(r),
         Value::Arr(items) => {
             out.push(b'[');
             for (i, item) in items.iter().enumerate() {
@@ -325,6 +332,11 @@ fn write_int(out: &mut Vec<u8>, text: &str) {
     } else {
         out.extend_from_slice(text.as_bytes());
     }
+}
+
+/// `value` as a [`Value::Raw`]: its canonical text, kept past its line.
+pub fn raw(value: &Value<'_>) -> Value<'static> {
+    Value::Raw(Arc::from(canonical_bytes(value)))
 }
 
 /// The canonical JSON text of `value`.

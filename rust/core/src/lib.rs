@@ -10,6 +10,7 @@ pub mod columns;
 pub mod digest;
 pub mod envelope;
 pub mod import_claude;
+pub mod import_codex;
 pub mod import_run;
 pub mod import_value;
 pub mod json;

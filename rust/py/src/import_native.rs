@@ -58,12 +58,13 @@ type Summary = (
     u64,
     usize,
     Option<String>,
+    Vec<String>,
 );
 
 #[pymethods]
 impl NativeImport {
     /// `(info_json, message_count, pending, first_ts, last_ts, ids_used, sha256,
-    /// size, line_count, first_line_ts)`.
+    /// size, line_count, first_line_ts, warnings)`.
     fn summary(&self) -> Summary {
         let d = &self.done;
         (
@@ -77,6 +78,7 @@ impl NativeImport {
             d.size,
             d.lines.len(),
             d.lines.iter().find_map(|l| l.when).as_ref().map(ts_text),
+            d.warnings.clone(),
         )
     }
 
@@ -115,6 +117,7 @@ pub fn import_native(
             let mut out = BufWriter::with_capacity(1 << 20, &spool);
             let r = match format {
                 "claude-code" => transcript_core::import_claude::import(&src, &mut out)?,
+                "codex" => transcript_core::import_codex::import(&src, &mut out)?,
                 _ => Err(transcript_core::import_value::Unsupported(
                     "a format without a native importer",
                 )),
