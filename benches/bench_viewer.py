@@ -32,7 +32,8 @@ import resource, sys, time
 t = time.perf_counter()
 {body}
 dt = time.perf_counter() - t
-print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+u = resource.getrusage(resource.RUSAGE_SELF)
+print(dt, u.ru_maxrss, u.ru_utime + u.ru_stime)
 """
 
 LOAD = """
@@ -45,10 +46,11 @@ assert main(["html", sys.argv[1], "-o", sys.argv[2], "--pages"]) == 0
 """
 
 
-def child(body: str, *args: str) -> tuple[float, float]:
+def child(body: str, *args: str) -> tuple[float, float, float]:
+    """Wall time, peak RSS (MB) and CPU time (user + system, every thread) of ``body`` in a fresh interpreter."""
     out = subprocess.run([sys.executable, "-c", _CHILD.format(body=body), *args], capture_output=True, text=True, check=True)
-    dt, rss = out.stdout.strip().splitlines()[-1].split()
-    return float(dt), int(rss) / 1024  # ru_maxrss is KiB on Linux
+    dt, rss, cpu = out.stdout.strip().splitlines()[-1].split()
+    return float(dt), int(rss) / 1024, float(cpu)  # ru_maxrss is KiB on Linux
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,13 +70,14 @@ def main(argv: list[str] | None = None) -> int:
         write_transcript(src, args.mb)
         print(f"generated {src} ({src.stat().st_size / MIB:,.0f} MiB) in {time.perf_counter() - t:.1f} s")
     size = src.stat().st_size / MIB
-    load_t, load_rss = child(LOAD, str(src))
-    print(f"load:  {load_t:7.2f} s  peak RSS {load_rss:7.1f} MB  ({size / load_t:,.0f} MiB/s)")
+    load_t, load_rss, load_cpu = child(LOAD, str(src))
+    print(f"load:  {load_t:7.2f} s  peak RSS {load_rss:7.1f} MB  ({size / load_t:,.0f} MiB/s; CPU {load_cpu:.2f} s)")
     out = where / "site"
     shutil.rmtree(out, ignore_errors=True)
-    html_t, html_rss = child(HTML, str(src), str(out))
+    html_t, html_rss, html_cpu = child(HTML, str(src), str(out))
     pages = len(os.listdir(out / "p"))
-    print(f"html:  {html_t:7.2f} s  peak RSS {html_rss:7.1f} MB  ({size / html_t:,.1f} MiB/s, {pages:,} pages; {html_t / load_t:.1f}x load)")
+    print(f"html:  {html_t:7.2f} s  peak RSS {html_rss:7.1f} MB  ({size / html_t:,.1f} MiB/s, {pages:,} pages; {html_t / load_t:.1f}x load; "
+          f"CPU {html_cpu:.2f} s, {html_cpu / load_cpu:.1f}x load's)")
 
     # serve: the tail page of the big one (the server's answer, then the browser's first paint).
     folder = where / "one"

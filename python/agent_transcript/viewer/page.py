@@ -488,63 +488,91 @@ def _write_folder(reading: Reading, out: str) -> int:
     keep = _keep(reading)
     fd = _open(reading)
 
+    def put(files: list[tuple[str, list[bytes]]]) -> None:
+        for path, pieces in files:
+            with open(path + ".tmp", "wb") as f:
+                f.writelines(pieces)
+            os.replace(path + ".tmp", path)
+
     def write_page(page: PageData, stop: int, items: list[tuple[int, int, str, bytes | None]],
                    start: dict[str, Any], last: bool) -> None:
         number = len(ranges) + 1
         name = f"{number:06d}"
         page_notes = notes.page(items)
-        chunk_path = os.path.join(out, "c", name + ".js")
-        with open(chunk_path + ".tmp", "wb") as cf:
-            cf.writelines((b"window.AT_CHUNK=[", str(page.first_line).encode(), b",String.raw`\n",
-                           page.build(fd, stop, chunk=True, kept=kept), b"\n`];\n"))
-        os.replace(chunk_path + ".tmp", chunk_path)
-        path = os.path.join(out, "p", name + ".html")
-        f, tmp = _atomic(path)
-        with f:
-            f.write(_b(head(f"{title} — page {number}", policy, body_data={"page": str(number), "base": "../"})))
-            f.write(b"<div class=layout><main id=records>\n")
-            prev = f' · <a href="{number - 1:06d}.html" rel=prev>previous</a>' if number > 1 else ""
-            f.write(_b(f'<nav class=pager><a href="../index.html">index</a>{prev} · page {number}</nav>\n'))
-            f.write(b"<div id=at-end></div>\n")
-            if last:
-                f.write(_b(ended_banner(reading)))
-            nxt = "" if last else f' · <a href="{number + 1:06d}.html" rel=next>next</a>'
-            f.write(_b(f'<nav class=pager><a href="../index.html">index</a> · page {number}{nxt}</nav>\n'))
-            f.write(b"</main></div>\n")
-            f.writelines(notes_island(page_notes, start, page.cut))
-            f.write(_b(f'<script src="../pages.js"></script>\n<script src="../c/{name}.js"></script>\n'
-                       '<script src="../viewer.js"></script>\n</body></html>\n'))
-        os.replace(tmp, path)
+        chunk = [b"window.AT_CHUNK=[", str(page.first_line).encode(), b",String.raw`\n",
+                 page.build(fd, stop, chunk=True, kept=kept), b"\n`];\n"]
+        prev = f' · <a href="{number - 1:06d}.html" rel=prev>previous</a>' if number > 1 else ""
+        nxt = "" if last else f' · <a href="{number + 1:06d}.html" rel=next>next</a>'
+        html = [
+            _b(head(f"{title} — page {number}", policy, body_data={"page": str(number), "base": "../"})),
+            b"<div class=layout><main id=records>\n",
+            _b(f'<nav class=pager><a href="../index.html">index</a>{prev} · page {number}</nav>\n'),
+            b"<div id=at-end></div>\n",
+            _b(ended_banner(reading)) if last else b"",
+            _b(f'<nav class=pager><a href="../index.html">index</a> · page {number}{nxt}</nav>\n'),
+            b"</main></div>\n",
+            *notes_island(page_notes, start, page.cut),
+            _b(f'<script src="../pages.js"></script>\n<script src="../c/{name}.js"></script>\n'
+               '<script src="../viewer.js"></script>\n</body></html>\n'),
+        ]
+        put([(os.path.join(out, "c", name + ".js"), chunk), (os.path.join(out, "p", name + ".html"), html)])
         ranges.append((page.first_line, items[-1][1] if items else page.first_line))
 
     kept: list[tuple[int, bytes]] = []
+    # The walk of records(), written out here: this loop is html's per-line cost.
+    line_number = index.line_number
+    n = len(index)
+    soft_records, hard_records = PAGE_RECORDS * 3 // 4, PAGE_RECORDS * 2
+    soft_bytes, hard_bytes = PAGE_BYTES * 3 // 4, PAGE_BYTES * 2
     try:
         page: PageData | None = None
         items: list[tuple[int, int, str, bytes | None]] = []
         start: dict[str, Any] = {}
         count = 0
-        for line, i, a, b, head_ in records(reading, fd, 0, keep, kept=kept):
-            if i is not None:
+        i = 0
+        next_line = line_number(0) if n else -1
+        line = 1
+        buf, buf_off, pos = b"", 0, 0
+        while True:
+            nl = buf.find(b"\n", pos)
+            if nl < 0:
+                have = buf_off + len(buf)
+                chunk = os.pread(fd, min(_BLOCK, keep - have), have) if have < keep else b""
+                if chunk:
+                    kept.append((have, chunk))
+                    buf, buf_off, pos = buf[pos:] + chunk, buf_off + pos, 0
+                    continue
+                if pos >= len(buf):
+                    break
+                nl = len(buf)  # a last line without its \n
+            a = buf_off + pos
+            if line == next_line:
                 t = type_name(i)
                 if page is not None and count:
                     written = a - page.start
-                    soft = count >= PAGE_RECORDS * 3 // 4 or written >= PAGE_BYTES * 3 // 4
-                    hard = count >= PAGE_RECORDS * 2 or written >= PAGE_BYTES * 2
-                    if hard or (soft and (t == "compaction" or (t == "message" and role(i) == "user"))):
+                    if count >= hard_records or written >= hard_bytes or (
+                            (count >= soft_records or written >= soft_bytes)
+                            and (t == "compaction" or (t == "message" and role(i) == "user"))):
                         write_page(page, a - 1, items, start, False)
                         page = None
                 if page is None:
                     page = PageData(a if ranges else 0, line if ranges else 1)
                     items, count = [], 0
                     start = notes.start()
-                items.append((i, line, t, head_))
+                items.append((i, line, t, buf[pos : pos + HEAD]))
                 count += 1
-            elif page is None:
-                page = PageData(a if ranges else 0, line if ranges else 1)
-                items, count = [], 0
-                start = notes.start()
-            if i is None or b - a > BIG_LINE:
-                take_line(reading, fd, page, i, line, a, b)
+                if nl - pos > BIG_LINE:
+                    take_line(reading, fd, page, i, line, a, buf_off + nl)
+                i += 1
+                next_line = line_number(i) if i < n else -1
+            elif buf[pos:nl].strip(b" \t\r"):  # not an envelope (a file load refuses)
+                if page is None:
+                    page = PageData(a if ranges else 0, line if ranges else 1)
+                    items, count = [], 0
+                    start = notes.start()
+                take_line(reading, fd, page, None, line, a, buf_off + nl)
+            line += 1
+            pos = nl + 1
         if page is not None:
             write_page(page, keep, items, start, True)
     finally:

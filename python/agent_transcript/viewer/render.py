@@ -219,7 +219,8 @@ class Annotator:
         role = r.index.role if r.index is not None else None
         want_users = not self.outline.full
         for i, line, ty, head in items:
-            if head is None or plain(head) is None:
+            # A canonical line of this library starts {"id":"<32 hex digits>", a plain id.
+            if head is None or not (head[39:41] == b'",' and head[7:39].isalnum() and head[:7] == b'{"id":"') and plain(head) is None:
                 eid = r.envelope_id(i)
                 if not _SAFE_ID.fullmatch(eid):
                     n(line)["a"] = anchor(eid)
