@@ -159,3 +159,27 @@ def test_the_tail_page_is_read_back_from_the_end_and_the_rest_follows(tmp_path: 
         assert notes["notes"][str(lines)] == {"pending": "dispatched"}
         assert [p[1:] for p in notes["pending"]] == [["run", "c1", "dispatched"]]
         c.close()
+
+
+def test_an_archive_is_shown_from_its_decompressed_lines(tmp_path: Path) -> None:
+    """``html`` and ``serve`` of a ``.jsonl.zst`` carry its lines as they were before
+    compression (read through the read model's decompressed file), never its bytes."""
+    from agent_transcript.inspect import read
+    from agent_transcript.viewer import write_html
+
+    src = tmp_path / "closed.jsonl"
+    with Session.create(src) as s:
+        for k in range(5):
+            s.append_message(Message.user(f"turn {k} <b>"))
+    lines = src.read_bytes().rstrip(b"\n").split(b"\n")
+    archive = Session.archive(src)
+    out = tmp_path / "closed.html"
+    write_html(read(str(archive), lenient=True), str(out))
+    island = out.read_bytes().split(b'id=at-data data-first="1">\n', 1)[1].split(b"\n</script>", 1)[0]
+    assert island.rstrip(b"\n").split(b"\n") == [ln.replace(b"<", b"\\u003c") for ln in lines]
+    with served(tmp_path) as base:
+        assert f"/t/{archive.name}".encode() in get(base, "/")[2]
+        status, _, body = get(base, f"/t/{archive.name}")
+        assert status == 200
+        island = body.split(b'id=at-data data-first="1">\n', 1)[1].split(b"\n</script>", 1)[0]
+        assert island.rstrip(b"\n").split(b"\n") == [ln.replace(b"<", b"\\u003c") for ln in lines]

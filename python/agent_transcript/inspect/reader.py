@@ -27,7 +27,7 @@ from ..errors import CorruptTranscript, UnsupportedVersion
 from ..peek import judge, skipped_warning
 from ..session import pending_operations
 
-__all__ = ["Tail", "Refusal", "Reading", "read", "tail", "Later", "CompactionEffect", "LiveMessage"]
+__all__ = ["Tail", "Refusal", "Reading", "read", "open_file", "tail", "Later", "CompactionEffect", "LiveMessage"]
 
 _BLANK = b" \t\r\n"
 _CHUNK = 1 << 20
@@ -376,6 +376,17 @@ def tail(path: str) -> Tail:
         return _tail(fd)[0]
     finally:
         os.close(fd)
+
+
+def open_file(path: str) -> int:
+    """A read-only descriptor of the transcript ``path``, whose bytes are the lines
+    :func:`read` read: an archive (``*.jsonl.zst``) decompressed, in an unlinked
+    temporary file. The caller closes it.
+
+    Raises:
+        OSError: the file cannot be opened or read.
+    """
+    return _open(path)
 
 
 def _open(path: str) -> int:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import IO, Any, Callable, Iterator
 
-from ..inspect import Reading, check_report
+from ..inspect import Reading, check_report, open_file
 from .markup import text
 from .render import BIG_LINE, MAX_BLOCK, Annotator, Outline, anchor, damaged_line, island_bytes, short_line, size_text
 
@@ -422,7 +422,7 @@ _SCRIPT: bytes | None = None
 
 
 def _open(reading: Reading) -> int:
-    return os.open(reading.path, os.O_RDONLY | os.O_CLOEXEC)
+    return open_file(reading.path)  # an archive's lines, decompressed
 
 
 def _write_single(reading: Reading, out: str) -> None:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import fleet
-from ..inspect import Reading, read
+from ..inspect import Reading, open_file, read
 from .markup import text
 from .page import PageData, assets, csp, data_islands, ended_banner, head, records, script_tag, summary_panel, take_line, verdict
 from .render import BIG_LINE, Annotator, anchor, island_bytes, shorten, size_text
@@ -281,8 +281,9 @@ class _Handler(BaseHTTPRequestHandler):
         if path is None:
             self._error(HTTPStatus.NOT_FOUND, "no such transcript in this folder")
             return
-        if "from" in query:
-            self._records(path, name, query)
+        archive = path.endswith(".zst")
+        if "from" in query or archive:  # an archive (a closed run) is read whole, decompressed
+            self._records(path, name, query, archive)
             return
         # Tail first: the last lines, read back from the end; nothing is replayed or
         # indexed before the page is sent (the line numbers and what replay says of
@@ -311,8 +312,9 @@ class _Handler(BaseHTTPRequestHandler):
         body += script_tag()
         self._send(HTTPStatus.OK, body, policy=csp(connect=True))
 
-    def _records(self, path: str, name: str, query: dict[str, list[str]]) -> None:
-        """A page of earlier records (``?from=K``: records K to K + TAIL_RECORDS), with the replay's notes."""
+    def _records(self, path: str, name: str, query: dict[str, list[str]], archive: bool = False) -> None:
+        """A page of earlier records (``?from=K``: records K to K + TAIL_RECORDS; an
+        archive's last ones without it), with the replay's notes."""
         try:
             reading = self.server.reading(path)
         except OSError as exc:
@@ -323,7 +325,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         n = len(reading)
         try:
-            start = max(0, min(n, int(query.get("from", [""])[0])))
+            start = max(0, min(n, int(query["from"][0]))) if "from" in query else max(0, n - TAIL_RECORDS)
         except ValueError:
             start = 0
         end = min(n, start + TAIL_RECORDS)
@@ -343,11 +345,10 @@ class _Handler(BaseHTTPRequestHandler):
         data = b""
         if start < n:
             keep = reading.tail.keep if reading.replayed else reading.size
-            _, marks = self.server.marks(path, keep)
-            line0, offset = _mark_before(marks, first_line)
+            line0, offset = _mark_before(self.server.marks(path, keep)[1], first_line) if not archive else (1, 0)
             last = reading.line_number(end - 1)
             type_name = reading.type_name
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = open_file(path)
             try:
                 stop = keep
                 for line, i, a, b, _ in records(reading, fd, offset, keep, line0, _first_index(reading, line0)):
