@@ -9,7 +9,7 @@ __all__ = [
     "__version__", "canonical_json", "envelope_line", "digest", "loads", "tail_check", "parse_envelope",
     "after_fork",
     "Transcript", "Peeked", "zstd_compress", "zstd_decompress", "zstd_matches",
-    "ZSTD_LEVEL", "ExportBatch", "ExportFile", "NativeImport", "import_native", "list_rows",
+    "ZSTD_LEVEL", "ExportBatch", "ExportFile", "NativeImport", "import_native", "zstd_head", "list_rows",
 ]
 
 def canonical_json(value: Any, /) -> str: ...
@@ -84,6 +84,7 @@ class NativeImport:
     def write_lines(self, dest_fd: int, ids_used: int, /) -> None: ...
 
 def import_native(format: str, src_fd: int, spool_fd: int, /) -> NativeImport | str: ...
+def zstd_head(src_fd: int, limit: int, /) -> bytes: ...
 
 @final
 class Peeked:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
@@ -244,3 +245,61 @@ def test_a_refused_import_leaves_no_folder_it_made(tmp_path: Path) -> None:
     r = cli("import", "--from", "claude-code", src, "-o", tmp_path / "new" / "deeper" / "out.jsonl")
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.jsonl"]
+
+
+# -- compressed rollouts -------------------------------------------------------------
+
+def zst(path: Path) -> Path:
+    from agent_transcript import _core
+
+    out = path.with_name(path.name + ".zst")
+    with open(path, "rb") as src, open(out, "wb") as dst:
+        _core.zstd_compress(src.fileno(), path.stat().st_size, dst.fileno(), 3)
+    return out
+
+
+@pytest.mark.parametrize("name", ["codex-g2", "codex-replacement-history", "codex-legacy-compaction", "cc-basic-streamed-fragments"])
+def test_a_zst_source_imports_as_its_plain_self(tmp_path: Path, name: str) -> None:
+    src = next(s for s in SOURCES if s.name == name)
+    plain = write(tmp_path, src)
+    packed = zst(plain)
+    assert detect_format(packed) == src.format
+    before = {p.name for p in Path(tempfile.gettempdir()).glob("agent-transcript-import-*")}
+    import_transcript(packed, tmp_path / "z.jsonl")
+    before = {p.name for p in Path(tempfile.gettempdir()).glob("agent-transcript-import-*")} - before
+    import_transcript(plain, tmp_path / "p.jsonl")
+    assert list(source_lines(tmp_path / "z.jsonl")) == list(source_lines(tmp_path / "p.jsonl"))
+    with Session.load(tmp_path / "z.jsonl") as z, Session.load(tmp_path / "p.jsonl") as p:
+        assert shape(z.messages) == shape(p.messages) == src.messages
+        assert z.meta["source"]["path"] == str(packed.resolve())
+        assert z.meta["source"]["sha256"] == p.meta["source"]["sha256"]  # of the decompressed bytes
+        assert z.meta["source"]["archive"]["bytes"] == packed.stat().st_size
+    # the decompressed copy is gone with the import
+    assert [p for p in Path(tempfile.gettempdir()).glob("agent-transcript-import-*") if p.name in before] == []
+
+
+def test_a_folder_of_zst_rollouts_is_imported_and_the_plain_one_wins(tmp_path: Path) -> None:
+    root = tmp_path / "sessions" / "2026" / "02" / "01"
+    root.mkdir(parents=True)
+    g2 = next(s for s in SOURCES if s.name == "codex-g2")
+    rb = next(s for s in SOURCES if s.name == "codex-rollback")
+    (root / "rollout-a.jsonl").write_bytes(g2.data)
+    zst(root / "rollout-a.jsonl")  # both: the plain one is read, as Codex does
+    (root / "rollout-b.jsonl").write_bytes(rb.data)
+    zst(root / "rollout-b.jsonl")
+    (root / "rollout-b.jsonl").unlink()
+    out = tmp_path / "out"
+    results = import_transcript(tmp_path / "sessions", out)
+    assert [(r.source.name, r.dest.relative_to(out).as_posix()) for r in results] == [
+        ("rollout-a.jsonl", "2026/02/01/rollout-a.jsonl"), ("rollout-b.jsonl.zst", "2026/02/01/rollout-b.jsonl")]
+    with Session.load(out / "2026/02/01/rollout-b.jsonl") as s:
+        assert shape(s.messages) == rb.messages
+    assert [r.skipped for r in import_transcript(tmp_path / "sessions", out)] == [True, True]
+
+
+def test_a_zst_that_is_not_zstd_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "rollout.jsonl.zst"
+    bad.write_bytes(b'{"timestamp":"2026-02-01T09:00:00.000Z","type":"session_meta","payload":{}}\n')
+    r = cli("import", bad, "-o", tmp_path / "o.jsonl")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rollout.jsonl.zst"]

@@ -32,7 +32,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         source = Path(src)
         target = dest / source.name if len(args.sources) > 1 else dest
         if many and len(args.sources) > 1 and not source.is_dir():
-            target = (dest / source.name).with_suffix(".jsonl")
+            plain = source.name[: -len(".zst")] if source.name.endswith(".jsonl.zst") else source.name
+            target = (dest / plain).with_suffix(".jsonl")
         try:
             results.extend(import_transcript(source, target, source_format=args.source_format, force=args.force))
         except UnknownFormat as exc:

@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..inspect.sources import native_import
+from ..inspect.sources import decompress, decompressed_head, is_compressed, native_import
 from . import claude_code, codex
 from ._emit import Emitter
 from ._source import (
@@ -93,8 +93,14 @@ def detect_format(path: str | os.PathLike[str]) -> str | None:
         OSError: the file cannot be read.
     """
     records: list[dict[str, Any]] = []
-    with open(path, "rb") as f:
-        head = f.read(1 << 20)
+    if is_compressed(path):
+        try:
+            head = decompressed_head(Path(path), 1 << 20)
+        except ValueError:
+            return None
+    else:
+        with open(path, "rb") as f:
+            head = f.read(1 << 20)
     for raw in head.split(b"\n")[:_SCAN_LINES]:
         try:
             value = json.loads(raw)
@@ -103,7 +109,8 @@ def detect_format(path: str | os.PathLike[str]) -> str | None:
         if isinstance(value, dict):
             records.append(value)
     found = _detect(records)
-    if found is None and head.lstrip().startswith(b"{") and b'"items"' in head and b'"session"' in head:
+    if (found is None and not is_compressed(path) and head.lstrip().startswith(b"{") and b'"items"' in head
+            and b'"session"' in head):
         if codex.g0_lines(Path(path), []) is not None:
             return "codex"
     return found
@@ -153,7 +160,9 @@ def import_transcript(src: str | os.PathLike[str], dest: str | os.PathLike[str],
 
 def _import_folder(source: Path, target: Path, source_format: str | None, force: bool) -> list[ImportResult]:
     found: list[tuple[Path, str]] = []
-    for path in sorted(p for p in source.rglob("*") if p.is_file() and p.suffix in (".jsonl", ".json")):
+    for path in sorted(p for p in source.rglob("*") if p.is_file() and _is_source_name(p)):
+        if is_compressed(path) and _plain(path).is_file():
+            continue  # Codex reads the plain rollout when both are there
         try:
             fmt = detect_format(path)
         except OSError:
@@ -167,17 +176,27 @@ def _import_folder(source: Path, target: Path, source_format: str | None, force:
         raise FileExistsError(17, "the destination of a folder import is a file", str(target))
     results = []
     for path, fmt in found:
-        dest = (target / path.relative_to(source)).with_suffix(".jsonl")
+        dest = (target / _plain(path).relative_to(source)).with_suffix(".jsonl")
         previous = _imported_from(dest)
         if previous is not None and previous.get("path") == str(path.resolve()):
             _, sha, _, _ = _digest_only(path)
-            if previous.get("sha256") == sha:
+            archive = previous.get("archive")
+            if (archive.get("sha256") if isinstance(archive, dict) else previous.get("sha256")) == sha:
                 results.append(ImportResult(path, dest, fmt, [], skipped=True))
                 continue
             results.append(_import_file(path, dest, fmt, True))
         else:
             results.append(_import_file(path, dest, fmt, force))
     return results
+
+
+def _is_source_name(path: Path) -> bool:
+    return path.suffix in (".jsonl", ".json") or path.name.endswith(".jsonl.zst")
+
+
+def _plain(path: Path) -> Path:
+    """``rollout.jsonl`` for ``rollout.jsonl.zst`` (any other path as it is)."""
+    return path.with_name(path.name[: -len(".zst")]) if is_compressed(path) else path
 
 
 def _digest_only(path: Path) -> tuple[None, str, int, None]:
@@ -213,23 +232,41 @@ def _import_file(source: Path, dest: Path, source_format: str | None, force: boo
         raise FileExistsError(17, "the destination is the source", str(dest))
     if not force and (dest.exists() or dest.is_symlink()):
         raise FileExistsError(17, "the destination exists (--force replaces it)", str(dest))
-    detected = detect_format(source)
+    if not is_compressed(source):
+        return _import_from(source, source, dest, source_format, force, None)
+    # A .jsonl.zst rollout: decompressed by the core, a chunk at a time, into a
+    # temporary file (never whole in memory), imported from there.
+    _, archive_sha, archive_size, _ = _digest_only(source)
+    with tempfile.NamedTemporaryFile(prefix="agent-transcript-import-", suffix=".jsonl") as plain:
+        try:
+            decompress(source, plain.fileno())
+        except ValueError:
+            raise UnknownFormat(f"{source}: not a zstd stream, so neither a Claude Code session "
+                                "nor a Codex rollout") from None
+        return _import_from(source, Path(plain.name), dest, source_format, force,
+                            {"sha256": archive_sha, "bytes": archive_size})
+
+
+def _import_from(source: Path, read: Path, dest: Path, source_format: str | None, force: bool,
+                 archive: dict[str, Any] | None) -> ImportResult:
+    """Imports ``source``, whose bytes are read from ``read`` (itself, or its decompressed copy)."""
+    detected = detect_format(read)
     fmt = source_format or detected
     if fmt is None or (source_format is not None and detected is not None and detected != source_format):
         what = describe(detected) if detected else "neither a Claude Code session nor a Codex rollout"
         wanted = f", not {describe(source_format)}" if source_format and detected else ""
         raise UnknownFormat(f"{source}: {'this is ' + what if detected else what}{wanted}")
     if _NATIVE and fmt in _NATIVE_FORMATS:
-        done = _import_native(source, dest, fmt, detected, force)
+        done = _import_native(source, read, dest, fmt, detected, force, archive)
         if done is not None:
             return done
-    lines, sha, size, warnings = read_source(source, claude_code.slim if fmt == "claude-code" else codex.slim)
+    lines, sha, size, warnings = read_source(read, claude_code.slim if fmt == "claude-code" else codex.slim)
     used = lines
     if fmt == "codex" and lines and lines[0].record is None:  # G0: one document over many lines
-        used = codex.g0_lines(source, lines) or lines
+        used = codex.g0_lines(read, lines) or lines
     ids = Ids(sha)
     out = Destination(dest, force=force)
-    records = Records(source)
+    records = Records(read)
     try:
         with tempfile.TemporaryFile(dir=dest.parent) as spool:
             emit = Emitter(ids, lambda t, i, ts, p: spool.write(envelope_line(t, i, ts, p)))
@@ -243,7 +280,7 @@ def _import_file(source: Path, dest: Path, source_format: str | None, force: boo
             meta: dict[str, Any] = {
                 "format": fmt,
                 **info,
-                "source": {"path": str(source.resolve()), "sha256": sha, "bytes": size, "lines": len(lines)},
+                "source": _source_meta(source, sha, size, len(lines), archive),
                 "importer": importer_meta(),
                 "warnings": warnings[:_MAX_WARNINGS_IN_META],
             }
@@ -252,7 +289,7 @@ def _import_file(source: Path, dest: Path, source_format: str | None, force: boo
             out.write("session-meta", ids.next("meta"), emit.first_ts or _first_ts(lines), meta)
             out.copy_from(spool)
         ts = emit.ts
-        for line, raw in zip(lines, raw_lines(source)):
+        for line, raw in zip(lines, raw_lines(read)):
             ts = line.when or ts
             out.write(SOURCE_LINE, ids.next("line"), ts, source_line_payload(line, raw))
         out.commit()
@@ -264,12 +301,21 @@ def _import_file(source: Path, dest: Path, source_format: str | None, force: boo
     return ImportResult(source, dest, fmt, warnings)
 
 
-def _import_native(source: Path, dest: Path, fmt: str, detected: str | None, force: bool) -> ImportResult | None:
+def _source_meta(source: Path, sha: str, size: int, lines: int, archive: dict[str, Any] | None) -> dict[str, Any]:
+    """The session-meta's ``source``: the file, and for a ``.zst`` one its compressed bytes too."""
+    meta: dict[str, Any] = {"path": str(source.resolve()), "sha256": sha, "bytes": size, "lines": lines}
+    if archive is not None:
+        meta["archive"] = archive
+    return meta
+
+
+def _import_native(source: Path, read: Path, dest: Path, fmt: str, detected: str | None, force: bool,
+                   archive: dict[str, Any] | None) -> ImportResult | None:
     """The import by the Rust core's importer, or None when it does not take this source
     (the Python importer then does; both write the same bytes)."""
     out = Destination(dest, force=force)
     try:
-        with open(source, "rb") as src, tempfile.TemporaryFile(dir=dest.parent) as spool:
+        with open(read, "rb") as src, tempfile.TemporaryFile(dir=dest.parent) as spool:
             run = native_import(fmt, src.fileno(), spool.fileno())
             if isinstance(run, str):
                 out.abort()
@@ -282,7 +328,7 @@ def _import_native(source: Path, dest: Path, fmt: str, detected: str | None, for
             meta: dict[str, Any] = {
                 "format": fmt,
                 **json.loads(info_json),
-                "source": {"path": str(source.resolve()), "sha256": sha, "bytes": size, "lines": line_count},
+                "source": _source_meta(source, sha, size, line_count, archive),
                 "importer": importer_meta(),
                 "warnings": warnings[:_MAX_WARNINGS_IN_META],
             }

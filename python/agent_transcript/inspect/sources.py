@@ -8,11 +8,14 @@ them (the session-meta, the destination, the fallback to its Python importer).
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Protocol
 
 from .. import _core
+from .._archive import is_archive
 
-__all__ = ["NativeImport", "native_import"]
+__all__ = ["NativeImport", "decompress", "decompressed_head", "is_compressed", "native_import"]
 
 
 class NativeImport(Protocol):
@@ -37,3 +40,36 @@ def native_import(source_format: str, src_fd: int, spool_fd: int) -> NativeImpor
         ValueError: the source changed while it was read.
     """
     return _core.import_native(source_format, src_fd, spool_fd)
+
+
+def is_compressed(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` names a zstd-compressed source (``*.zst``: a Codex ``.jsonl.zst`` rollout)."""
+    return is_archive(path)
+
+
+def decompress(path: Path, dest_fd: int) -> None:
+    """The zstd stream at ``path``, decompressed by the core a chunk at a time onto ``dest_fd``'s file.
+
+    Raises:
+        OSError: ``path`` cannot be read, or ``dest_fd`` written.
+        ValueError: ``path`` is not a whole zstd stream.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        _core.zstd_decompress(fd, dest_fd)
+    finally:
+        os.close(fd)
+
+
+def decompressed_head(path: Path, size: int) -> bytes:
+    """The first ``size`` bytes of the zstd stream at ``path``, decompressed (the rest is not read).
+
+    Raises:
+        OSError: ``path`` cannot be read.
+        ValueError: ``path`` does not start a zstd stream.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        return _core.zstd_head(fd, size)
+    finally:
+        os.close(fd)

@@ -131,3 +131,15 @@ pub fn import_native(
         Err(why) => Ok(pyo3::types::PyString::new(py, why.0).into_any().unbind()),
     }
 }
+
+/// `zstd_head(src_fd, limit, /)`: the first `limit` bytes of the zstd stream
+/// that is `src_fd`'s file, decompressed. ValueError when it does not start one.
+#[pyfunction]
+#[pyo3(signature = (src_fd, limit, /))]
+pub fn zstd_head(py: Python<'_>, src_fd: RawFd, limit: usize) -> PyResult<Py<PyAny>> {
+    let src = borrowed_file(src_fd)?;
+    let head = py
+        .detach(|| transcript_core::import_run::zstd_head(&src, limit))
+        .map_err(|e| convert(&e))?;
+    Ok(pyo3::types::PyBytes::new(py, &head).into_any().unbind())
+}

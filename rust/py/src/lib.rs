@@ -36,6 +36,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ZSTD_LEVEL", archive::ZSTD_LEVEL)?;
     m.add_function(wrap_pyfunction!(import_native::import_native, m)?)?;
     m.add_class::<import_native::NativeImport>()?;
+    m.add_function(wrap_pyfunction!(import_native::zstd_head, m)?)?;
     m.add_function(wrap_pyfunction!(listing::list_rows, m)?)?;
     m.add_class::<transcript::Transcript>()?;
     m.add_class::<transcript::Peeked>()?;
