@@ -6,8 +6,10 @@ the same file in the same run (issue 13's bench). Not a test: run it by hand.
 Writes a Claude Code session and a Codex rollout of ``--mb`` MiB with
 ``import_gen.py``, then for each runs, each in a fresh child process (so that
 its peak RSS is its own): the baseline (read every line, ``json.loads`` it,
-drop it) and ``agent_transcript.formats.import_transcript``. Prints MB/s and
-peak RSS for both, and the peak as a fraction of the file.
+drop it) and ``agent_transcript.formats.import_transcript``. Prints MB/s (of
+wall time, and of the child's CPU time: on a shared machine the wall time
+says as much about the neighbours) and peak RSS for both, and the peak as a
+fraction of the file.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ with open(sys.argv[1], "rb") as f:
             json.loads(line)
         except ValueError:
             pass
-print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+u = resource.getrusage(resource.RUSAGE_SELF)
+print(time.perf_counter() - t, u.ru_maxrss * 1024, u.ru_utime + u.ru_stime)
 """
 
 _IMPORT = """
@@ -40,14 +43,16 @@ import resource, sys, time
 from agent_transcript.formats import import_transcript
 t = time.perf_counter()
 import_transcript(sys.argv[1], sys.argv[2], force=True)
-print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+u = resource.getrusage(resource.RUSAGE_SELF)
+print(time.perf_counter() - t, u.ru_maxrss * 1024, u.ru_utime + u.ru_stime)
 """
 
 
-def _child(code: str, *args: str) -> tuple[float, int]:
+def _child(code: str, *args: str) -> tuple[float, int, float]:
+    """Wall seconds, peak RSS and CPU seconds (user + system: the machine may be shared) of ``code``."""
     out = subprocess.run([sys.executable, "-c", code, *args], check=True, capture_output=True, text=True).stdout
-    seconds, rss = out.split()
-    return float(seconds), int(rss)
+    seconds, rss, cpu = out.split()
+    return float(seconds), int(rss), float(cpu)
 
 
 def main() -> None:
@@ -64,13 +69,15 @@ def main() -> None:
     for kind, write in (("claude-code", import_gen.write_claude_code), ("codex", import_gen.write_codex)):
         src = folder / f"{kind}.jsonl"
         size = write(str(src), int(args.mb * MIB))
-        base_s, base_rss = _child(_BASELINE, str(src))
-        imp_s, imp_rss = _child(_IMPORT, str(src), str(folder / f"{kind}.imported.jsonl"))
+        base_s, base_rss, base_cpu = _child(_BASELINE, str(src))
+        imp_s, imp_rss, imp_cpu = _child(_IMPORT, str(src), str(folder / f"{kind}.imported.jsonl"))
         out_size = os.path.getsize(folder / f"{kind}.imported.jsonl")
         rows.append({
             "format": kind, "source-bytes": size, "imported-bytes": out_size,
             "json.loads MB/s": round(size / MIB / base_s, 1), "json.loads peak RSS MiB": round(base_rss / MIB, 1),
+            "json.loads MB/s of CPU": round(size / MIB / base_cpu, 1),
             "import MB/s": round(size / MIB / imp_s, 1), "import peak RSS MiB": round(imp_rss / MIB, 1),
+            "import MB/s of CPU": round(size / MIB / imp_cpu, 1),
             "import peak / file": round(imp_rss / size, 2),
         })
         os.unlink(folder / f"{kind}.imported.jsonl")

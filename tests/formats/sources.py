@@ -247,6 +247,18 @@ LEGACY_COMPACT_M: list[Expected] = [("user", T("count lines in a.txt"), (), None
                                     ("user", T(SUMMARY_PREFIX + "\nUser wants line counts."), (), None),
                                     ("user", T("thanks"), (), None)]
 
+LONG = "y" * 90_000  # 22,500 approximate tokens: past the 20,000 a legacy compaction keeps
+LEGACY_COMPACT_LONG = [
+    META, TURN, rl("00:01", "response_item", umsg("first ask")), rl("00:02", "response_item", amsg("ok")),
+    rl("00:03", "response_item", umsg(LONG)), rl("00:04", "response_item", amsg("done")),
+    rl("03:00", "compacted", {"message": SUMMARY_PREFIX + "\nLong input."}),
+]
+# Codex's truncate_text: 80,000 bytes kept, half each side, the 10,000 over as 2,500 tokens;
+# "first ask" does not fit any more.
+LEGACY_COMPACT_LONG_M: list[Expected] = [
+    ("user", T("y" * 40_000 + "…2500 tokens truncated…" + "y" * 40_000), (), None),
+    ("user", T(SUMMARY_PREFIX + "\nLong input."), (), None)]
+
 ABORTED = [
     META, TURN, rl("00:01", "response_item", umsg("build")),
     rl("00:02", "response_item", fcall("c1", "make")),
@@ -297,6 +309,8 @@ SOURCES = [
     Source("codex-replacement-history", "codex", lines(*REPLACEMENT), REPLACEMENT_M, settled={"call_1": "completed"}, types={"compaction": 1}),
     Source("codex-rollback", "codex", lines(*ROLLBACK), ROLLBACK_M, settled={"call_1": "completed"}, types={"rewind": 1}),
     Source("codex-legacy-compaction", "codex", lines(*LEGACY_COMPACT), LEGACY_COMPACT_M, settled={"call_1": "completed"}, types={"compaction": 1}),
+    Source("codex-legacy-compaction-truncates-a-long-message", "codex", lines(*LEGACY_COMPACT_LONG),
+           LEGACY_COMPACT_LONG_M, types={"compaction": 1}),
     Source("codex-turn-aborted-and-killed", "codex", lines(*ABORTED), ABORTED_M,
            settled={"c1": "outcome-unknown", "c2": "outcome-unknown"}, pending=["c3"]),
     Source("codex-g1", "codex", lines(*G1), G1_M, settled={"call_9": "completed"}),

@@ -11,7 +11,8 @@ The conversation is the one Codex rebuilds on resume
 (``system`` messages and ghost snapshots do not), a ``compacted`` line with
 ``replacement_history`` replaces the history (a compaction with a
 replacement), a legacy one without it rebuilds it from the real user messages
-(at most 20,000 approximate tokens, newest first) and the summary, and
+(at most 20,000 approximate tokens, newest first, the first one past the budget
+cut to what is left as Codex's ``truncate_text`` cuts it) and the summary, and
 ``thread_rolled_back`` drops the last ``num_turns`` real user turns (a rewind).
 Items map as Codex's chat adapter maps them: user/developer/assistant text
 parts, calls (function, custom, local shell) grouped as ``tool_calls`` on the
@@ -206,6 +207,31 @@ def _approx_tokens(text: str) -> int:
     return (len(text.encode("utf-8", "surrogatepass")) + 3) // 4
 
 
+def _truncate_to_tokens(text: str, tokens: int) -> str:
+    """Codex's ``truncate_text(text, TruncationPolicy::Tokens(tokens))``: at most ``4 * tokens``
+    bytes kept, half from the start and half from the end on character boundaries, and
+    ``…N tokens truncated…`` between them (N the approximate tokens of the bytes over)."""
+    data = text.encode("utf-8", "surrogatepass")
+    budget = 4 * tokens
+    if not data or (tokens > 0 and len(data) <= budget):
+        return text
+    if budget == 0:
+        return f"…{(len(data) + 3) // 4} tokens truncated…"
+    left = budget // 2
+    tail_start = max(len(data) - (budget - left), 0)
+    prefix_end, suffix_start, at = 0, len(data), 0
+    for ch in text:
+        end = at + len(ch.encode("utf-8", "surrogatepass"))
+        if end <= left:
+            prefix_end = end
+        elif at >= tail_start and suffix_start == len(data):
+            suffix_start = at
+        at = end
+    suffix_start = max(suffix_start, prefix_end)
+    marker = f"…{(len(data) - budget + 3) // 4} tokens truncated…".encode()
+    return (data[:prefix_end] + marker + data[suffix_start:]).decode("utf-8", "surrogatepass")
+
+
 class _Converter:
     def __init__(self, emit: Emitter, warnings: list[str]) -> None:
         self.emit = emit
@@ -345,15 +371,16 @@ class _Converter:
         else:
             users = [self._user_text(i) for i, real in enumerate(self.real_user) if real]
             users = [u for u in users if not u.startswith(SUMMARY_PREFIX + "\n")]
+            # build_compacted_history: the newest user messages within 20,000 approximate
+            # tokens, the first one past the budget cut to what is left of it, then none.
             kept: list[str] = []
             budget = _COMPACT_BUDGET
             for text in reversed(users):
+                if budget == 0:
+                    break
                 cost = _approx_tokens(text)
                 if cost > budget:
-                    if budget > 0:
-                        self.warnings.append(f"line {line.number}: a legacy compaction truncates a user message; "
-                                             "kept whole here")
-                        kept.append(text)
+                    kept.append(_truncate_to_tokens(text, budget))
                     break
                 kept.append(text)
                 budget -= cost
