@@ -85,6 +85,10 @@ BASIC_M: list[Expected] = [
     ("tool", "a.txt\nb.txt", (), "toolu_1"),
 ]
 
+TITLES = BASIC + [  # a later summary names a leaf not on this branch (another session's): it loses
+    {"type": "summary", "summary": "Some other session", "leafUuid": "elsewhere-9"},
+]
+
 REWIND = [
     user("u1", None, "00:00", "hello"),
     asst("a1", "u1", "00:01", "m1", text("hi")),

@@ -5,7 +5,9 @@ user, assistant, attachment and system form a tree through ``parentUuid``
 (legacy ``progress`` records bridged over); the leaf is the latest
 non-sidechain record by timestamp (the first on a tie); the active branch is
 the walk from it to its root, with the parallel tool results the single-parent
-walk misses recovered (streamed fragments sharing a ``message.id``). Each
+walk misses recovered (streamed fragments sharing a ``message.id``). The title
+is the last custom title, else the last AI title, else the last ``summary``
+whose ``leafUuid`` is on the active branch (else the last ``summary``). Each
 ``compact_boundary`` starts a segment; the segment before it is the chain of its
 ``logicalParentUuid``; the summary record after it becomes a compaction.
 A branch not taken (a rewind, an edited prompt) is written where it left the
@@ -44,7 +46,7 @@ _INTERRUPTED = "[Request interrupted by user for tool use]"
 
 _SLIM_KEYS = ("type", "uuid", "parentUuid", "logicalParentUuid", "timestamp", "isSidechain", "subtype",
               "isCompactSummary", "isApiErrorMessage", "sessionId", "cwd", "version", "gitBranch",
-              "summary", "customTitle", "aiTitle", "permissionMode")
+              "summary", "customTitle", "aiTitle", "permissionMode", "leafUuid")
 _HAS_RESULTS = "\0tool-results"
 
 
@@ -376,11 +378,13 @@ def convert(lines: list[Line], emit: Emitter, warnings: list[str],
     info: dict[str, Any] = {}
     meta_records = [ln.record for ln in lines if ln.record is not None and ln.record.get("type") not in CHAIN]
     titles: dict[str, Any] = {}
+    summaries: list[tuple[str, Any]] = []  # (title, leafUuid)
     last_mode: Any = None
     for r in meta_records:
         kind = r.get("type")
         if kind == "summary" and isinstance(r.get("summary"), str):
             titles["summary"] = r["summary"]
+            summaries.append((r["summary"], r.get("leafUuid")))
         elif kind == "custom-title" and isinstance(r.get("customTitle"), str):
             titles["custom"] = r["customTitle"]
         elif kind == "ai-title" and isinstance(r.get("aiTitle"), str):
@@ -401,6 +405,12 @@ def convert(lines: list[Line], emit: Emitter, warnings: list[str],
         return info
     info["leaf"] = leaf
     segments = _segments(tree, leaf)
+    # A summary names the leaf it summarises: the title is the last one whose leaf is on
+    # the active branch (one naming another branch, or another session's record, loses).
+    on_branch = {u for segment in segments for u in segment}
+    named = [text for text, leaf_uuid in summaries if isinstance(leaf_uuid, str) and leaf_uuid in on_branch]
+    if named and not (titles.get("custom") or titles.get("ai")):
+        info["title"] = named[-1]
     for segment in segments:
         for uid in segment:
             tree.line_of[uid].status = "used"

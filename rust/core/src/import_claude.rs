@@ -109,6 +109,7 @@ struct Skim {
     custom_title: Option<String>,
     ai_title: Option<String>,
     permission_mode: Option<String>,
+    leaf_uuid: Option<String>,
     mid: Option<String>,
     content: Content,
     results: u32,
@@ -176,6 +177,7 @@ fn skim(text: &str) -> Result<Skim, Unsupported> {
                 | "aiTitle"
                 | "permissionMode"
                 | "message"
+                | "leafUuid"
         );
         if known {
             if seen.contains(&key) {
@@ -213,6 +215,7 @@ fn skim(text: &str) -> Result<Skim, Unsupported> {
             "customTitle" => out.custom_title = opt_string(&mut r, &mut scratch)?,
             "aiTitle" => out.ai_title = opt_string(&mut r, &mut scratch)?,
             "permissionMode" => out.permission_mode = opt_string(&mut r, &mut scratch)?,
+            "leafUuid" => out.leaf_uuid = opt_string(&mut r, &mut scratch)?,
             "message" => skim_message(&mut r, &mut scratch, &mut out)?,
             _ => r.skip_value().map_err(bad)?,
         }
@@ -474,6 +477,7 @@ pub fn import(file: &File, out: &mut impl Write) -> io::Result<Result<Imported, 
     let mut bridge: HashMap<u32, Option<u32>> = HashMap::new();
     let mut titles: (Option<String>, Option<String>, Option<String>) = (None, None, None);
     let mut last_mode: Option<String> = None;
+    let mut summaries: Vec<(String, Option<String>)> = Vec::new();
     let scanned = scan(file, |n, offset, raw| {
         let mut line = SourceLine {
             offset,
@@ -500,7 +504,10 @@ pub fn import(file: &File, out: &mut impl Write) -> io::Result<Result<Imported, 
         };
         if kind.is_none() {
             match s.kind.as_deref() {
-                Some("summary") if s.summary.is_some() => titles.2 = s.summary.clone(),
+                Some("summary") if s.summary.is_some() => {
+                    titles.2 = s.summary.clone();
+                    summaries.push((s.summary.clone().unwrap_or_default(), s.leaf_uuid.clone()));
+                }
                 Some("custom-title") if s.custom_title.is_some() => {
                     titles.0 = s.custom_title.clone()
                 }
@@ -605,9 +612,23 @@ pub fn import(file: &File, out: &mut impl Write) -> io::Result<Result<Imported, 
             emit,
             info,
             uuids: &uuids,
+            active: Vec::new(),
         };
         if let Err(e) = conv.run(leaf, last_mode)? {
             return Ok(Err(e));
+        }
+        // The last summary whose leaf is on the active branch names the session.
+        if titles.0.is_none() && titles.1.is_none() {
+            let on_branch = |leaf: &Option<String>| {
+                leaf.as_deref()
+                    .and_then(|l| uuids.index.get(l))
+                    .and_then(|u| conv.tree.by_uid.get(u))
+                    .is_some_and(|&i| conv.active.get(i as usize).copied().unwrap_or(false))
+            };
+            if let Some((text, _)) = summaries.iter().rev().find(|(_, leaf)| on_branch(leaf)) {
+                conv.info.retain(|(k, _)| *k != "title");
+                conv.info.push(("title", Value::Str(text.clone().into())));
+            }
         }
         (lines, emit, info) = (conv.lines, conv.emit, conv.info);
     }
@@ -645,6 +666,7 @@ struct Convert<'f, 'i, 'w, W: Write> {
     emit: Emitter<&'w mut W>,
     info: Vec<(&'static str, Value<'static>)>,
     uuids: &'i Interner,
+    active: Vec<bool>,
 }
 
 type Step = io::Result<Result<(), Unsupported>>;
@@ -861,6 +883,7 @@ impl<W: Write> Convert<'_, '_, '_, W> {
                 };
             }
         }
+        self.active = active;
         let mut st = State {
             round: -1,
             ..State::default()
