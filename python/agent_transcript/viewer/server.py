@@ -78,7 +78,8 @@ def picker_row(root: str, name: str) -> PickerRow:
 
 
 def _row(root: str, r: fleet.TranscriptRow) -> PickerRow:
-    name = os.path.relpath(r.path, root)
+    path = str(r.path)
+    name = path[len(root) + 1 :] if path.startswith(root + os.sep) else os.path.relpath(path, root)
     status = r.status
     if r.last_type == "tool-dispatched" and status in ("clean", "torn tail"):
         # The run stopped with a call in flight: nothing was written after its dispatch.
