@@ -304,3 +304,19 @@ def test_importing_the_package_does_not_import_pyarrow() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
+
+
+def test_the_readme_queries_run_on_an_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("### Many runs as tables"):text.index("PySpark reads the same folder")]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) == 3
+    export_transcripts(DATA, out=tmp_path / "export")
+    monkeypatch.chdir(tmp_path)
+    exec(compile("\n".join(blocks), "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "runs/pending.jsonl" not in out and "cli/pending.jsonl │ write_file │ call_a  │ result-persisted" in out
+    assert "cli/records.jsonl" in out and "read_file" in out
