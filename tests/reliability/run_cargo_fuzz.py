@@ -115,7 +115,7 @@ def cmin(binary: Path, targets: list[str], extra: list[Path]) -> None:
               f"{sum(p.stat().st_size for p in dest.iterdir()) / 1024:.0f} KiB")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=int, default=3600, help="per target (default: an hour)")
     ap.add_argument("-t", "--target", action="append", choices=TARGETS, help="default: all")
@@ -123,7 +123,7 @@ def main() -> int:
     ap.add_argument("--keep", type=Path, help="keep the grown corpora in DIR/<target>")
     ap.add_argument("--cmin", action="store_true", help="minimise seeds (+ --keep DIR) into corpus/")
     ap.add_argument("--json", type=Path, help="append each target's figures here")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     targets = args.target or TARGETS
     why = available()
     if why:
