@@ -109,14 +109,13 @@ class Session:
             if os.fstat(fd.fd).st_size > 0:
                 raise FileExistsError(17, "a transcript that is not empty is there already", str(path))
             core = _core.Transcript.new(fd.fd, fsync)
-            try:
-                core.append("session-meta", payload, None)
-            except OSError as e:
-                raise _named(e, path)
+            core.append("session-meta", payload, None)
             if fsync and fd.created:
                 _storage.fsync_dir(fd.created.parent)  # the new name is durable too
             return cls(path, fd, core, warnings)
-        except BaseException:
+        except BaseException as e:
+            if isinstance(e, OSError):
+                _named(e, path)  # the native writer's errors carry no name
             created = fd.created if fd.fd >= 0 else None
             fd.close()
             if created:
@@ -148,18 +147,17 @@ class Session:
             _storage.check_head(fd.fd, path)
             _storage.remove_leftover_repair(path)
             repaired = _storage.repair_tail(fd, path)  # a cut puts the new file in fd
-            try:
-                core = _core.Transcript.load(fd.fd, fsync, repaired.missing_newline)
-            except OSError as e:
-                raise _named(e, path)
+            core = _core.Transcript.load(fd.fd, fsync, repaired.missing_newline)
             return cls(path, fd, core, [repaired.warning] if repaired.warning else [])
         except CorruptTranscript as e:
             fd.close()
             if e.path is None:  # the core's replay does not know the path
                 raise type(e)(e.message, e.line, str(path)) from None
             raise
-        except BaseException:
+        except BaseException as e:
             fd.close()
+            if isinstance(e, OSError):
+                _named(e, path)  # the native reader's errors carry no name
             raise
 
     @classmethod

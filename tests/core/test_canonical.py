@@ -509,10 +509,12 @@ def test_envelope_line_refuses_what_canonical_json_refuses() -> None:
         envelope_line("id", {"x": math.nan}, "ts", "message")
     with pytest.raises(TypeError):
         envelope_line("id", {1: "x"}, "ts", "message")
-    with pytest.raises(ValueError):
-        envelope_line("id", nested_lists(513), "ts", "message")
-    # 512 containers in the payload are fine: the envelope itself is not counted.
-    assert envelope_line("id", nested_lists(512), "ts", "t").startswith(b'{"id":"id","payload":[[[')
+    # A line nests 512 containers deep at most and the envelope's object is one
+    # of them: 511 in the payload are fine, 512 are refused, naming the limit
+    # (written, they would not read back).
+    with pytest.raises(ValueError, match="512 containers deep"):
+        envelope_line("id", nested_lists(512), "ts", "message")
+    assert envelope_line("id", nested_lists(511), "ts", "t").startswith(b'{"id":"id","payload":[[[')
 
 
 @pytest.mark.parametrize("args", [(1, {}, "ts", "t"), ("id", {}, None, "t"), ("id", {}, "ts", b"t")])
