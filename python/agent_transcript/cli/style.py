@@ -107,7 +107,7 @@ def clip(text: str, limit: int) -> str:
     return text[: max(0, limit - 1)] + "…"
 
 
-_CANONICAL_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z").fullmatch
+_CANONICAL_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", re.ASCII).fullmatch
 
 
 def local_time(ts: str) -> datetime | None:
