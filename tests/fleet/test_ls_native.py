@@ -301,3 +301,11 @@ def test_the_core_agrees_with_the_reference_and_with_peek(tmp_path: Path, data: 
     if len(data) < 60_000:
         texts_ = (content_text(m.content) for m in p.messages if m.role == "user")
         assert row.title == _clip(next((t for t in texts_ if t is not None), None))
+
+
+def test_a_file_name_that_is_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / os.fsdecode(b"caf\xe9.jsonl")
+    path.write_bytes(meta() + user("hi"))
+    assert native(path)
+    row = same_as_reference(path)
+    assert (row.path, row.title) == (path, "hi")
