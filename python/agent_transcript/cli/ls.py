@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
-from datetime import datetime, timezone
 from collections.abc import Iterable, Iterator
 
 from ..fleet import TranscriptRow, list_transcripts, sort_rows
@@ -89,25 +87,9 @@ def _write_json(rows: Iterable[TranscriptRow]) -> None:
     out.write("\n]\n" if not first else "]\n")
 
 
-# The timestamps this library writes; strptime (what local_time uses) costs
-# ~50 us a row, most of a text listing's time. Anything else goes to local_time.
-_CANONICAL_TS = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{6})Z")
-
-
 def _when(ts: str | None) -> str:
-    """``ts`` in local time to the second, as ``local_time`` reads it, or ``-``."""
-    if not ts:
-        return "-"
-    m = _CANONICAL_TS.fullmatch(ts)
-    t: datetime | None
-    if m:
-        try:
-            y, mo, d, h, mi, sec, us = map(int, m.groups())
-            t = datetime(y, mo, d, h, mi, sec, us, tzinfo=timezone.utc).astimezone()
-        except (ValueError, OverflowError, OSError):
-            t = None
-    else:
-        t = local_time(ts)
+    """``ts`` in local time to the second, or ``-``."""
+    t = local_time(ts) if ts else None
     return t.strftime("%Y-%m-%d %H:%M:%S") if t else "-"
 
 
