@@ -298,7 +298,9 @@ def test_the_core_agrees_with_the_reference_and_with_peek(tmp_path: Path, data: 
         assert (row.status, row.last_type, row.last_activity) == ("clean", last.type, last.ts)
     elif row.status == "torn tail":
         assert (row.last_type, row.last_activity) == (last.type, last.ts)
-    if len(data) < 60_000:
+    # The title is looked for among the head's lines that end with a newline
+    # (a last line without one may still be being written).
+    if len(data) < 60_000 and data.endswith(b"\n"):
         texts_ = (content_text(m.content) for m in p.messages if m.role == "user")
         assert row.title == _clip(next((t for t in texts_ if t is not None), None))
 
