@@ -254,6 +254,7 @@ fn = {
     "stdlib": b.load_stdlib,
     "peek-orjson": b.peek_orjson,
     "peek": lambda p: agent_transcript.Session.peek(p),
+    "duckdb": b.read_json_duckdb,
 }[which]
 live, seconds = 0, 0.0
 if fn is not None:
@@ -261,7 +262,8 @@ if fn is not None:
     t0 = time.perf_counter()
     result = fn(path)
     seconds = time.perf_counter() - t0
-    live = len(result.message_ids) if hasattr(result, "message_ids") else len(result.messages)
+    live = (len(result.message_ids) if hasattr(result, "message_ids")
+            else len(result.messages) if hasattr(result, "messages") else int(result))
     if hasattr(result, "close"):
         result.close()
 peak = None
@@ -738,6 +740,13 @@ class SmallBench(Bench):
             m["orjson_load_s"], run = best_in_child("orjson", f.big, runs=2, budget=self.budget(60))
             m["rss_orjson_load"] = run.peak_rss
             m["orjson_peek_s"], _ = best_in_child("peek-orjson", f.big, runs=2, budget=self.budget(60))
+        if _baselines.have_duckdb():
+            # Interleaved with loads in fresh interpreters too, so both pay the same.
+            best_duck, best_load = math.inf, math.inf
+            for _ in range(3):
+                best_duck = min(best_duck, in_child("duckdb", f.big).seconds)
+                best_load = min(best_load, in_child("session", f.big).seconds)
+            m["duckdb_s"], m["load_child_s"] = best_duck, best_load
 
     def measure_small_append(self) -> None:
         m = self.m
@@ -790,6 +799,9 @@ class SmallBench(Bench):
                      m.get("orjson_load_s"), higher_is="faster", limit=15,
                      note=no_orjson or "15x orjson: 6x DuckDB read_json, which the issue measured 2.6x "
                                        "faster than orjson per line"))
+        R(_ratio_row("small_load_vs_duckdb", f"Session.load ({size}) vs DuckDB read_json", m.get("load_child_s"),
+                     m.get("duckdb_s"), higher_is="faster", limit=6,
+                     note="" if "duckdb_s" in m else "duckdb not installed"))
         for key, what, rss in (("small_rss_per_line", "peak memory of that load per line", "rss_load"),
                                ("small_peek_rss_per_line", "peak memory of Session.peek per line", "rss_peek")):
             if rss in m and "rss_idle" in m and lines:

@@ -4,7 +4,9 @@
 
 use std::fmt;
 
-use crate::json::{JStr, JsonError, Kind, Number, Reader};
+use crate::json::{
+    fast_string_end, fast_value_end, plain_run_from, JStr, JsonError, Kind, Number, Reader, Unsure,
+};
 
 /// The envelope types this library understands; anything else is [`EnvelopeType::Other`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -296,7 +298,231 @@ struct PayloadFields {
 }
 
 /// Reads one line (without its `\n`) as an envelope.
+///
+/// A line as this library writes it (canonical JSON, one of the common types)
+/// is read by a scanner made for that shape; any other line, and any line that
+/// scanner is unsure of, by the strict reader, which decides and says why a
+/// line is refused. Both accept exactly the same lines with the same result.
 pub fn parse_line(line: &[u8]) -> Result<Envelope, LineError> {
+    match scan_line(line) {
+        Ok(s) => Ok(s.envelope()),
+        Err(Unsure) => parse_line_strict(line),
+    }
+}
+
+/// What [`scan_line`] reads from a line: what replay needs, borrowed from the
+/// line, nothing built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Scanned<'a> {
+    /// The envelope id (no escape in it).
+    pub id: &'a [u8],
+    /// Its type: a session-meta, message, grants, tool-dispatched or tool-settled.
+    pub kind: EnvelopeType,
+    /// A message's role, one of the four.
+    pub role: Option<Role>,
+    /// A message's `sticky`, `sysprompt` or `depth`.
+    pub sticky: bool,
+    /// A tool message's `tool_call_id`, a dispatch's `call-id`, a settle's
+    /// `op-id` (when it is a string).
+    pub call: Option<&'a [u8]>,
+}
+
+impl Scanned<'_> {
+    /// The envelope [`parse_line_strict`] reads from the same line.
+    pub fn envelope(&self) -> Envelope {
+        let call = self.call.map(<[u8]>::to_vec);
+        let detail = match self.kind {
+            EnvelopeType::Message => Detail::Message {
+                role: self
+                    .role
+                    .and_then(Role::wire_name)
+                    .unwrap_or("")
+                    .to_string(),
+                sticky: self.sticky,
+                tool_call_id: call,
+            },
+            EnvelopeType::ToolDispatched => Detail::ToolDispatched { call_id: call },
+            EnvelopeType::ToolSettled => Detail::ToolSettled {
+                op_id: call.unwrap_or_default(),
+            },
+            _ => Detail::None,
+        };
+        Envelope {
+            id: self.id.to_vec(),
+            kind: self.kind,
+            other_type: None,
+            detail,
+        }
+    }
+}
+
+// `expected` at `at` in `line`, and the offset past it.
+fn expect(line: &[u8], at: usize, expected: &[u8]) -> Result<usize, Unsure> {
+    match line.get(at..at + expected.len()) {
+        Some(got) if got == expected => Ok(at + expected.len()),
+        _ => Err(Unsure),
+    }
+}
+
+// The string without escapes whose opening quote is just before `at`: its
+// bytes and the offset past its closing quote.
+fn plain_string(line: &[u8], at: usize) -> Result<(&[u8], usize), Unsure> {
+    let end = plain_run_from(line, at);
+    match line.get(end) {
+        Some(b'"') => Ok((&line[at..end], end + 1)),
+        _ => Err(Unsure),
+    }
+}
+
+/// Reads a line written the way canonical JSON writes an envelope
+/// (`{"id":…,"payload":…,"ts":…,"type":…,"v":1}`, no whitespace, no escape in
+/// the id, the type or the payload's keys and the strings replay reads) of a
+/// session-meta, message (one of the four roles), grants, tool-dispatched or
+/// tool-settled: the bulk of every transcript. Every byte is checked as the
+/// strict reader checks it; for anything else, or anything the strict reader
+/// would refuse, the answer is [`Unsure`] and the strict reader decides.
+pub(crate) fn scan_line(line: &[u8]) -> Result<Scanned<'_>, Unsure> {
+    if simdutf8::basic::from_utf8(line).is_err() {
+        return Err(Unsure);
+    }
+    scan_utf8_line(line)
+}
+
+/// [`scan_line`] of a line already known to be UTF-8.
+pub(crate) fn scan_utf8_line(line: &[u8]) -> Result<Scanned<'_>, Unsure> {
+    let at = expect(line, 0, b"{\"id\":\"")?;
+    let (id, at) = plain_string(line, at)?;
+    if id.is_empty() {
+        return Err(Unsure);
+    }
+    let at = expect(line, at, b",\"payload\":")?;
+    let mut role = None;
+    let (mut sticky, mut sysprompt, mut depth) = (false, false, false);
+    let (mut tool_call_id, mut call_id, mut op_id) = (None, None, None);
+    let object = line.get(at) == Some(&b'{');
+    let mut at = if !object {
+        fast_value_end(line, at)?
+    } else if line.get(at + 1) == Some(&b'}') {
+        at + 2
+    } else {
+        let mut at = at + 1;
+        loop {
+            let (key, past) = plain_string(line, expect(line, at, b"\"")?)?;
+            at = expect(line, past, b":")?;
+            // A string value replay reads: its bytes (no escape), or None
+            // for any other value (which is only checked).
+            let string = |at: usize| -> Result<(Option<&[u8]>, usize), Unsure> {
+                if line.get(at) == Some(&b'"') {
+                    let (s, end) = plain_string(line, at + 1)?;
+                    Ok((Some(s), end))
+                } else {
+                    Ok((None, fast_value_end(line, at)?))
+                }
+            };
+            let flag = |at: usize| -> Result<(bool, usize), Unsure> {
+                if line.get(at..at + 4) == Some(b"true") {
+                    Ok((true, at + 4))
+                } else if line.get(at..at + 5) == Some(b"false") {
+                    Ok((false, at + 5))
+                } else {
+                    Err(Unsure)
+                }
+            };
+            at = match key {
+                b"role" => {
+                    let (s, end) = string(at)?;
+                    role = s;
+                    end
+                }
+                b"tool_call_id" => {
+                    let (s, end) = string(at)?;
+                    tool_call_id = s;
+                    end
+                }
+                b"call-id" => {
+                    let (s, end) = string(at)?;
+                    call_id = s;
+                    end
+                }
+                b"op-id" => {
+                    let (s, end) = string(at)?;
+                    op_id = s;
+                    end
+                }
+                b"sticky" => {
+                    let (b, end) = flag(at)?;
+                    sticky = b;
+                    end
+                }
+                b"sysprompt" => {
+                    let (b, end) = flag(at)?;
+                    sysprompt = b;
+                    end
+                }
+                b"depth" => {
+                    let end = fast_value_end(line, at)?;
+                    depth = &line[at..end] != b"null";
+                    end
+                }
+                // What only the other types read: the strict reader's.
+                b"replaces-through-id"
+                | b"through-id"
+                | b"replacement"
+                | b"items"
+                | b"sections" => return Err(Unsure),
+                _ => fast_value_end(line, at)?,
+            };
+            match line.get(at) {
+                Some(b',') => at += 1,
+                Some(b'}') => break at + 1,
+                _ => return Err(Unsure),
+            }
+        }
+    };
+    at = expect(line, at, b",\"ts\":\"")?;
+    at = fast_string_end(line, at)?;
+    at = expect(line, at, b",\"type\":\"")?;
+    let (name, at) = plain_string(line, at)?;
+    if line.get(at..) != Some(b",\"v\":1}") {
+        return Err(Unsure);
+    }
+    let kind = EnvelopeType::from_wire(name);
+    let (role, call) = match kind {
+        EnvelopeType::SessionMeta | EnvelopeType::Grants => (None, None),
+        _ if !object => return Err(Unsure),
+        EnvelopeType::Message => {
+            let role = match role {
+                Some(b"user") => Role::User,
+                Some(b"assistant") => Role::Assistant,
+                Some(b"tool") => Role::Tool,
+                Some(b"system") => Role::System,
+                _ => return Err(Unsure),
+            };
+            (
+                Some(role),
+                if role == Role::Tool {
+                    tool_call_id
+                } else {
+                    None
+                },
+            )
+        }
+        EnvelopeType::ToolDispatched => (None, call_id),
+        EnvelopeType::ToolSettled => (None, Some(op_id.ok_or(Unsure)?)),
+        _ => return Err(Unsure),
+    };
+    Ok(Scanned {
+        id,
+        kind,
+        role,
+        sticky: kind == EnvelopeType::Message && (sticky || sysprompt || depth),
+        call,
+    })
+}
+
+/// [`parse_line`] by the strict reader alone: any RFC 8259 JSON, any key
+/// order, whitespace and escapes.
+pub fn parse_line_strict(line: &[u8]) -> Result<Envelope, LineError> {
     let mut r = Reader::from_bytes(line)?;
     // Keys decode into one buffer and values into another, so a key can be
     // matched while its value is read.
@@ -1079,6 +1305,92 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    // Lines of every shape the scanner reads, and a few it leaves to the
+    // strict reader.
+    const SCANNED: &[&str] = &[
+        r#"{"id":"f2a4d27bdcf4bb99f4bea97300000001","payload":{"agent":"a","n":[1,-2.5e3,{"x":null}]},"ts":"2026-08-09T13:10:09.492057Z","type":"session-meta","v":1}"#,
+        r#"{"id":"09325626e6b58de744ab6cce00000003","payload":{"content":"a \"q\" \u00e9 日本語 🚀","role":"user"},"ts":"t","type":"message","v":1}"#,
+        r#"{"id":"2e8d4b8a8f54f8ceacaab39e00000005","payload":{"content":null,"role":"assistant","tool_calls":[{"function":{"arguments":"{\"path\":\"src/d.py\"}","name":"Bash"},"id":"call_1","type":"function"}]},"ts":"t","type":"message","v":1}"#,
+        r#"{"id":"bc01bfce6a27e0dfcbf8754400000006","payload":{"arguments":{"path":"x"},"call-id":"call_1","round":0,"tool":"Bash"},"ts":"t","type":"tool-dispatched","v":1}"#,
+        r#"{"id":"7c9260dc74e088a9b9492f2500000007","payload":{"content":"x\ty\n","role":"tool","tool_call_id":"call_1"},"ts":"t","type":"message","v":1}"#,
+        r#"{"id":"d08f1bb2531d6460f0caeef000000008","payload":{"op-id":"bc01bfce6a27e0dfcbf8754400000006","outcome":"completed"},"ts":"t","type":"tool-settled","v":1}"#,
+        r#"{"id":"s","payload":{"content":"x","role":"system","sysprompt":true},"ts":"t","type":"message","v":1}"#,
+        r#"{"id":"d","payload":{"content":[],"depth":0,"role":"user","sticky":false},"ts":"t","type":"message","v":1}"#,
+        r#"{"id":"g","payload":{"grants":[true,false,{}]},"ts":"t","type":"grants","v":1}"#,
+        r#"{"id":"g2","payload":[],"ts":"t","type":"grants","v":1}"#,
+        r#"{"id":"m","payload":{},"ts":"t","type":"session-meta","v":1}"#,
+        r#"{"id":"u","payload":{"role":"user","role":"tool","tool_call_id":"c","tool_call_id":7},"ts":"t","type":"message","v":1}"#,
+        r#"{"id":"x","payload":{"call-id":null},"ts":"t","type":"tool-dispatched","v":1}"#,
+    ];
+
+    #[test]
+    fn the_scanner_reads_what_the_strict_reader_reads() {
+        for line in SCANNED {
+            let scanned = scan_line(line.as_bytes());
+            assert!(scanned.is_ok(), "not scanned: {line}");
+            let strict = parse_line_strict(line.as_bytes());
+            assert_eq!(scanned.map(|s| s.envelope()).ok(), strict.ok(), "{line}");
+        }
+        for line in [
+            r#"{"id": "a","payload":{},"ts":"t","type":"grants","v":1}"#,
+            r#"{"id":"a","payload":{"role":"user"},"ts":"t","type":"message","v":1} "#,
+            r#"{"id":"a","payload":{"role":"us\u0065r"},"ts":"t","type":"message","v":1}"#,
+            r#"{"id":"a","payload":{"role":"developer"},"ts":"t","type":"message","v":1}"#,
+            r#"{"id":"a","payload":{"replaces-through-id":"m","summary":"s"},"ts":"t","type":"compaction","v":1}"#,
+            r#"{"id":"a","payload":{"role":"user","sticky":1},"ts":"t","type":"message","v":1}"#,
+            r#"{"id":"a","payload":{},"ts":"t","type":"later-thing","v":1}"#,
+            r#"{"id":"","payload":{},"ts":"t","type":"grants","v":1}"#,
+        ] {
+            assert!(scan_line(line.as_bytes()).is_err(), "scanned: {line}");
+        }
+    }
+
+    // Every one-byte change, cut and insertion of the lines above: whatever the
+    // scanner accepts, the strict reader accepts with the same envelope.
+    #[test]
+    fn the_scanner_accepts_nothing_the_strict_reader_refuses() {
+        let mut tried = 0u64;
+        let mut scanned = 0u64;
+        let check = |bytes: &[u8], tried: &mut u64, scanned: &mut u64| {
+            *tried += 1;
+            if let Ok(s) = scan_line(bytes) {
+                *scanned += 1;
+                let strict = parse_line_strict(bytes);
+                assert_eq!(
+                    Ok(s.envelope()),
+                    strict,
+                    "{}",
+                    String::from_utf8_lossy(bytes)
+                );
+            }
+        };
+        let replacements: &[u8] = b"\"\\{}[],:0-.eE+ntfu1a\x00\x1f\x7f\xc3\xff/ \t";
+        for line in SCANNED {
+            let line = line.as_bytes();
+            for i in 0..line.len() {
+                let mut m = line.to_vec();
+                for &r in replacements {
+                    m[i] = r;
+                    check(&m, &mut tried, &mut scanned);
+                }
+                m[i] = line[i];
+                check(&line[..i], &mut tried, &mut scanned);
+                let mut cut = line.to_vec();
+                cut.remove(i);
+                check(&cut, &mut tried, &mut scanned);
+                for &r in replacements {
+                    let mut ins = line.to_vec();
+                    ins.insert(i, r);
+                    check(&ins, &mut tried, &mut scanned);
+                }
+            }
+        }
+        assert!(
+            scanned > 1000 && tried > 2 * scanned,
+            "{scanned} of {tried}"
+        );
     }
 
     #[test]

@@ -375,19 +375,7 @@ impl<'a> Reader<'a> {
     // The end of the run of plain string bytes starting at `pos`: sixteen bytes
     // at a time where SSE2 is (every x86_64), then byte by byte.
     fn plain_run(&self) -> usize {
-        let input = self.input;
-        let mut at = self.pos;
-        #[cfg(target_arch = "x86_64")]
-        {
-            at = sse2_plain_run(input, at);
-        }
-        while let Some(&b) = input.get(at) {
-            if STRING_STOP[usize::from(b)] {
-                break;
-            }
-            at += 1;
-        }
-        at
+        plain_run_from(self.input, self.pos)
     }
 
     fn utf8(&self, start: usize, end: usize) -> Result<&'a str, JsonError> {
@@ -644,6 +632,200 @@ impl<'a> Reader<'a> {
             Ok(())
         } else {
             self.err("extra data after the value")
+        }
+    }
+}
+
+/// The end of the run of plain string bytes (not a quote, a backslash or a
+/// control character) of `input` from `at`: the fast scanner's and the
+/// reader's shared inner loop.
+pub(crate) fn plain_run_from(input: &[u8], mut at: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        at = sse2_plain_run(input, at);
+    }
+    while let Some(&b) = input.get(at) {
+        if STRING_STOP[usize::from(b)] {
+            break;
+        }
+        at += 1;
+    }
+    at
+}
+
+/// The fast scanner's answer when it cannot vouch for the bytes: the caller
+/// then reads them again with the strict [`Reader`], which decides (and says
+/// why, if they are refused).
+pub(crate) struct Unsure;
+
+/// Past the string whose opening quote is just before `at`, in `input` (known
+/// UTF-8): what [`Reader`] checks of a string it skips (escapes, no control
+/// character), without decoding it.
+pub(crate) fn fast_string_end(input: &[u8], mut at: usize) -> Result<usize, Unsure> {
+    loop {
+        at = plain_run_from(input, at);
+        match input.get(at) {
+            Some(b'"') => return Ok(at + 1),
+            Some(b'\\') => match input.get(at + 1) {
+                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => at += 2,
+                Some(b'u') => {
+                    let hex = input.get(at + 2..at + 6).ok_or(Unsure)?;
+                    if !hex.iter().all(u8::is_ascii_hexdigit) {
+                        return Err(Unsure);
+                    }
+                    at += 6;
+                }
+                _ => return Err(Unsure),
+            },
+            _ => return Err(Unsure),
+        }
+    }
+}
+
+// Past the number starting at `at`: its grammar, and what `checked_number`
+// refuses (an int of more than MAX_INT_DIGITS digits, a float out of range).
+fn fast_number_end(input: &[u8], mut at: usize) -> Result<usize, Unsure> {
+    let start = at;
+    let digits = |input: &[u8], mut at: usize| {
+        let from = at;
+        while matches!(input.get(at), Some(b'0'..=b'9')) {
+            at += 1;
+        }
+        (at, at - from)
+    };
+    if input.get(at) == Some(&b'-') {
+        at += 1;
+    }
+    let int_start = at;
+    match input.get(at) {
+        Some(b'0') => at += 1,
+        Some(b'1'..=b'9') => at = digits(input, at).0,
+        _ => return Err(Unsure),
+    }
+    let int_digits = at - int_start;
+    let mut float = false;
+    if input.get(at) == Some(&b'.') {
+        let (end, n) = digits(input, at + 1);
+        if n == 0 {
+            return Err(Unsure);
+        }
+        at = end;
+        float = true;
+    }
+    if matches!(input.get(at), Some(b'e' | b'E')) {
+        at += 1;
+        if matches!(input.get(at), Some(b'+' | b'-')) {
+            at += 1;
+        }
+        let (end, n) = digits(input, at);
+        if n == 0 {
+            return Err(Unsure);
+        }
+        at = end;
+        float = true;
+    }
+    if float {
+        let text = std::str::from_utf8(&input[start..at]).map_err(|_| Unsure)?;
+        parse_float(text).map_err(|_| Unsure)?;
+    } else if int_digits > MAX_INT_DIGITS {
+        return Err(Unsure);
+    }
+    Ok(at)
+}
+
+/// Past the JSON value starting at `at` in `input` (known UTF-8), checked as
+/// [`Reader::skip_value`] checks it (numbers Python cannot hold refused), for
+/// values as canonical JSON writes them: no whitespace, nesting at most 64
+/// deep. Anything else (whitespace, deeper nesting, any error) is [`Unsure`],
+/// never a wrong answer: a value it accepts, the reader accepts.
+pub(crate) fn fast_value_end(input: &[u8], mut at: usize) -> Result<usize, Unsure> {
+    // One bit per open container, set for an object.
+    let mut objects: u64 = 0;
+    let mut depth = 0u32;
+    loop {
+        // A value.
+        match input.get(at) {
+            Some(b'"') => at = fast_string_end(input, at + 1)?,
+            Some(&open @ (b'{' | b'[')) => {
+                if depth == 64 {
+                    return Err(Unsure);
+                }
+                depth += 1;
+                let object = open == b'{';
+                objects = objects << 1 | u64::from(object);
+                at += 1;
+                match input.get(at) {
+                    Some(b'}') if object => {
+                        at += 1;
+                        depth -= 1;
+                        objects >>= 1;
+                    }
+                    Some(b']') if !object => {
+                        at += 1;
+                        depth -= 1;
+                        objects >>= 1;
+                    }
+                    Some(b'"') if object => {
+                        at = fast_string_end(input, at + 1)?;
+                        if input.get(at) != Some(&b':') {
+                            return Err(Unsure);
+                        }
+                        at += 1;
+                        continue;
+                    }
+                    _ if object => return Err(Unsure),
+                    _ => continue,
+                }
+            }
+            Some(b't') => {
+                if input.get(at..at + 4) != Some(b"true") {
+                    return Err(Unsure);
+                }
+                at += 4;
+            }
+            Some(b'f') => {
+                if input.get(at..at + 5) != Some(b"false") {
+                    return Err(Unsure);
+                }
+                at += 5;
+            }
+            Some(b'n') => {
+                if input.get(at..at + 4) != Some(b"null") {
+                    return Err(Unsure);
+                }
+                at += 4;
+            }
+            Some(b'-' | b'0'..=b'9') => at = fast_number_end(input, at)?,
+            _ => return Err(Unsure),
+        }
+        // After a value: close what it ends, up to the next member or item.
+        loop {
+            if depth == 0 {
+                return Ok(at);
+            }
+            let object = objects & 1 == 1;
+            match input.get(at) {
+                Some(b',') => {
+                    at += 1;
+                    if object {
+                        if input.get(at) != Some(&b'"') {
+                            return Err(Unsure);
+                        }
+                        at = fast_string_end(input, at + 1)?;
+                        if input.get(at) != Some(&b':') {
+                            return Err(Unsure);
+                        }
+                        at += 1;
+                    }
+                    break;
+                }
+                Some(b'}') if object => {}
+                Some(b']') if !object => {}
+                _ => return Err(Unsure),
+            }
+            at += 1;
+            depth -= 1;
+            objects >>= 1;
         }
     }
 }

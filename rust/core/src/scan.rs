@@ -9,6 +9,12 @@ use std::io;
 
 use crate::json::is_one_value;
 
+/// The longest line a transcript may have, 4 GiB - 1 bytes: the index keeps a
+/// line's length in 32 bits. A longer line is damage (this library never
+/// writes one): load refuses it, peek skips it, append refuses to write it,
+/// and the tail check reads none into memory.
+pub const MAX_LINE: u64 = u32::MAX as u64;
+
 /// One line of a buffer: where it starts and ends (the `\n` excluded), and its
 /// 1-based number counting every line, blank ones too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,10 +140,16 @@ impl<R: ReadAt + ?Sized> Backwards<'_, R> {
 
     // The start (absolute offset) of the line that ends at `end` (the offset of
     // its `\n`, or the file's size), and whether that line is blank.
+    // A line longer than MAX_LINE is not walked to its start: the answer is
+    // then where the walk stopped, inside that line (no `\n` before it is
+    // missed, so line numbers still count right), and not blank.
     fn line_start(&mut self, end: u64) -> io::Result<(u64, bool)> {
         let mut hi = end;
         let mut blank = true;
         while hi > 0 {
+            if end - hi > MAX_LINE {
+                return Ok((hi, false));
+            }
             if !(self.chunk_at < hi && self.cached(hi, hi)) {
                 let lo = hi.saturating_sub(STEP as u64);
                 let mut chunk = std::mem::take(&mut self.chunk);
@@ -207,7 +219,9 @@ pub fn tail_scan<R: ReadAt + ?Sized>(src: &R, size: u64) -> io::Result<(Tail, u6
         // what matters is whether its very last byte is a newline.
         *back.bytes(size - 1, size)? == *b"\n"
     };
-    if is_one_value(&back.bytes(start, end)?) {
+    // A line too long for an envelope is not read: not a torn write (no
+    // writer writes one), load refuses it as damage, leaving the file as it is.
+    if end - start > MAX_LINE || is_one_value(&back.bytes(start, end)?) {
         let missing_newline = size > 0 && !last_byte_is_newline;
         return Ok((Tail::Whole { missing_newline }, back.bytes_read));
     }
@@ -218,7 +232,8 @@ pub fn tail_scan<R: ReadAt + ?Sized>(src: &R, size: u64) -> io::Result<(Tail, u6
         back.last_nonblank(start - 1)?
     };
     if let Some((p_start, p_end)) = previous {
-        if !is_one_value(&back.bytes(p_start, p_end)?) {
+        // A line too long for an envelope before a torn one: damage too.
+        if p_end - p_start > MAX_LINE || !is_one_value(&back.bytes(p_start, p_end)?) {
             let line = count_lines_before(src, p_start, &mut back.bytes_read)? + 1;
             return Ok((Tail::Corrupt { line }, back.bytes_read));
         }

@@ -101,11 +101,11 @@ impl<'a> Lines<'a> {
     }
 
     /// Envelope `line`'s record and bytes.
-    fn get(&mut self, line: u32) -> PyResult<(&'a LineRec, &[u8])> {
+    fn get(&mut self, line: u32) -> PyResult<(LineRec, &[u8])> {
         let rec = rec_at(self.index, line as usize)?;
         if self.at != Some(line) {
             self.at = None;
-            read_line_into(self.file, rec, &mut self.bytes)?;
+            read_line_into(self.file, &rec, &mut self.bytes)?;
             self.at = Some(line);
         }
         Ok((rec, &self.bytes))
@@ -195,7 +195,7 @@ fn out_of_range() -> PyErr {
     PyIndexError::new_err("envelope index out of range")
 }
 
-fn rec_at(index: &Index, i: usize) -> PyResult<&LineRec> {
+fn rec_at(index: &Index, i: usize) -> PyResult<LineRec> {
     index.get(i).ok_or_else(out_of_range)
 }
 
@@ -243,11 +243,11 @@ fn message_dict<'py>(
         d.set_item("role", "user")?;
         d.set_item(
             "content",
-            decode_at(py, rec, bytes, &["payload", "summary"])?,
+            decode_at(py, &rec, bytes, &["payload", "summary"])?,
         )?;
         d
     } else {
-        decode_at(py, rec, bytes, &["payload"])?.cast_into::<PyDict>()?
+        decode_at(py, &rec, bytes, &["payload"])?.cast_into::<PyDict>()?
     };
     if let Some((line, span)) = stub {
         let (_, bytes) = stubs.get(line)?;
@@ -264,7 +264,7 @@ fn message_id<'py>(
     at: Source,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (rec, bytes) = lines.get(at.line)?;
-    let id = decode_at(py, rec, bytes, &["id"])?;
+    let id = decode_at(py, &rec, bytes, &["id"])?;
     if at.part == WHOLE {
         Ok(id)
     } else {
@@ -286,8 +286,8 @@ fn member_of<'py>(
     path: &[&str],
 ) -> PyResult<Bound<'py, PyAny>> {
     let rec = rec_at(index, i)?;
-    let bytes = read_line(file, rec)?;
-    match member_span_at(&bytes, path).map_err(corrupt_at(rec))? {
+    let bytes = read_line(file, &rec)?;
+    match member_span_at(&bytes, path).map_err(corrupt_at(&rec))? {
         Some(at) => loads(py, &bytes[at.start as usize..at.end as usize])
             .map_err(crate::decode::DecodeError::into_pyerr),
         None => Ok(py.None().into_bound(py)),
@@ -414,7 +414,7 @@ pub struct Transcript {
 }
 
 impl Transcript {
-    fn rec(&self, index: usize) -> PyResult<&LineRec> {
+    fn rec(&self, index: usize) -> PyResult<LineRec> {
         rec_at(&self.core.index, index)
     }
 
@@ -459,6 +459,8 @@ impl Transcript {
     // Checks that replay accepts the envelope serialised in `body` (one line,
     // without its `\n`) after what this transcript holds; returns it.
     fn check_line(&self, body: &[u8]) -> PyResult<transcript_core::envelope::Envelope> {
+        core::check_line_length(body.len() as u64)
+            .map_err(|e| PyValueError::new_err(format!("the envelope cannot be written: {e}")))?;
         let env = parse_line(body)
             .map_err(|e| PyValueError::new_err(format!("the envelope does not read back: {e}")))?;
         self.core.check(&env, true).map_err(replay_error)?;
@@ -768,7 +770,7 @@ impl Transcript {
     /// `event(i, /)`: envelope `i` as `(id, type, ts, v, payload, line)`.
     #[pyo3(signature = (index, /))]
     fn event<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyAny>> {
-        event_tuple(py, &self.file, self.rec(index)?)
+        event_tuple(py, &self.file, &self.rec(index)?)
     }
 
     /// `payload(i, /)`: envelope `i`'s payload.
@@ -1199,19 +1201,15 @@ impl Peeked {
 
     /// Indices of the message envelopes.
     fn message_indices(&self) -> Vec<usize> {
-        self.index
-            .lines
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.kind == EnvelopeType::Message)
-            .map(|(i, _)| i)
+        (0..self.index.len())
+            .filter(|&i| self.index.kind(i) == Some(EnvelopeType::Message))
             .collect()
     }
 
     /// `event(i, /)`: envelope `i` as `(id, type, ts, v, payload, line)`.
     #[pyo3(signature = (index, /))]
     fn event<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyAny>> {
-        event_tuple(py, &self.file, rec_at(&self.index, index)?)
+        event_tuple(py, &self.file, &rec_at(&self.index, index)?)
     }
 
     /// `payload(i, /)`: envelope `i`'s payload.
