@@ -461,6 +461,12 @@ class Session:
         that field unset, so an extra can never make a message sticky or give
         it a ``tool_call_id``.
         """
+        if extra is None and type(message) is Message:
+            # The usual case, in one native call that writes the payload from
+            # the message's fields (a subclass may have its own to_dict()).
+            with self._lock:
+                t = self._t if self._fd is not None and not self._forked else self._writable()
+                return t.append_message(message)
         if not isinstance(message, Message):
             raise TypeError(f"append_message takes a Message, not {type(message).__name__}")
         payload = _message_payload(message, extra)

@@ -25,7 +25,7 @@ import pytest
 
 from agent_transcript import CorruptTranscript, Session
 
-from .rkit import LONG
+from rkit import LONG
 
 pytestmark = pytest.mark.skipif(not LONG, reason="reads 2 x 4 GiB: the long suite (AT_LONG=1) only")
 

@@ -902,6 +902,20 @@ impl IdTable {
     }
 }
 
+/// An envelope [`Transcript::accept`] found may follow a transcript's lines.
+#[derive(Debug)]
+pub struct Accepted {
+    env: Envelope,
+    key: Keyed,
+}
+
+impl Accepted {
+    /// The envelope.
+    pub fn envelope(&self) -> &Envelope {
+        &self.env
+    }
+}
+
 /// A transcript's index and replayed state.
 #[derive(Debug, Default)]
 pub struct Transcript {
@@ -1112,6 +1126,22 @@ impl Transcript {
         self.check_keyed(&env, &key, strict)?;
         self.push_checked(env, key, rec);
         Ok(())
+    }
+
+    /// Checks `env` as [`Transcript::check`] does and, if it may follow what is
+    /// there, keeps it with its id's key for [`Transcript::push_accepted`]: an
+    /// append checks before it writes and adds after, without checking twice.
+    pub fn accept(&self, env: Envelope, strict: bool) -> Result<Accepted, ReplayError> {
+        let key = Keyed::of(&env.id);
+        self.check_keyed(&env, &key, strict)?;
+        Ok(Accepted { env, key })
+    }
+
+    /// Adds an envelope [`Transcript::accept`] accepted, at `rec`. Nothing may
+    /// have been added since, but envelopes accepted with it, in order, whose
+    /// checks do not depend on one another (messages with distinct ids).
+    pub fn push_accepted(&mut self, accepted: Accepted, rec: LineRec) {
+        self.push_checked(accepted.env, accepted.key, rec);
     }
 
     // Room for about `more` envelopes more (a load's guess from the file's size).

@@ -92,6 +92,68 @@ pub fn write_envelope(
     Ok(())
 }
 
+/// Appends the envelope line of the message `message` (a `Message`, not a
+/// subclass) to `out`, `\n` included: byte for byte what [`write_envelope`]
+/// writes of `message.to_dict()` as a `"message"` payload (role and content
+/// always, the other fields when set, in canonical key order), without
+/// building that dict.
+pub fn write_message_envelope<'py>(
+    py: Python<'py>,
+    out: &mut Vec<u8>,
+    id: &str,
+    message: &Bound<'py, PyAny>,
+    ts: &str,
+) -> PyResult<()> {
+    let field = |name: &Bound<'py, PyString>| message.getattr(name);
+    // Read in `to_dict`'s order (a flag's truth may run Python code).
+    let role = field(intern!(py, "role"))?;
+    let content = field(intern!(py, "content"))?;
+    let name = field(intern!(py, "name"))?;
+    let tool_calls = field(intern!(py, "tool_calls"))?;
+    let tool_call_id = field(intern!(py, "tool_call_id"))?;
+    let sticky = field(intern!(py, "sticky"))?.is_truthy()?;
+    let sysprompt = field(intern!(py, "sysprompt"))?.is_truthy()?;
+    let depth = field(intern!(py, "depth"))?;
+    out.extend_from_slice(b"{\"id\":");
+    wire::write_str(out, id.as_bytes());
+    out.extend_from_slice(b",\"payload\":{\"content\":");
+    let mut walker = Walker::new(py, out);
+    walker.refuse_surrogate_pairs = true;
+    walker.in_envelope = true;
+    walker.outer_depth = 1; // the payload's own braces
+    walker.write(&content)?;
+    let optional = [
+        (&b",\"depth\":"[..], &depth),
+        (&b",\"name\":"[..], &name),
+        (&b",\"role\":"[..], &role),
+    ];
+    for (key, value) in optional {
+        if key == b",\"role\":" || !value.is_none() {
+            walker.out.extend_from_slice(key);
+            walker.write(value)?;
+        }
+    }
+    if sticky {
+        walker.out.extend_from_slice(b",\"sticky\":true");
+    }
+    if sysprompt {
+        walker.out.extend_from_slice(b",\"sysprompt\":true");
+    }
+    for (key, value) in [
+        (&b",\"tool_call_id\":"[..], &tool_call_id),
+        (&b",\"tool_calls\":"[..], &tool_calls),
+    ] {
+        if !value.is_none() {
+            walker.out.extend_from_slice(key);
+            walker.write(value)?;
+        }
+    }
+    out.extend_from_slice(b"},\"ts\":");
+    wire::write_str(out, ts.as_bytes());
+    out.extend_from_slice(b",\"type\":\"message\",\"v\":1}\n");
+    Ok(())
+}
+
 /// A buffer this large or larger is not kept for the next call.
 const KEPT_CAPACITY: usize = 1 << 20;
 
@@ -213,6 +275,8 @@ struct Walker<'py, 'b> {
     /// The value is an envelope's payload: the envelope's own object is one
     /// of the line's [`MAX_DEPTH`] levels, so the payload may take one fewer.
     in_envelope: bool,
+    /// Containers open around what this walker writes, written by its caller.
+    outer_depth: usize,
 }
 
 impl<'py, 'b> Walker<'py, 'b> {
@@ -224,6 +288,7 @@ impl<'py, 'b> Walker<'py, 'b> {
             entries: Vec::new(),
             refuse_surrogate_pairs: false,
             in_envelope: false,
+            outer_depth: 0,
         }
     }
 
@@ -375,7 +440,8 @@ impl<'py, 'b> Walker<'py, 'b> {
 
     /// Refuses to open one more container when that would nest too deep.
     fn check_depth(&self) -> PyResult<()> {
-        if self.in_envelope && self.frames.len() >= MAX_DEPTH - 1 {
+        let open = self.frames.len() + self.outer_depth;
+        if self.in_envelope && open >= MAX_DEPTH - 1 {
             return Err(PyValueError::new_err(format!(
                 "a transcript line nests at most {MAX_DEPTH} containers deep, the \
                  envelope's object and the payload two of them: a payload's values \
@@ -384,7 +450,7 @@ impl<'py, 'b> Walker<'py, 'b> {
                 MAX_DEPTH - 2
             )));
         }
-        if self.frames.len() >= MAX_DEPTH {
+        if open >= MAX_DEPTH {
             return Err(PyValueError::new_err(format!(
                 "canonical JSON nests at most {MAX_DEPTH} containers deep \
                  (is there a circular reference?)"

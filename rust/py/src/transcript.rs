@@ -458,13 +458,12 @@ impl Transcript {
 
     // Checks that replay accepts the envelope serialised in `body` (one line,
     // without its `\n`) after what this transcript holds; returns it.
-    fn check_line(&self, body: &[u8]) -> PyResult<transcript_core::envelope::Envelope> {
+    fn check_line(&self, body: &[u8]) -> PyResult<core::Accepted> {
         core::check_line_length(body.len() as u64)
             .map_err(|e| PyValueError::new_err(format!("the envelope cannot be written: {e}")))?;
         let env = parse_line(body)
             .map_err(|e| PyValueError::new_err(format!("the envelope does not read back: {e}")))?;
-        self.core.check(&env, true).map_err(replay_error)?;
-        Ok(env)
+        self.core.accept(env, true).map_err(replay_error)
     }
 
     // Writes the lines serialised in `buf` (a `\n`, then whole lines each with
@@ -491,10 +490,7 @@ impl Transcript {
     // length of its line, in file order, the last one ending at `good_len`):
     // checks that the file is still the one this session writes, then adds
     // the envelopes.
-    fn after_write(
-        &mut self,
-        written: Vec<(transcript_core::envelope::Envelope, usize)>,
-    ) -> PyResult<()> {
+    fn after_write(&mut self, written: Vec<(core::Accepted, usize)>) -> PyResult<()> {
         // A transcript deleted, or replaced by a rename, has no name left: the
         // line just written can never be read again, so refuse it (and every
         // later one) rather than return its id. Checked after the write, so no
@@ -537,14 +533,12 @@ impl Transcript {
         let total: u64 = written.iter().map(|(_, len)| *len as u64 + 1).sum();
         let mut offset = self.good_len - total;
         self.missing_newline = false;
-        for (env, len) in written {
+        for (accepted, len) in written {
             let number = self.core.line_count + 1;
-            let rec = LineRec::new(&env, offset, len, number);
+            let rec = LineRec::new(accepted.envelope(), offset, len, number);
             offset += len as u64 + 1;
-            // Checked before the write, so this cannot be refused.
-            self.core
-                .push(env, rec, true)
-                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            // Checked before the write, against this same state.
+            self.core.push_accepted(accepted, rec);
         }
         Ok(())
     }
@@ -590,6 +584,50 @@ impl Transcript {
         }
         self.good_len += line.len() as u64;
         Ok(())
+    }
+}
+
+impl Transcript {
+    // Stamps, serialises (with `write`, into the buffer: the id, the
+    // timestamp), checks, writes and replays one envelope; returns its id.
+    fn append_with(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        id: Option<String>,
+        write: impl FnOnce(&mut Vec<u8>, &str, &str) -> PyResult<()>,
+    ) -> PyResult<String> {
+        // The payload is serialised with no borrow of this object held: the
+        // walk may run Python code (a list subclass's `__iter__`, a dict
+        // subclass's `items()`) that reads this transcript, or appends to it,
+        // and finds it as it was, not PyO3's "Already mutably borrowed". No
+        // Python code of this thread runs while it is borrowed (other threads
+        // wait for the session's lock).
+        let (id, mut buf) = {
+            let mut t = slf.try_borrow_mut()?;
+            t.refuse_if_broken()?;
+            let id = match id {
+                Some(id) => id,
+                None => t.new_id(),
+            };
+            (id, std::mem::take(&mut t.buf))
+        };
+        let ts = utc_timestamp();
+        buf.clear();
+        buf.push(b'\n'); // written only if the file's last line lacks its own
+        let written = write(&mut buf, &id, &ts);
+        let mut t = slf.try_borrow_mut()?;
+        let body = buf.get(1..buf.len().saturating_sub(1)).unwrap_or_default();
+        let result = written
+            .and_then(|()| t.refuse_if_broken())
+            .and_then(|()| t.check_line(body))
+            .and_then(|env| t.write_lines(py, &buf).map(|()| (env, body.len())));
+        // Keep the buffer for the next append, unless one huge line grew it.
+        if buf.capacity() <= 1 << 20 {
+            t.buf = buf;
+        }
+        let written = result?;
+        t.after_write(vec![written])?;
+        Ok(id)
     }
 }
 
@@ -658,38 +696,23 @@ impl Transcript {
         payload: &Bound<'_, PyAny>,
         id: Option<String>,
     ) -> PyResult<String> {
-        // The payload is serialised with no borrow of this object held: the
-        // walk may run Python code (a list subclass's `__iter__`, a dict
-        // subclass's `items()`) that reads this transcript, or appends to it,
-        // and finds it as it was, not PyO3's "Already mutably borrowed". No
-        // Python code of this thread runs while it is borrowed (other threads
-        // wait for the session's lock).
-        let (id, mut buf) = {
-            let mut t = slf.try_borrow_mut()?;
-            t.refuse_if_broken()?;
-            let id = match id {
-                Some(id) => id,
-                None => t.new_id(),
-            };
-            (id, std::mem::take(&mut t.buf))
-        };
-        let ts = utc_timestamp();
-        buf.clear();
-        buf.push(b'\n'); // written only if the file's last line lacks its own
-        let written = crate::canonical::write_envelope(py, &mut buf, &id, payload, &ts, r#type);
-        let mut t = slf.try_borrow_mut()?;
-        let body = buf.get(1..buf.len().saturating_sub(1)).unwrap_or_default();
-        let result = written
-            .and_then(|()| t.refuse_if_broken())
-            .and_then(|()| t.check_line(body))
-            .and_then(|env| t.write_lines(py, &buf).map(|()| (env, body.len())));
-        // Keep the buffer for the next append, unless one huge line grew it.
-        if buf.capacity() <= 1 << 20 {
-            t.buf = buf;
-        }
-        let written = result?;
-        t.after_write(vec![written])?;
-        Ok(id)
+        Self::append_with(slf, py, id, |buf, id, ts| {
+            crate::canonical::write_envelope(py, buf, id, payload, ts, r#type)
+        })
+    }
+
+    /// `append_message(message, /)`: `append("message", message.to_dict(),
+    /// None)` for a `Message` (not a subclass: the caller checks), its payload
+    /// written from the message's fields without building that dict.
+    #[pyo3(signature = (message, /))]
+    fn append_message(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        message: &Bound<'_, PyAny>,
+    ) -> PyResult<String> {
+        Self::append_with(slf, py, None, |buf, id, ts| {
+            crate::canonical::write_message_envelope(py, buf, id, message, ts)
+        })
     }
 
     /// `append_many(type, payloads, /)`: stamp, serialise and check one
@@ -744,8 +767,8 @@ impl Transcript {
             // Fresh ids are unique among themselves; checked all the same,
             // since each envelope was checked without the others.
             let mut seen = std::collections::HashSet::with_capacity(envs.len());
-            for (env, _) in &envs {
-                if !seen.insert(env.id.as_slice()) {
+            for (accepted, _) in &envs {
+                if !seen.insert(accepted.envelope().id.as_slice()) {
                     return Err(PyValueError::new_err(
                         "two envelopes of one call share an id",
                     ));
