@@ -875,7 +875,7 @@ impl FileState {
                 }
             }
         }
-        if let Some(rec) = from.index.get(0) {
+        if let Some(rec) = &from.index.get(0) {
             if rec.kind == EnvelopeType::SessionMeta {
                 let mut buf = Vec::new();
                 let line = utf8(from.index.read_line(from.src, 0, &mut buf)?, rec)?;
@@ -929,7 +929,7 @@ impl FileState {
             batch.envelopes.payload.data.reserve(room);
             batch.messages.text.data.reserve(room / 2);
         }
-        while let Some(rec) = from.index.get(self.next) {
+        while let Some(rec) = &from.index.get(self.next) {
             let i = self.next;
             // A window no bigger than what is left of the file: a small file's is small.
             let left = usize::try_from(from.end.saturating_sub(rec.offset)).unwrap_or(WINDOW);
