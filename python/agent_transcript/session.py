@@ -466,7 +466,10 @@ class Session:
             # the message's fields (a subclass may have its own to_dict()).
             with self._lock:
                 t = self._t if self._fd is not None and not self._forked else self._writable()
-                return t.append_message(message)
+                try:
+                    return t.append_message(message)
+                except OSError as e:
+                    raise _named(e, self._path)
         if not isinstance(message, Message):
             raise TypeError(f"append_message takes a Message, not {type(message).__name__}")
         payload = _message_payload(message, extra)
