@@ -5,6 +5,7 @@ print executions, coverage and crashes.
     python tests/reliability/run_cargo_fuzz.py --seconds 3600          # the long run
     python tests/reliability/run_cargo_fuzz.py --seconds 60 -t replay  # one target
     python tests/reliability/run_cargo_fuzz.py --cmin                  # re-minimise the corpus
+    python tests/reliability/run_cargo_fuzz.py --cpu-seconds 3600 --jobs 2 --keep DIR  # on a shared machine
 
 Needs a nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz`). The
 targets run one at a time (one libFuzzer process, one job), under `nice`, on a
@@ -15,6 +16,11 @@ per target: executions (libFuzzer's count), `cov` (edges) and `ft` (features)
 from its last status line, the CPU time the process really got (user + system,
 from wait4), and the crash, leak or timeout inputs it wrote. `--json FILE`
 writes them as one JSON object per line.
+
+On a machine others share, `nice -n 19` leaves a target far less CPU than its
+wall time: `--cpu-seconds S` gives each target S seconds of CPU instead (the
+process is interrupted, as by Ctrl-C, once user + system time reach S; libFuzzer
+then prints its final figures), and `--jobs N` runs N targets at once.
 """
 
 from __future__ import annotations
@@ -27,7 +33,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,18 +71,48 @@ def build(targets: list[str]) -> Path:
     return FUZZ / "target" / (host.group(1) if host else "x86_64-unknown-linux-gnu") / "release"
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system time of a running process so far (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def interrupt_at_cpu(pid: int, budget: float) -> None:
+    """SIGINT `pid` once it has had `budget` seconds of CPU (returns when it ends)."""
+    while True:
+        try:
+            used = cpu_seconds(pid)
+        except (OSError, IndexError, ValueError):
+            return
+        if used >= budget:
+            try:
+                os.kill(pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+            return
+        time.sleep(min(10.0, max(0.5, (budget - used) / 2)))
+
+
 def run_target(binary: Path, target: str, seconds: int, nice: int, work: Path,
-               artifacts: Path) -> dict[str, object]:
-    """One libFuzzer run of `seconds` on corpus `work` (grown in place)."""
+               artifacts: Path, cpu_budget: int | None = None) -> dict[str, object]:
+    """One libFuzzer run of `seconds` (or of `cpu_budget` CPU seconds) on corpus
+    `work` (grown in place)."""
     artifacts.mkdir(parents=True, exist_ok=True)
-    cmd = ["nice", "-n", str(nice), str(binary / target), f"-max_total_time={seconds}",
+    wall_limit = 0 if cpu_budget else seconds  # 0: libFuzzer's "no limit"
+    # libFuzzer is exec'd by nice, so the pid is libFuzzer's own.
+    cmd = ["nice", "-n", str(nice), str(binary / target), f"-max_total_time={wall_limit}",
            f"-max_len={MAX_LEN[target]}", "-timeout=20", "-rss_limit_mb=2048", "-print_final_stats=1",
            f"-artifact_prefix={artifacts}/", str(work)]
     log = artifacts / "libfuzzer.log"
     started = time.monotonic()
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        if cpu_budget:
+            watch = ThreadPoolExecutor(1)
+            watch.submit(interrupt_at_cpu, proc.pid, cpu_budget)
         _, status, usage = os.wait4(proc.pid, 0)
+        if cpu_budget:
+            watch.shutdown()
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
     wall = time.monotonic() - started
     text = log.read_text(errors="replace")
@@ -85,13 +123,14 @@ def run_target(binary: Path, target: str, seconds: int, nice: int, work: Path,
     return {
         "target": target,
         "seconds": seconds,
+        "cpu_budget_s": cpu_budget,
         "wall_s": round(wall, 1),
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
         "executions": int(executed.group(1)) if executed else (int(last[-1].group(1)) if last else 0),
         "cov": int(last[-1].group(2)) if last else 0,
         "ft": int(last[-1].group(3)) if last else 0,
         "corpus": len(list(work.iterdir())),
-        "exit": os.waitstatus_to_exitcode(status),
+        "exit": proc.returncode,
         "crashes": found,
         "log": str(log),
     }
@@ -119,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=int, default=3600, help="per target (default: an hour)")
     ap.add_argument("-t", "--target", action="append", choices=TARGETS, help="default: all")
+    ap.add_argument("--cpu-seconds", type=int, help="per target, CPU time instead of wall time")
+    ap.add_argument("--jobs", type=int, default=1, help="targets run at once (default 1)")
     ap.add_argument("--nice", type=int, default=19)
     ap.add_argument("--keep", type=Path, help="keep the grown corpora in DIR/<target>")
     ap.add_argument("--cmin", action="store_true", help="minimise seeds (+ --keep DIR) into corpus/")
@@ -134,17 +175,21 @@ def main(argv: list[str] | None = None) -> int:
         cmin(binary, targets, [args.keep] if args.keep else [])
         return 0
     scratch = Path(tempfile.mkdtemp(prefix="at-cargo-fuzz-"))
-    rows = []
-    for target in targets:
+
+    def one(target: str) -> dict[str, object]:
         work = (args.keep / target) if args.keep else scratch / "corpus" / target
         work.mkdir(parents=True, exist_ok=True)
         shutil.copytree(FUZZ / "corpus" / target, work, dirs_exist_ok=True)
-        row = run_target(binary, target, args.seconds, args.nice, work, scratch / "artifacts" / target)
-        rows.append(row)
+        row = run_target(binary, target, args.seconds, args.nice, work, scratch / "artifacts" / target,
+                         args.cpu_seconds)
         print(json.dumps(row), flush=True)
         if args.json:
             with open(args.json, "a") as f:
                 f.write(json.dumps(row) + "\n")
+        return row
+
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        rows = list(pool.map(one, targets))
     print(f"\n{'target':20s} {'wall s':>8s} {'cpu s':>8s} {'executions':>12s} {'cov':>6s} {'ft':>7s}  crashes")
     for r in rows:
         print(f"{r['target']:20s} {r['wall_s']:8.0f} {r['cpu_s']:8.0f} {r['executions']:12,d} "
