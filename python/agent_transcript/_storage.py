@@ -266,18 +266,30 @@ def repair_path(path: Path) -> Path:
     """Where the repair of ``path`` is written: ``<name>.repair`` beside it.
 
     A name too long for that (a legal one of 249 to 255 bytes, say) gets
-    ``<its first bytes>.<16 hex digits of its SHA-256>.repair`` instead: always
-    the same for the same name, and as long as the folder allows.
+    ``<its first bytes>.<16 hex digits of its SHA-256>.repair`` instead (see
+    :func:`beside`).
+    """
+    return beside(path, "", ".repair")
+
+
+def beside(path: Path, prefix: str, suffix: str) -> Path:
+    """``<prefix><name><suffix>`` in ``path``'s folder, for a file that belongs
+    to ``path`` (its repair, an import's temporary file).
+
+    A name too long for that gets ``<prefix><its first bytes>.<16 hex digits of
+    its SHA-256><suffix>`` instead: always the same for the same name, and as
+    long as the folder allows.
     """
     name = os.fsencode(path.name)
+    head, tail = os.fsencode(prefix), os.fsencode(suffix)
     limit = _name_max(path.parent)
-    if len(name) + len(b".repair") <= limit:
-        return path.with_name(path.name + ".repair")
-    tag = b"." + hashlib.sha256(name).hexdigest()[:16].encode() + b".repair"
-    cut = max(0, limit - len(tag))
+    if len(head) + len(name) + len(tail) <= limit:
+        return path.with_name(prefix + path.name + suffix)
+    tag = b"." + hashlib.sha256(name).hexdigest()[:16].encode() + tail
+    cut = max(0, limit - len(head) - len(tag))
     while 0 < cut < len(name) and 0x80 <= name[cut] < 0xC0:
         cut -= 1  # not in the middle of a UTF-8 character
-    return path.with_name(os.fsdecode(name[:cut] + tag))
+    return path.with_name(os.fsdecode(head + name[:cut] + tag))
 
 
 def _name_max(folder: Path) -> int:

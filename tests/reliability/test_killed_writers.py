@@ -119,8 +119,12 @@ def test_import_killed_at_each_step(tmp_path: Path) -> None:
             assert dest.read_bytes() == want
         with Session.load(dest) as s:
             assert s.warnings == [] and s.messages
+        # The next import into the same name removes what a killed one left.
+        assert _import(src, dest, force=True).returncode == 0
+        assert dest.read_bytes() == want
         leftovers += len([p for p in out.iterdir() if p.name.endswith(".tmp")])
     assert killed >= len(IMPORT_STEPS) - 2
+    assert leftovers == 0
     figure("15. import killed at each step", steps=len(IMPORT_STEPS), killed=killed,
            complete_after_kill=complete, absent_then_reimported=absent, stale_temporary_files=leftovers)
 

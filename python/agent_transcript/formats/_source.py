@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterator
 
 from .. import canonical_json
+from .._storage import beside
 
 __all__ = [
     "SOURCE_LINE",
@@ -259,7 +260,8 @@ class Destination:
         self._made = [p for p in reversed(dest.parents) if not p.exists()]
         for parent in self._made:
             os.mkdir(parent, 0o700)
-        self.temp = dest.with_name(f".{dest.name}.import-{os.getpid()}.tmp")
+        remove_dead_imports(dest)
+        self.temp = import_temp(dest, os.getpid())
         fd = os.open(self.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
         self._file: IO[bytes] = os.fdopen(fd, "wb", buffering=1 << 20)
 
@@ -314,6 +316,50 @@ class Destination:
                 os.rmdir(parent)
             except OSError:
                 break
+
+
+_PID_DIGITS = 10  # every pid, fixed width: the names of one destination differ only there
+
+
+def import_temp(dest: Path, pid: int) -> Path:
+    """The temporary file an import by process ``pid`` writes ``dest`` into:
+    ``.<name>.import-<pid>.tmp`` beside it (a name too long for that is cut,
+    see ``_storage.beside``)."""
+    return beside(dest, ".", f".import-{pid:0{_PID_DIGITS}d}.tmp")
+
+
+def remove_dead_imports(dest: Path) -> None:
+    """Delete the temporary files of imports into ``dest`` whose process is gone
+    (killed before it could clean up); a live one's, another's, are left."""
+    pattern = import_temp(dest, 0).name
+    stem, tail = pattern[: -len(f"{0:0{_PID_DIGITS}d}.tmp")], ".tmp"
+    try:
+        names = os.listdir(dest.parent)
+    except OSError:
+        return
+    for name in names:
+        digits = name[len(stem):-len(tail)]
+        if not (name.startswith(stem) and name.endswith(tail) and len(digits) == _PID_DIGITS
+                and digits.isdigit()):
+            continue
+        pid = int(digits)
+        if pid == os.getpid() or _alive(pid):
+            continue
+        try:
+            os.unlink(dest.parent / name)
+        except OSError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (in this pid namespace)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists, and is not ours to signal
+    return True
 
 
 def iter_source_lines(path: Path) -> Iterator[bytes]:

@@ -1,0 +1,100 @@
+"""The temporary file an import writes its destination into: it fits beside a
+destination of any legal name (249 to 255 bytes too), and what a killed import
+left is removed by the next import into the same name, never a live one's."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_transcript import Session
+from agent_transcript.formats import import_transcript
+from agent_transcript.formats._source import import_temp, remove_dead_imports
+
+from .sources import BASIC as BASIC_RECORDS, lines
+
+SESSION = lines(*BASIC_RECORDS)
+
+
+def long_name(length: int, unit: str = "x") -> str:
+    """A ``.jsonl`` name of exactly ``length`` bytes, of ``unit`` characters
+    (padded with ``x`` where a wide unit does not divide the length)."""
+    body = length - len(".jsonl")
+    width = len(unit.encode())
+    return unit * (body // width) + "x" * (body % width) + ".jsonl"
+
+
+def dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    return int(proc.stdout)
+
+
+@pytest.mark.parametrize("length", [200, 236, 240, 248, 249, 250, 254, 255])
+@pytest.mark.parametrize("unit", ["x", "é", "日"])
+def test_an_import_into_a_name_of_any_legal_length_works(tmp_path: Path, length: int, unit: str) -> None:
+    src = tmp_path / "session.jsonl"
+    src.write_bytes(SESSION)
+    dest = tmp_path / long_name(length, unit)
+    assert len(os.fsencode(dest.name)) == length
+    import_transcript(src, dest)
+    with Session.load(dest) as s:
+        assert s.messages
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([src.name, dest.name])
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="/\x00"),
+                    min_size=1, max_size=255).filter(lambda n: n not in (".", "..")
+                                                     and len(os.fsencode(n)) <= 255),
+       pid=st.integers(1, 4_194_304))
+def test_the_temporary_name_fits_and_names_its_destination(name: str, pid: int) -> None:
+    dest = Path("/tmp") / name
+    temp = import_temp(dest, pid)
+    assert temp.parent == dest.parent
+    assert len(os.fsencode(temp.name)) <= 255
+    assert temp.name.startswith(".") and temp.name.endswith(f".import-{pid:010d}.tmp")
+    assert import_temp(dest, pid) == temp  # the same every time
+    # Another destination's temporary file is never taken for this one's.
+    other = import_temp(dest.with_name(name + "x"), pid)
+    assert other != temp
+
+
+def test_the_next_import_removes_what_a_killed_one_left(tmp_path: Path) -> None:
+    src = tmp_path / "session.jsonl"
+    src.write_bytes(SESSION)
+    for length in (20, 255):
+        dest = tmp_path / long_name(length)
+        dead = import_temp(dest, dead_pid())
+        live = import_temp(dest, os.getppid())  # the test runner's parent: alive
+        neighbour = import_temp(tmp_path / "other.jsonl", dead_pid())
+        for p in (dead, live, neighbour):
+            p.write_bytes(b"half an import")
+        import_transcript(src, dest)
+        assert not dead.exists()
+        assert live.read_bytes() == b"half an import"
+        assert neighbour.read_bytes() == b"half an import"
+
+
+def test_a_refused_import_leaves_the_folder_as_it_was(tmp_path: Path) -> None:
+    src = tmp_path / "session.jsonl"
+    src.write_bytes(SESSION)
+    dest = tmp_path / "run.jsonl"
+    dest.write_bytes(b"already here\n")
+    dead = import_temp(dest, dead_pid())
+    dead.write_bytes(b"half an import")
+    with pytest.raises(FileExistsError):
+        import_transcript(src, dest)
+    assert dead.read_bytes() == b"half an import"
+    assert dest.read_bytes() == b"already here\n"
+
+
+def test_a_missing_folder_is_nothing_to_clean(tmp_path: Path) -> None:
+    remove_dead_imports(tmp_path / "absent" / "run.jsonl")  # no error
