@@ -81,7 +81,12 @@ def archive(path: Path, keep: bool) -> Path:
     # leave the transcript where it was).
     path = Path(os.path.realpath(path))
     dest = path.with_name(path.name + SUFFIX)
-    partial = path.with_name(path.name + SUFFIX + ".partial")
+    if len(os.fsencode(dest.name)) > _storage.name_max(path.parent):
+        raise OSError(errno.ENAMETOOLONG, "the transcript's name is too long for the archive's "
+                      f"(its name and {SUFFIX!r})", str(dest))
+    # A name of up to 255 bytes with .zst has room for .partial only if it is
+    # short enough: else it is cut and tagged with its digest (_storage.beside).
+    partial = _storage.beside(path, "", SUFFIX + ".partial")
     if os.path.lexists(dest):
         raise FileExistsError(errno.EEXIST, "the archive is there already", str(dest))
     src = _storage.Descriptor()

@@ -282,7 +282,7 @@ def beside(path: Path, prefix: str, suffix: str) -> Path:
     """
     name = os.fsencode(path.name)
     head, tail = os.fsencode(prefix), os.fsencode(suffix)
-    limit = _name_max(path.parent)
+    limit = name_max(path.parent)
     if len(head) + len(name) + len(tail) <= limit:
         return path.with_name(prefix + path.name + suffix)
     tag = b"." + hashlib.sha256(name).hexdigest()[:16].encode() + tail
@@ -292,7 +292,7 @@ def beside(path: Path, prefix: str, suffix: str) -> Path:
     return path.with_name(os.fsdecode(head + name[:cut] + tag))
 
 
-def _name_max(folder: Path) -> int:
+def name_max(folder: Path) -> int:
     """The longest file name, in bytes, that ``folder``'s filesystem takes."""
     try:
         return os.pathconf(folder, "PC_NAME_MAX")

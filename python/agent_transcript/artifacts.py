@@ -31,11 +31,23 @@ def check_basename(file: Any) -> str:
 _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
+def artifacts_folder(transcript: str | os.PathLike[str]) -> Path:
+    """The folder of a transcript's artifacts: ``<stem>.artifacts/`` beside it
+    (``run.jsonl`` -> ``run.artifacts/``; the archive ``run.jsonl.zst`` has
+    ``run.jsonl``'s). A stem too long for the suffix (a transcript name of 251
+    to 255 bytes) is cut and tagged with its digest, as the repair file's name
+    is (``_storage.beside``)."""
+    path = Path(transcript)
+    if path.name.endswith(".zst"):
+        path = path.with_name(path.name[: -len(".zst")])
+    return _storage.beside(path.with_name(path.stem), "", ".artifacts")
+
+
 class ArtifactStore:
     """The ``<stem>.artifacts/`` folder of one transcript."""
 
     def __init__(self, transcript: Path) -> None:
-        self.folder = transcript.with_name(transcript.stem + ".artifacts")
+        self.folder = artifacts_folder(transcript)
 
     def path(self, file: str) -> Path:
         """The path of artifact ``file``."""

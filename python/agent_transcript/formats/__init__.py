@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
+from .._storage import open_regular
 from ..inspect.sources import decompress, decompressed_head, is_compressed, native_import
 from . import claude_code, codex
 from ._emit import Emitter
@@ -93,14 +94,15 @@ def detect_format(path: str | os.PathLike[str]) -> str | None:
         OSError: the file cannot be read.
     """
     records: list[dict[str, Any]] = []
+    # A FIFO or a device is refused, never opened for reading (that would wait
+    # for a writer, or read forever).
+    with os.fdopen(open_regular(Path(path), os.O_RDONLY), "rb") as f:
+        head = b"" if is_compressed(path) else f.read(1 << 20)
     if is_compressed(path):
         try:
             head = decompressed_head(Path(path), 1 << 20)
         except ValueError:
             return None
-    else:
-        with open(path, "rb") as f:
-            head = f.read(1 << 20)
     for raw in head.split(b"\n")[:_SCAN_LINES]:
         try:
             value = json.loads(raw)
@@ -228,6 +230,7 @@ def _imported_from(dest: Path) -> dict[str, Any] | None:
 
 
 def _import_file(source: Path, dest: Path, source_format: str | None, force: bool) -> ImportResult:
+    os.close(open_regular(source, os.O_RDONLY))  # a FIFO, a device: refused before anything is read
     if source.resolve() == dest.resolve():
         raise FileExistsError(17, "the destination is the source", str(dest))
     if not force and (dest.exists() or dest.is_symlink()):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from ..artifacts import artifacts_folder
 from .reader import Reading
 from .values import content_size
 
@@ -269,7 +270,7 @@ def compute_stats(reading: Reading) -> Stats:
     art_count = 0
     art_bytes = 0
     art_missing = 0
-    art_dir = Path(reading.path).parent / (Path(reading.path).stem + ".artifacts")  # run.jsonl -> run.artifacts/
+    art_dir = artifacts_folder(reading.path)  # run.jsonl -> run.artifacts/
     seen_art: set[str] = set()
     for i in sorted(dispatches + settles):
         if i in dispatch_set:

@@ -26,7 +26,9 @@ import urllib.parse
 from dataclasses import dataclass
 from importlib import resources
 from typing import IO, Any, Callable, Iterator
+from pathlib import Path
 
+from .._storage import beside
 from ..inspect import Reading, check_report, open_file
 from .markup import text
 from .render import BIG_LINE, MAX_BLOCK, Annotator, Outline, anchor, damaged_line, island_bytes, short_line, size_text
@@ -235,8 +237,14 @@ def write_html(reading: Reading, out: str, *, single: bool | None = None) -> Htm
 
 
 def _atomic(path: str) -> tuple[IO[bytes], str]:
-    tmp = path + ".tmp"
+    tmp = _temp(path)
     return open(tmp, "wb"), tmp
+
+
+def _temp(path: str) -> str:
+    """Where ``path`` is written before its rename: ``<path>.tmp``, or for a name
+    too long for that, its cut and tagged form (``_storage.beside``)."""
+    return str(beside(Path(path), "", ".tmp"))
 
 
 def _b(s: str) -> bytes:
@@ -490,9 +498,10 @@ def _write_folder(reading: Reading, out: str) -> int:
 
     def put(files: list[tuple[str, list[bytes]]]) -> None:
         for path, pieces in files:
-            with open(path + ".tmp", "wb") as f:
+            tmp = _temp(path)
+            with open(tmp, "wb") as f:
                 f.writelines(pieces)
-            os.replace(path + ".tmp", path)
+            os.replace(tmp, path)
 
     def write_page(page: PageData, stop: int, items: list[tuple[int, int, str, bytes | None]],
                    start: dict[str, Any], last: bool) -> None:

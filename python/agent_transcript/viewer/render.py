@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..artifacts import artifacts_folder
 from ..inspect import Reading, content_text
 
 __all__ = ["anchor", "ArtifactCheck", "check_artifact", "Outline", "Annotator", "island_bytes",
@@ -121,10 +122,7 @@ def check_artifact(transcript_path: str, art: dict[str, Any]) -> ArtifactCheck:
     name = art.get("file")
     if not isinstance(name, str) or not name or name in (".", "..") or any(c in name for c in "/\\\x00"):
         return ArtifactCheck("invalid", None)
-    base, _ = os.path.splitext(transcript_path)
-    if transcript_path.endswith(".jsonl"):
-        base = transcript_path[: -len(".jsonl")]
-    path = os.path.join(base + ".artifacts", name)
+    path = os.path.join(artifacts_folder(transcript_path), name)
     h = hashlib.sha256()
     try:
         with open(path, "rb") as f:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import fleet
+from ..artifacts import artifacts_folder
 from ..inspect import Reading, open_file, read
 from .markup import text
 from .page import PageData, assets, csp, data_islands, ended_banner, head, records, script_tag, summary_panel, take_line, verdict
@@ -390,9 +391,8 @@ class _Handler(BaseHTTPRequestHandler):
         if path is None or not file or file in (".", "..") or any(c in file for c in "/\\\x00"):
             self._error(HTTPStatus.NOT_FOUND, "no such artifact")
             return
-        base = path[: -len(".jsonl")] if path.endswith(".jsonl") else os.path.splitext(path)[0]
         try:
-            with open(os.path.join(base + ".artifacts", file), "rb") as f:
+            with open(artifacts_folder(path) / file, "rb") as f:
                 data = f.read()
         except OSError:
             self._error(HTTPStatus.NOT_FOUND, "no such artifact")

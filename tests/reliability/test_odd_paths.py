@@ -1,0 +1,142 @@
+"""Odd paths given to the commands that write beside a transcript, and to the
+importer's reading: names of up to 255 bytes (legal everywhere, too long for a
+suffix), FIFOs and devices.
+
+* A transcript name of 251 to 255 bytes still has its artifacts: the folder
+  ``<stem>.artifacts`` does not fit, so it is cut and tagged with the stem's
+  digest (the rule of the repair file's name), and every reader (the session,
+  ``stats``, the page) finds it there.
+* ``archive`` of a name of 249 to 251 bytes: ``<name>.zst`` fits but
+  ``<name>.zst.partial`` does not, so that one is cut; one of 252 or more, whose
+  ``.zst`` cannot exist, is refused before anything is written.
+* ``html -o`` a name of 250 to 255 bytes: its temporary file fits beside it.
+* ``import`` of a FIFO or a device is refused at once (it used to wait for a
+  writer forever); a folder import skips them.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_transcript import Message, Session
+from agent_transcript.artifacts import artifacts_folder
+from agent_transcript.formats import detect_format, import_transcript
+from agent_transcript.viewer.render import check_artifact
+
+OUTPUT = "a long tool output ✓\n" * 500
+
+
+def cli(*args: object, cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "agent_transcript", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, encoding="utf-8", timeout=timeout)
+
+
+def name_of(length: int, unit: str = "x", suffix: str = ".jsonl") -> str:
+    """A name of exactly ``length`` bytes ending in ``suffix``, of ``unit`` characters."""
+    body = length - len(suffix.encode())
+    width = len(unit.encode())
+    return unit * (body // width) + "x" * (body % width) + suffix
+
+
+def with_artifact(path: Path) -> dict[str, object]:
+    with Session.create(path) as s:
+        s.append_message(Message.user("read the log"))
+        art = s.write_artifact(OUTPUT, excerpt=OUTPUT[:40])
+        op = s.append_tool_dispatched("c1", "cat", {"path": "big.log"})
+        s.append_tool_settled(op, "completed", artifact=art)
+    return art
+
+
+@pytest.mark.parametrize("length", [240, 250, 251, 252, 254, 255])
+@pytest.mark.parametrize("unit", ["x", "é"])
+def test_a_transcript_of_a_long_name_keeps_its_artifacts(tmp_path: Path, length: int, unit: str) -> None:
+    path = tmp_path / name_of(length, unit)
+    art = with_artifact(path)
+    folder = artifacts_folder(path)
+    assert len(os.fsencode(folder.name)) <= 255
+    if len(os.fsencode(path.stem + ".artifacts")) <= 255:
+        assert folder.name == path.stem + ".artifacts"  # the documented name wherever it fits
+    assert (folder / str(art["file"])).read_text(encoding="utf-8") == OUTPUT
+    with Session.load(path) as s:
+        assert s.read_artifact(art) == OUTPUT.encode()
+    stats = cli("stats", path, "--json")
+    assert stats.returncode == 0, stats.stderr
+    found = json.loads(stats.stdout)["artifacts"]
+    assert (found["count"], found["missing"]) == (1, 0)
+    page = tmp_path / "page.html"
+    made = cli("html", path, "-o", page)
+    assert made.returncode == 0, made.stderr
+    assert check_artifact(str(path), art).status == "ok"  # what the page shows of it
+    # An archive's artifacts are its transcript's.
+    assert artifacts_folder(path.with_name(path.name + ".zst")) == folder
+
+
+@pytest.mark.parametrize("length", [200, 249, 250, 251])
+def test_archive_of_a_name_whose_partial_does_not_fit(tmp_path: Path, length: int) -> None:
+    path = tmp_path / name_of(length)
+    with Session.create(path) as s:
+        for i in range(20):
+            s.append_message(Message.user(f"m{i}"))
+    original = path.read_bytes()
+    done = cli("archive", path, "--keep")
+    assert done.returncode == 0, done.stderr
+    archive = path.with_name(path.name + ".zst")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, archive.name])
+    assert [m.content for m in Session.peek(archive).messages] == [f"m{i}" for i in range(20)]
+    assert path.read_bytes() == original
+
+
+@pytest.mark.parametrize("length", [252, 255])
+def test_archive_of_a_name_with_no_room_for_zst_is_refused_first(tmp_path: Path, length: int) -> None:
+    path = tmp_path / name_of(length)
+    with Session.create(path) as s:
+        s.append_message(Message.user("keep me"))
+    original = path.read_bytes()
+    with pytest.raises(OSError) as e:
+        Session.archive(path)
+    assert e.value.errno == errno.ENAMETOOLONG and "too long" in str(e.value)
+    done = cli("archive", path)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+    assert path.read_bytes() == original
+
+
+@pytest.mark.parametrize("length", [250, 254, 255])
+def test_html_into_a_long_name(tmp_path: Path, length: int) -> None:
+    path = tmp_path / "run.jsonl"
+    with Session.create(path) as s:
+        s.append_message(Message.user("hello <b>page</b>"))
+    out = tmp_path / name_of(length, suffix=".html")
+    made = cli("html", path, "-o", out)
+    assert made.returncode == 0, made.stderr
+    assert "hello" in out.read_text(encoding="utf-8")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, out.name])
+
+
+def test_import_of_a_fifo_or_a_device_is_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "session.jsonl"
+    os.mkfifo(fifo)
+    for source in (fifo, Path("/dev/zero")):
+        with pytest.raises(OSError) as e:
+            import_transcript(source, tmp_path / "out.jsonl")
+        assert "not a regular file" in str(e.value)
+        with pytest.raises(OSError):
+            detect_format(source)
+        done = cli("import", source, "-o", tmp_path / "out.jsonl", timeout=30)
+        assert done.returncode == 2 and "not a regular file" in done.stderr, done.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["session.jsonl"]
+
+
+def test_a_folder_import_skips_a_fifo(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    os.mkfifo(folder / "a.jsonl")
+    done = cli("import", folder, "-o", tmp_path / "out", timeout=30)
+    assert done.returncode == 2 and "no file in this folder" in done.stderr, done.stderr
