@@ -14,7 +14,9 @@
  *   AT_FAULT_PARTIAL write only: the first hit writes this many bytes for real
  *                    and returns a short count; the hits after it fail
  *   AT_FAULT_ACTION  fail (default) | kill (SIGKILL instead of the call) |
- *                    kill-after (do the call, then SIGKILL)
+ *                    kill-after (do the call, then SIGKILL) | kill-partial
+ *                    (write only: write AT_FAULT_PARTIAL bytes of the call for
+ *                    real, then SIGKILL: a crash in the middle of a line)
  *   AT_FAULT_TARGET  symlink-on-open: the target of the symlink planted at the
  *                    matching path just before it is opened
  *   AT_FAULT_LOG     file to which one line per hit is appended
@@ -142,7 +144,11 @@ ssize_t write(int fd, const void *buf, size_t n) {
     static ssize_t (*real)(int, const void *, size_t);
     if (!real) real = next("write");
     int h = wants("write") ? hit("write", fd_matches(fd)) : 0;
-    if (h == 2) return real(fd, buf, n < (size_t)partial ? n : (size_t)partial);
+    if (h == 2) {
+        ssize_t r = real(fd, buf, n < (size_t)partial ? n : (size_t)partial);
+        if (strcmp(action, "kill-partial") == 0) raise(SIGKILL);
+        return r;
+    }
     FAIL_IF(h);
     ssize_t r = real(fd, buf, n);
     after(h);
@@ -152,7 +158,11 @@ ssize_t write(int fd, const void *buf, size_t n) {
 static ssize_t do_pwrite(const char *sym, int fd, const void *buf, size_t n, off_t off) {
     ssize_t (*real)(int, const void *, size_t, off_t) = next(sym);
     int h = wants("pwrite") ? hit("pwrite", fd_matches(fd)) : 0;
-    if (h == 2) return real(fd, buf, n < (size_t)partial ? n : (size_t)partial, off);
+    if (h == 2) {
+        ssize_t r = real(fd, buf, n < (size_t)partial ? n : (size_t)partial, off);
+        if (strcmp(action, "kill-partial") == 0) raise(SIGKILL);
+        return r;
+    }
     FAIL_IF(h);
     ssize_t r = real(fd, buf, n, off);
     after(h);

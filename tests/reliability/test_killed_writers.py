@@ -15,6 +15,12 @@
   times and at the Nth write: after a reload every item of every call that
   returned is there, in order, and after them at most a prefix of the call
   that was cut.
+* The pydantic-ai conversation store (the real pydantic-ai, its offline
+  ``TestModel``): ``save`` of each run's result in a loop, killed at random
+  times, at the Nth write, and in the middle of the Nth write (a torn line):
+  after a reload the conversation holds every turn of every save that
+  returned, in order, each message whole, and at most the cut save after them;
+  a torn line is never read as data (the file loads, its tail repaired).
 """
 
 from __future__ import annotations
@@ -315,3 +321,117 @@ def test_openai_agents_add_items_killed(tmp_path: Path, how: str) -> None:
         acked = len(items)  # the next run goes on after what is there
     figure(f"15. openai-agents add_items, {how}", kills=rounds, items=acked,
            items_of_cut_calls_kept=cut, long=LONG)
+
+
+PYDANTIC_AI_STORE = r"""
+import asyncio, sys
+from pydantic_ai import Agent
+from pydantic_ai.conversation import Conversation
+from pydantic_ai.models.test import TestModel
+from agent_transcript.integrations.pydantic_ai import TranscriptConversationStore
+
+async def main(folder, start, turns):
+    store = TranscriptConversationStore(folder)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    for n in range(start, start + turns):
+        conversation = await store.load("k") or Conversation(conversation_id="k")
+        agent = Agent(TestModel(custom_output_text=f"answer {n} " + "\u00e9" * (n % 97)))
+        result = await agent.run(f"turn {n} " + "\u03a9" * (n % 31), conversation=conversation)
+        await store.save(result)
+        sys.stdout.write(f"{n + 1}\n")
+        sys.stdout.flush()
+
+asyncio.run(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])))
+"""
+
+PYDANTIC_AI_RELOAD = r"""
+import asyncio, json, sys
+from pydantic_ai.messages import ModelRequest, ModelResponse
+from agent_transcript.integrations.pydantic_ai import TranscriptConversationStore
+
+async def main(folder):
+    loaded = await TranscriptConversationStore(folder).load("k")
+    out = []
+    for m in (loaded.messages if loaded is not None else []):
+        kind = "request" if isinstance(m, ModelRequest) else "response" if isinstance(m, ModelResponse) else "?"
+        out.append([kind, [getattr(p, "content", None) for p in m.parts]])
+    print(json.dumps(out))
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+def _turns_after_reload(folder: Path) -> list[int]:
+    """The turns of conversation ``k`` as a fresh store loads it, each checked whole:
+    a request holding exactly turn n's prompt, then the response holding exactly its answer."""
+    messages = json.loads(run_python(PYDANTIC_AI_RELOAD, str(folder)).stdout)
+    assert len(messages) % 2 == 0, messages[-2:]
+    turns = []
+    for n, (request, response) in enumerate(zip(messages[::2], messages[1::2])):
+        assert request == ["request", [f"turn {n} " + "\u03a9" * (n % 31)]], (n, request)
+        assert response == ["response", [f"answer {n} " + "\u00e9" * (n % 97)]], (n, response)
+        turns.append(n)
+    return turns
+
+
+def _torn_tail(path: Path) -> bool:
+    """The file's last line is not one whole envelope (what load's repair removes)."""
+    data = path.read_bytes() if path.exists() else b""
+    if not data:
+        return False
+    last = data.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    try:
+        json.loads(last)
+    except ValueError:
+        return True
+    return not data.endswith(b"\n")
+
+
+@pytest.mark.parametrize("how", ["random SIGKILL", "shim kill at the Nth write", "shim kill inside the Nth write"])
+def test_pydantic_ai_store_save_killed(tmp_path: Path, how: str) -> None:
+    if sys.version_info < (3, 11):
+        pytest.skip("pydantic-ai-slim needs Python >= 3.11")
+    pytest.importorskip("pydantic_ai")
+    pytest.importorskip("pydantic_ai.conversation_store")
+    rng = random.Random(f"pydantic-ai {how}")
+    folder = tmp_path / "store"
+    path = folder / "k.jsonl"
+    acked = 0  # turns of every save that returned
+    rounds = scale(6, 30)
+    cut = torn = 0
+    for r in range(rounds):
+        env = None
+        if how == "shim kill at the Nth write":
+            env = fault_env("write", "k.jsonl", nth=rng.randrange(1, 10), action="kill")
+        elif how == "shim kill inside the Nth write":
+            # A line is one write(2): cut it after 1 byte up to its last byte but one.
+            env = fault_env("write", "k.jsonl", nth=rng.randrange(1, 10), partial=rng.randrange(1, 200),
+                            action="kill-partial")
+        proc = subprocess.Popen([sys.executable, "-c", PYDANTIC_AI_STORE, str(folder), str(acked), "1000"],
+                                stdout=subprocess.PIPE, text=True, env=env)
+        assert proc.stdout is not None
+        if env is None:
+            # Kill once the store is open (not while pydantic-ai is being imported).
+            assert proc.stdout.readline() == "ready\n"
+            time.sleep(rng.uniform(0.0, 0.6))
+            proc.send_signal(signal.SIGKILL)
+        out, _ = proc.communicate(timeout=300)
+        assert proc.returncode == -signal.SIGKILL, proc.returncode
+        returned = [int(x) for x in out.split() if x.isdigit()]
+        if returned:
+            acked = returned[-1]
+        torn += _torn_tail(path)
+        turns = _turns_after_reload(folder)
+        # Every acknowledged turn, in order and whole; after them at most the cut save.
+        assert turns[:acked] == list(range(acked)), r
+        assert len(turns) - acked <= 1, (r, len(turns), acked)
+        cut += len(turns) - acked
+        acked = len(turns)  # the next run goes on after what is there
+    # The file load takes (its torn tail removed, if the last kill left one) and says what it did.
+    with Session.load(path) as session:
+        assert len(session.messages) >= 2 * acked
+    if how == "shim kill inside the Nth write":
+        assert torn > 0
+    figure(f"15. pydantic-ai store save, {how}", kills=rounds, turns=acked, cut_saves_kept=cut,
+           torn_tails=torn, long=LONG)
