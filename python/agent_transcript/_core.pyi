@@ -10,6 +10,7 @@ __all__ = [
     "after_fork",
     "Transcript", "Peeked", "zstd_compress", "zstd_decompress", "zstd_matches",
     "ZSTD_LEVEL", "ExportBatch", "ExportFile", "NativeImport", "import_native", "zstd_head", "list_rows",
+    "excerpt",
 ]
 
 def canonical_json(value: Any, /) -> str: ...
@@ -28,6 +29,9 @@ def list_rows(
     paths: list[str | os.PathLike[str]], threads: int, /
 ) -> list[tuple[str, int, float, int, int, str | None, str | None, str | None, str | None, str | None,
                 str | None] | None]: ...
+def excerpt(
+    text: str, indent: str, avail: int, max_lines: int | None, /
+) -> tuple[list[str], int, int] | None: ...
 
 @final
 class Transcript:

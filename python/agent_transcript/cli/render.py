@@ -8,6 +8,7 @@ from operator import add, gt, mul
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .. import _core
 from ..envelope import Envelope
 from ..inspect import Later, Reading, compact, content_size, content_text, tool_call_parts
 from .style import Style, clip, line_span, local_time, plural, printable, sanitized, seconds
@@ -27,8 +28,17 @@ class _View:
     line: int
 
     @classmethod
-    def of(cls, env: Any) -> _View:
-        return cls(printable(str(env.id)), printable(str(env.type)), printable(str(env.ts)), env.v, sanitized(env.payload), env.line)
+    def of(cls, env: Any, *, native: bool = True) -> _View:
+        payload = env.payload
+        if native and env.type == "message" and type(payload) is dict and isinstance(payload.get("content"), str):
+            # A message's text is made printable where its excerpt is built
+            # (Renderer._wrap), not copied here first: only the rest is.
+            content = payload["content"]
+            payload = sanitized({k: v for k, v in payload.items() if k != "content"})
+            payload["content"] = content
+        else:
+            payload = sanitized(payload)
+        return cls(printable(str(env.id)), printable(str(env.type)), printable(str(env.ts)), env.v, payload, env.line)
 
 
 def _calls(payload: dict[str, Any]) -> list[Any]:
@@ -50,6 +60,9 @@ class Renderer:
     """
 
     INDENT = "      "
+    #: Excerpts built by the core (``_core.excerpt``); False renders every
+    #: excerpt in Python (the oracle the core is tested against).
+    native = True
     #: How far back (in envelopes) to look for the message that made a tool call.
     CALL_LOOKBACK = 200
 
@@ -75,6 +88,28 @@ class Renderer:
     # -- text helpers
 
     def _wrap(self, text: str, *, max_lines: int = 8, style: tuple[str, ...] = ()) -> list[str]:
+        """The excerpt of ``text`` (made printable), wrapped to the width: at most
+        ``max_lines`` lines and a line saying how many more (every line with ``full``).
+
+        The core builds it (``_core.excerpt``); where it cannot say what Python
+        would (a lone surrogate; a hyphen beside a non-ASCII character, which
+        textwrap classes by Python's Unicode tables), :meth:`_wrap_py` does.
+        """
+        found = None
+        if self.native and not style:
+            found = _core.excerpt(text, self.INDENT, max(20, self.width - len(self.INDENT)),
+                                  None if self.full else max_lines)
+        if found is None:
+            return self._wrap_py(printable(text), max_lines=max_lines, style=style)
+        lines, total, chars = found
+        if not self.full and total > max_lines:
+            more = f"… {plural(total - max_lines, 'more line')} ({chars:,} chars; --full shows all)"
+            lines.append(self.INDENT + self.s(more, "dim"))
+        return lines
+
+    def _wrap_py(self, text: str, *, max_lines: int = 8, style: tuple[str, ...] = ()) -> list[str]:
+        """:meth:`_wrap` in Python, for a ``text`` already printable: textwrap's
+        lines. The oracle the core's excerpt is tested against."""
         avail = max(20, self.width - len(self.INDENT))
         out: list[str] = []
         keep = None if self.full else max_lines + 1  # lines built; the rest only counted
@@ -239,7 +274,7 @@ class Renderer:
         handler: Callable[[_View, Envelope, int | None], list[str]] = (
             getattr(self, "_" + env.type.replace("-", "_")) if env.type in _KNOWN else self._unknown
         )
-        lines = handler(_View.of(env), env, index)
+        lines = handler(_View.of(env, native=self.native), env, index)
         refusal = self.reading.refusal if self.reading is not None else None
         if index is not None and refusal is not None and refusal.line == env.line:
             lines.append(self._field("!!", self.s(f"load refuses this: {printable(refusal.reason)}", "red", "bold")))

@@ -9,6 +9,7 @@ pub mod canonical;
 pub mod columns;
 pub mod digest;
 pub mod envelope;
+pub mod excerpt;
 pub mod import_claude;
 pub mod import_codex;
 pub mod import_run;

@@ -11,6 +11,7 @@ mod canonical;
 mod columns;
 mod decode;
 mod errors;
+mod excerpt;
 mod import_native;
 mod listing;
 mod transcript;
@@ -38,6 +39,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<import_native::NativeImport>()?;
     m.add_function(wrap_pyfunction!(import_native::zstd_head, m)?)?;
     m.add_function(wrap_pyfunction!(listing::list_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(excerpt::excerpt, m)?)?;
     m.add_class::<transcript::Transcript>()?;
     m.add_class::<transcript::Peeked>()?;
     m.add_class::<columns::ExportBatch>()?;
