@@ -242,3 +242,24 @@ def test_demo_into_something_that_is_not_a_directory(tmp_path: Path) -> None:
     assert plain.read_text() == "mine\n"
     line = one_error_line(run("demo", plain / "sub"))
     assert line == f"agent-transcript: {plain / 'sub'}: a parent of this path is not a directory"
+
+
+INTERRUPTED_WHILE_LOADING = r"""
+import sys
+from agent_transcript import cli
+
+class Interrupt:  # a Ctrl-C that lands while the commands are being imported
+    def find_spec(self, name, path=None, target=None):
+        if name == "agent_transcript.cli.app":
+            raise KeyboardInterrupt
+        return None
+
+sys.meta_path.insert(0, Interrupt())
+sys.exit(cli.main(["stats", "nothing.jsonl"]))
+"""
+
+
+def test_ctrl_c_while_the_commands_load_is_exit_130_not_a_traceback() -> None:
+    proc = subprocess.run([sys.executable, "-c", INTERRUPTED_WHILE_LOADING], capture_output=True,
+                          text=True, timeout=60)
+    assert (proc.returncode, proc.stderr) == (130, "")

@@ -14,7 +14,21 @@ Never a private name of another package (``_core``, ``_storage``, ...).
 
 from __future__ import annotations
 
-from .app import main
+from typing import Sequence
+
 from .errors import CliError
 
 __all__ = ["main", "CliError"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status.
+
+    The commands are imported here, not when the package is: a Ctrl-C while
+    they load is exit 130 like one anywhere else, never a traceback.
+    """
+    try:
+        from .app import main as run
+    except KeyboardInterrupt:
+        return 130
+    return run(argv)

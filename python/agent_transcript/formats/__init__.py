@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from .._storage import open_regular
+from ..inspect.paths import open_regular
 from ..inspect.sources import decompress, decompressed_head, is_compressed, native_import
 from . import claude_code, codex
 from ._emit import Emitter

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterator
 
 from .. import canonical_json
-from .._storage import beside
+from ..inspect.paths import beside
 
 __all__ = [
     "SOURCE_LINE",

@@ -7,7 +7,9 @@ Lives here: reading a file without opening it as a session (:mod:`.reader`:
 many files at once (:mod:`.ends`: ``read_ends``), the counts and sizes (:mod:`.stats`:
 ``Stats``, ``compute_stats``), what a payload's values say as text
 (:mod:`.values`), why a named file cannot be read (:mod:`.files`) and a
-file's rows as columns for an export (:mod:`.columns`). Every
+file's rows as columns for an export (:mod:`.columns`), and where the files
+that belong to a transcript go (:mod:`.paths`: ``beside``, ``artifacts_folder``,
+``open_regular``). Every
 verdict and replayed state is the core's, from the code load itself runs.
 Nothing here prints, writes, locks or repairs; :mod:`.sources` (the core's
 conversion of another tool's file, for ``formats``) writes only to a

@@ -28,7 +28,7 @@ from importlib import resources
 from typing import IO, Any, Callable, Iterator
 from pathlib import Path
 
-from .._storage import beside
+from ..inspect.paths import beside
 from ..inspect import Reading, check_report, open_file
 from .markup import text
 from .render import BIG_LINE, MAX_BLOCK, Annotator, Outline, anchor, damaged_line, island_bytes, short_line, size_text

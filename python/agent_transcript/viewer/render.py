@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..artifacts import artifacts_folder
+from ..inspect.paths import artifacts_folder
 from ..inspect import Reading, content_text
 
 __all__ = ["anchor", "ArtifactCheck", "check_artifact", "Outline", "Annotator", "island_bytes",

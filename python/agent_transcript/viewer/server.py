@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import fleet
-from ..artifacts import artifacts_folder
+from ..inspect.paths import artifacts_folder
 from ..inspect import Reading, open_file, read
 from .markup import text
 from .page import PageData, assets, csp, data_islands, ended_banner, head, records, script_tag, summary_panel, take_line, verdict

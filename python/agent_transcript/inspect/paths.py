@@ -1,0 +1,18 @@
+"""Where the files that belong to a transcript go, and how the front ends open
+what they are given: one rule for all of them.
+
+* :func:`beside`: ``<prefix><name><suffix>`` beside a transcript (its repair, an
+  import's temporary file, a page's ``.tmp``), cut and tagged with the name's
+  digest where that would be longer than the folder allows.
+* :func:`artifacts_folder`: ``<stem>.artifacts/`` (the same rule for a stem too
+  long for the suffix).
+* :func:`open_regular`: a descriptor of a regular file, never blocking on a FIFO
+  or acting on a device.
+"""
+
+from __future__ import annotations
+
+from .._storage import beside, open_regular
+from ..artifacts import artifacts_folder
+
+__all__ = ["artifacts_folder", "beside", "open_regular"]
