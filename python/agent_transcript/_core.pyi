@@ -11,6 +11,7 @@ __all__ = [
     "Transcript", "Peeked", "zstd_compress", "zstd_decompress", "zstd_matches",
     "ZSTD_LEVEL", "ExportBatch", "ExportFile", "NativeImport", "import_native", "zstd_head", "list_rows",
     "excerpt",
+    "PageWalk", "PageBytes", "PageWriter",
 ]
 
 def canonical_json(value: Any, /) -> str: ...
@@ -131,3 +132,24 @@ class ExportFile:
     def finish(
         self, batch: ExportBatch, status: str, reason: str | None, size: int, mtime: int | None, lines: int, /
     ) -> None: ...
+
+@final
+class PageWalk:
+    def __new__(
+        cls, source: Transcript | Peeked, end: int, soft_records: int, hard_records: int, soft_bytes: int,
+        hard_bytes: int, big_line: int, head: int, /,
+    ) -> PageWalk: ...
+    def next_page(
+        self,
+    ) -> tuple[int, int, int, list[tuple[int, int, str, bytes]], list[tuple[int, int | None, int, int]], PageBytes] | None: ...
+
+@final
+class PageBytes:
+    def __len__(self) -> int: ...
+
+@final
+class PageWriter:
+    def __new__(cls, depth: int, /) -> PageWriter: ...
+    def chunk(self, path: str, prefix: bytes, page: PageBytes, subs: list[tuple[int, int, bytes]], suffix: bytes, /) -> None: ...
+    def file(self, path: str, pieces: list[bytes], /) -> None: ...
+    def finish(self) -> None: ...

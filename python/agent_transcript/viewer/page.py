@@ -14,6 +14,10 @@ records, cut at a turn or a compaction) with its lines in ``c/NNNNNN.js`` (a
 ``<script src>`` so that the folder works from ``file://``, where ``fetch``
 does not; the index's search reads the same chunks. Either way a page is
 written as soon as its lines are found: memory does not grow with the file.
+For a folder, the walk over the records is the core's (``PageWalk``:
+the pages found from the envelope index, each page's bytes read at once), and
+the files are written by the core on a thread of its own (``PageWriter``:
+the chunk escaped there), so that writing overlaps the next page's notes.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from importlib import resources
 from typing import IO, Any, Callable, Iterator
 from pathlib import Path
 
+from ..inspect.pages import PageBytes, PageWalk, PageWriter
 from ..inspect.paths import beside
 from ..inspect import Reading, check_report, open_file
 from .markup import text
@@ -42,6 +47,8 @@ SINGLE_LIMIT = 8 * 1024 * 1024
 #: turn or compaction once past 3/4 of either; at once past twice either).
 PAGE_RECORDS = 400
 PAGE_BYTES = 1_500_000
+#: How many files may wait for the writer's thread.
+WRITE_DEPTH = 8
 
 
 @dataclass(frozen=True)
@@ -492,24 +499,22 @@ def _write_folder(reading: Reading, out: str) -> int:
     policy = csp(self_scripts=True)
     ranges: list[tuple[int, int]] = []
     index = _index_of(reading)
-    type_name, role = index.type_name, index.role
     keep = _keep(reading)
     fd = _open(reading)
 
-    def put(files: list[tuple[str, list[bytes]]]) -> None:
-        for path, pieces in files:
-            tmp = _temp(path)
-            with open(tmp, "wb") as f:
-                f.writelines(pieces)
-            os.replace(tmp, path)
+    # The pages' files have short names of their own (p/NNNNNN.html, c/NNNNNN.js):
+    # the writer's <name>.tmp always fits beside them.
+    writer = PageWriter(WRITE_DEPTH)
 
-    def write_page(page: PageData, stop: int, items: list[tuple[int, int, str, bytes | None]],
+    def write_page(page: PageData, data: PageBytes, items: list[tuple[int, int, str, bytes | None]],
                    start: dict[str, Any], last: bool) -> None:
         number = len(ranges) + 1
         name = f"{number:06d}"
         page_notes = notes.page(items)
-        chunk = [b"window.AT_CHUNK=[", str(page.first_line).encode(), b",String.raw`\n",
-                 page.build(fd, stop, chunk=True, kept=kept), b"\n`];\n"]
+        # The chunk: the page's lines, escaped and written on the writer's thread.
+        writer.chunk(os.path.join(out, "c", name + ".js"),
+                     b"window.AT_CHUNK=[" + str(page.first_line).encode() + b",String.raw`\n",
+                     data, page.subs, b"\n`];\n")
         prev = f' · <a href="{number - 1:06d}.html" rel=prev>previous</a>' if number > 1 else ""
         nxt = "" if last else f' · <a href="{number + 1:06d}.html" rel=next>next</a>'
         html = [
@@ -524,66 +529,31 @@ def _write_folder(reading: Reading, out: str) -> int:
             _b(f'<script src="../pages.js"></script>\n<script src="../c/{name}.js"></script>\n'
                '<script src="../viewer.js"></script>\n</body></html>\n'),
         ]
-        put([(os.path.join(out, "c", name + ".js"), chunk), (os.path.join(out, "p", name + ".html"), html)])
+        writer.file(os.path.join(out, "p", name + ".html"), html)
         ranges.append((page.first_line, items[-1][1] if items else page.first_line))
 
-    kept: list[tuple[int, bytes]] = []
-    # The walk of records(), written out here: this loop is html's per-line cost.
-    line_number = index.line_number
-    n = len(index)
-    soft_records, hard_records = PAGE_RECORDS * 3 // 4, PAGE_RECORDS * 2
-    soft_bytes, hard_bytes = PAGE_BYTES * 3 // 4, PAGE_BYTES * 2
+    # The walk over the records is the core's, from the index (each page's bytes
+    # read at once, without the GIL); they are escaped and written to the page's
+    # chunk on the writer's thread while the next page's notes are made here.
+    walk = PageWalk(index, keep, PAGE_RECORDS * 3 // 4, PAGE_RECORDS * 2, PAGE_BYTES * 3 // 4,
+                          PAGE_BYTES * 2, BIG_LINE, HEAD)
     try:
-        page: PageData | None = None
-        items: list[tuple[int, int, str, bytes | None]] = []
-        start: dict[str, Any] = {}
-        count = 0
-        i = 0
-        next_line = line_number(0) if n else -1
-        line = 1
-        buf, buf_off, pos = b"", 0, 0
-        while True:
-            nl = buf.find(b"\n", pos)
-            if nl < 0:
-                have = buf_off + len(buf)
-                chunk = os.pread(fd, min(_BLOCK, keep - have), have) if have < keep else b""
-                if chunk:
-                    kept.append((have, chunk))
-                    buf, buf_off, pos = buf[pos:] + chunk, buf_off + pos, 0
-                    continue
-                if pos >= len(buf):
-                    break
-                nl = len(buf)  # a last line without its \n
-            a = buf_off + pos
-            if line == next_line:
-                t = type_name(i)
-                if page is not None and count:
-                    written = a - page.start
-                    if count >= hard_records or written >= hard_bytes or (
-                            (count >= soft_records or written >= soft_bytes)
-                            and (t == "compaction" or (t == "message" and role(i) == "user"))):
-                        write_page(page, a - 1, items, start, False)
-                        page = None
-                if page is None:
-                    page = PageData(a if ranges else 0, line if ranges else 1)
-                    items, count = [], 0
-                    start = notes.start()
-                items.append((i, line, t, buf[pos : pos + HEAD]))
-                count += 1
-                if nl - pos > BIG_LINE:
-                    take_line(reading, fd, page, i, line, a, buf_off + nl)
-                i += 1
-                next_line = line_number(i) if i < n else -1
-            elif buf[pos:nl].strip(b" \t\r"):  # not an envelope (a file load refuses)
-                if page is None:
-                    page = PageData(a if ranges else 0, line if ranges else 1)
-                    items, count = [], 0
-                    start = notes.start()
-                take_line(reading, fd, page, None, line, a, buf_off + nl)
-            line += 1
-            pos = nl + 1
-        if page is not None:
-            write_page(page, keep, items, start, True)
+        got = walk.next_page()
+        while got is not None:
+            start_at, _, first_line, items, odd, data = got
+            page = PageData(start_at, first_line)
+            for line, i, a, b in odd:
+                take_line(reading, fd, page, i, line, a, b)
+            start = notes.start()
+            got = walk.next_page()
+            write_page(page, data, list(items), start, got is None)
+        writer.finish()  # raises the OSError of a file that could not be written
+    except BaseException:
+        try:
+            writer.finish()
+        except OSError:
+            pass  # the first error is the one raised
+        raise
     finally:
         os.close(fd)
     with open(os.path.join(out, "pages.js"), "w", encoding="utf-8") as pf:

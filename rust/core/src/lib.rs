@@ -16,6 +16,7 @@ pub mod import_run;
 pub mod import_value;
 pub mod json;
 pub mod listing;
+pub mod page;
 pub mod scan;
 pub mod stamp;
 pub mod transcript;

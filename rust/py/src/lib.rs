@@ -14,6 +14,7 @@ mod errors;
 mod excerpt;
 mod import_native;
 mod listing;
+mod page;
 mod transcript;
 
 // The canonical writer walks lists and dicts with borrowed references, which
@@ -44,6 +45,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<transcript::Peeked>()?;
     m.add_class::<columns::ExportBatch>()?;
     m.add_class::<columns::ExportFile>()?;
+    m.add_class::<page::PageWalk>()?;
+    m.add_class::<page::PageBytes>()?;
+    m.add_class::<page::PageWriter>()?;
     Ok(())
 }
 

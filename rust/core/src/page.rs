@@ -1,0 +1,718 @@
+//! The pages of `html`'s folder: where each page of records starts and stops,
+//! and the writing of its files.
+//!
+//! A big transcript becomes pages of records, cut at a turn or a compaction.
+//! [`Walk`] finds the pages from the envelope index alone (each envelope's
+//! offset, length, type and role), reading only the first bytes of each record
+//! (its head: enough for its id) and the bytes between two envelopes when
+//! there are any (blank lines; in a file load refuses, damaged ones). The
+//! page's bytes are not read here: [`Writer`] copies them, on a thread of its
+//! own, from the transcript into the page's chunk file, made safe for a
+//! JavaScript `String.raw` template ([`escape_chunk`]). Memory holds one page's
+//! heads and a few pages waiting to be written, never the file.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+
+use crate::envelope::{EnvelopeType, Role};
+use crate::scan::{is_blank, ReadAt};
+use crate::transcript::Index;
+
+/// When a page is cut: past `soft` records or bytes at the next turn (a user
+/// message) or compaction; past `hard` ones at the next record whatever it is.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Records after which a page ends at the next turn or compaction.
+    pub soft_records: usize,
+    /// Records after which a page ends at the next record.
+    pub hard_records: usize,
+    /// Bytes after which a page ends at the next turn or compaction.
+    pub soft_bytes: u64,
+    /// Bytes after which a page ends at the next record.
+    pub hard_bytes: u64,
+    /// A line longer than this is not put in the page as it is (an odd line).
+    pub big_line: u64,
+    /// How much of each record's start is read (its head).
+    pub head: usize,
+}
+
+/// A line the page cannot carry as it is: a record longer than
+/// [`Limits::big_line`] (`index` is its envelope), or a non-blank line that is
+/// no envelope (`index` None).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Odd {
+    /// Its 1-based line number.
+    pub line: u64,
+    /// Its envelope, if it is one.
+    pub index: Option<u32>,
+    /// Offset of its first byte.
+    pub start: u64,
+    /// Offset of its end (its `\n`, or the end of the file).
+    pub end: u64,
+}
+
+/// One page: bytes `start..stop` of the file, from line `first_line`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Page {
+    /// Offset of its first byte.
+    pub start: u64,
+    /// Offset after its last byte (a page but the last stops before the `\n`
+    /// that ends its last line).
+    pub stop: u64,
+    /// Line number of its first line.
+    pub first_line: u64,
+    /// Its records: envelope index and line number.
+    pub items: Vec<(u32, u64)>,
+    /// The heads of its records, one after the other.
+    pub heads: Vec<u8>,
+    /// Where each record's head ends in `heads`.
+    pub head_ends: Vec<usize>,
+    /// Its odd lines, in file order.
+    pub odd: Vec<Odd>,
+    /// Its bytes (`start..stop` of the file) but for its odd lines, which the
+    /// chunk carries in another form (see [`Job`]).
+    pub data: Vec<u8>,
+    // Each record's offset and length (without its `\n`).
+    spans: Vec<(u64, u64)>,
+}
+
+impl Page {
+    fn new(start: u64, first_line: u64) -> Self {
+        Page {
+            start,
+            first_line,
+            ..Page::default()
+        }
+    }
+
+    // Reads the page's bytes but for its odd lines, in one read or a few, and
+    // takes each record's head from them (an odd record's is read apart).
+    fn fill<R: ReadAt + ?Sized>(&mut self, src: &R, head: usize) -> io::Result<()> {
+        self.data = spare_buffer();
+        let mut at = self.start;
+        for o in &self.odd {
+            if o.start > at {
+                append(src, at, o.start.min(self.stop), &mut self.data)?;
+            }
+            at = at.max(o.end);
+        }
+        if self.stop > at {
+            append(src, at, self.stop, &mut self.data)?;
+        }
+        // A record's place in `data`: its offset less the odd bytes before it.
+        let mut odd = self.odd.iter().peekable();
+        let mut skipped = 0;
+        for &(a, len) in &self.spans {
+            while let Some(o) = odd.next_if(|o| o.end <= a) {
+                skipped += o.end - o.start;
+            }
+            let take = usize::try_from(len).unwrap_or(usize::MAX).min(head);
+            if odd.peek().is_some_and(|o| o.start == a) {
+                let mut buf = vec![0; take];
+                read_full(src, &mut buf, a)?;
+                self.heads.extend_from_slice(&buf);
+            } else {
+                let from = usize::try_from(a - self.start - skipped).unwrap_or(usize::MAX);
+                let got = self.data.get(from..).unwrap_or(&[]);
+                self.heads.extend_from_slice(got.get(..take).unwrap_or(got));
+            }
+            self.head_ends.push(self.heads.len());
+        }
+        self.spans = Vec::new();
+        Ok(())
+    }
+
+    /// Record `k`'s head.
+    pub fn head(&self, k: usize) -> &[u8] {
+        let from = if k == 0 {
+            0
+        } else {
+            self.head_ends.get(k - 1).copied().unwrap_or(0)
+        };
+        let to = self.head_ends.get(k).copied().unwrap_or(from);
+        self.heads.get(from..to).unwrap_or(&[])
+    }
+}
+
+/// The walk over a file's records a page at a time (see the module's text).
+#[derive(Debug)]
+pub struct Walk {
+    limits: Limits,
+    // The end of what the pages show.
+    end: u64,
+    // The next envelope.
+    next: usize,
+    // Where the next unwalked line starts, and its number.
+    pos: u64,
+    line: u64,
+    open: Option<Page>,
+    pages: usize,
+    done: bool,
+}
+
+/// How much of the bytes between two envelopes is read at once.
+const GAP_BLOCK: usize = 1 << 20;
+
+impl Walk {
+    /// A walk over the first `end` bytes of a file whose envelopes `index` has.
+    pub fn new(limits: Limits, end: u64) -> Self {
+        Walk {
+            limits,
+            end,
+            next: 0,
+            pos: 0,
+            line: 1,
+            open: None,
+            pages: 0,
+            done: false,
+        }
+    }
+
+    fn page(&mut self) -> &mut Page {
+        self.open.get_or_insert_with(|| Page::new(0, 1))
+    }
+
+    /// The next page, or None after the last.
+    pub fn next_page<R: ReadAt + ?Sized>(
+        &mut self,
+        index: &Index,
+        src: &R,
+    ) -> io::Result<Option<Page>> {
+        let lim = self.limits;
+        while !self.done {
+            let rec = index.get(self.next).filter(|r| r.offset < self.end);
+            let gap_end = rec.map_or(self.end, |r| r.offset.max(self.pos));
+            if gap_end > self.pos {
+                self.gap(src, gap_end)?;
+            }
+            let Some(rec) = rec else {
+                self.done = true;
+                let Some(mut page) = self.open.take() else {
+                    return Ok(None);
+                };
+                page.stop = self.end;
+                page.fill(src, lim.head)?;
+                return Ok(Some(page));
+            };
+            let a = rec.offset.max(self.pos);
+            let mut cut = None;
+            if let Some(p) = &self.open {
+                let count = p.items.len();
+                let written = a.saturating_sub(p.start);
+                let turn = rec.kind == EnvelopeType::Compaction
+                    || (rec.kind == EnvelopeType::Message && rec.role == Some(Role::User));
+                if count > 0
+                    && (count >= lim.hard_records
+                        || written >= lim.hard_bytes
+                        || ((count >= lim.soft_records || written >= lim.soft_bytes) && turn))
+                {
+                    cut = self.open.take().map(|mut p| {
+                        p.stop = a.saturating_sub(1);
+                        p
+                    });
+                    self.open = Some(Page::new(a, rec.number));
+                    self.pages += 1;
+                }
+            }
+            let len = u64::from(rec.len);
+            let end = (a + len).min(self.end);
+            let i = u32::try_from(self.next).unwrap_or(u32::MAX);
+            let page = self.page();
+            page.items.push((i, rec.number));
+            page.spans.push((a, end - a));
+            if len > lim.big_line {
+                page.odd.push(Odd {
+                    line: rec.number,
+                    index: Some(i),
+                    start: a,
+                    end,
+                });
+            }
+            self.next += 1;
+            self.pos = (end + 1).min(self.end.max(end));
+            self.line = rec.number + 1;
+            if let Some(mut page) = cut {
+                page.fill(src, lim.head)?;
+                return Ok(Some(page));
+            }
+        }
+        Ok(None)
+    }
+
+    // The lines from `pos` to `to` (no envelope among them): blank ones are
+    // skipped, the others are odd lines.
+    fn gap<R: ReadAt + ?Sized>(&mut self, src: &R, to: u64) -> io::Result<()> {
+        let mut buf = vec![0; GAP_BLOCK.min(usize::try_from(to - self.pos).unwrap_or(GAP_BLOCK))];
+        let mut at = self.pos;
+        let mut line_start = self.pos;
+        let mut blank = true;
+        while at < to {
+            let want = buf
+                .len()
+                .min(usize::try_from(to - at).unwrap_or(usize::MAX));
+            let got = &mut buf[..want];
+            read_full(src, got, at)?;
+            let mut from = 0;
+            while from < want {
+                match memchr::memchr(b'\n', &got[from..]) {
+                    Some(k) => {
+                        blank = blank && is_blank(&got[from..from + k]);
+                        let nl = at + (from + k) as u64;
+                        self.end_line(line_start, nl, blank);
+                        line_start = nl + 1;
+                        blank = true;
+                        from += k + 1;
+                    }
+                    None => {
+                        blank = blank && is_blank(&got[from..]);
+                        from = want;
+                    }
+                }
+            }
+            at += want as u64;
+        }
+        if line_start < to {
+            // Only at the end of the file: a last line without its `\n`.
+            self.end_line(line_start, to, blank);
+        }
+        self.pos = to;
+        Ok(())
+    }
+
+    fn end_line(&mut self, start: u64, end: u64, blank: bool) {
+        if !blank {
+            let line = self.line;
+            self.page().odd.push(Odd {
+                line,
+                index: None,
+                start,
+                end,
+            });
+        }
+        self.line += 1;
+    }
+}
+
+// Appends bytes `from..to` of `src` to `out`.
+fn append<R: ReadAt + ?Sized>(src: &R, from: u64, to: u64, out: &mut Vec<u8>) -> io::Result<()> {
+    let have = out.len();
+    let more = usize::try_from(to.saturating_sub(from))
+        .map_err(|_| io::Error::other("a page too big for memory"))?;
+    out.resize(have + more, 0);
+    read_full(src, &mut out[have..], from)
+}
+
+/// The page buffers the writer is done with, for the walk to fill again: a
+/// fresh buffer of a few megabytes a page would cost the kernel a page fault
+/// every 4 KiB of it.
+static SPARE: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+/// How many spare buffers are kept.
+const SPARE_KEPT: usize = 16;
+
+fn spare_buffer() -> Vec<u8> {
+    let mut buf = SPARE
+        .lock()
+        .ok()
+        .and_then(|mut s| s.pop())
+        .unwrap_or_default();
+    buf.clear();
+    buf
+}
+
+fn recycle(buf: Vec<u8>) {
+    if buf.capacity() == 0 {
+        return;
+    }
+    if let Ok(mut s) = SPARE.lock() {
+        if s.len() < SPARE_KEPT {
+            s.push(buf);
+        }
+    }
+}
+
+/// Lets the spare buffers go (after the last page).
+pub fn drop_spare_buffers() {
+    if let Ok(mut s) = SPARE.lock() {
+        *s = Vec::new();
+    }
+}
+
+fn read_full<R: ReadAt + ?Sized>(src: &R, buf: &mut [u8], at: u64) -> io::Result<()> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        let n = src.read_at(&mut buf[filled..], at + filled as u64)?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the transcript shrank while its pages were written",
+            ));
+        }
+        filled += n;
+    }
+    Ok(())
+}
+
+/// Appends `data` to `out` as the body of a JavaScript `String.raw` template:
+/// every backquote and `$` (in a JSON line, only ever inside a string) as a
+/// `\u` escape, a raw CR as a space; every other byte, backslashes included,
+/// as it is.
+pub fn escape_chunk(data: &[u8], out: &mut Vec<u8>) {
+    let mut at = 0;
+    for k in memchr::memchr3_iter(b'`', b'$', b'\r', data) {
+        out.extend_from_slice(&data[at..k]);
+        out.extend_from_slice(match data[k] {
+            b'`' => b"\\u0060",
+            b'$' => b"\\u0024",
+            _ => b" ",
+        });
+        at = k + 1;
+    }
+    out.extend_from_slice(&data[at..]);
+}
+
+/// A file of the folder: `prefix`, then `data` (a page's bytes, see
+/// [`Page::data`]: the file's bytes from offset `start` but for its odd lines)
+/// with each `(from, to, bytes)` of `subs` put where the odd line `from..to`
+/// was, all escaped by [`escape_chunk`] when `escape`, then `suffix`. Written
+/// to `<path>.tmp`, then renamed to `path`.
+#[derive(Debug, Clone, Default)]
+pub struct Job {
+    /// Where it goes.
+    pub path: PathBuf,
+    /// What comes first, as it is.
+    pub prefix: Vec<u8>,
+    /// The page's bytes.
+    pub data: Vec<u8>,
+    /// The file offset of the page's first byte.
+    pub start: u64,
+    /// The odd lines' replacements, in file order.
+    pub subs: Vec<(u64, u64, Vec<u8>)>,
+    /// Whether `data` and `subs` are escaped for a template.
+    pub escape: bool,
+    /// What comes last, as it is.
+    pub suffix: Vec<u8>,
+}
+
+/// How much is escaped before it is written.
+const COPY_BLOCK: usize = 1 << 20;
+
+/// Writes `job`'s file (see [`Job`]).
+pub fn write_job(job: &Job) -> io::Result<()> {
+    let mut tmp = job.path.clone().into_os_string();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let result = write_to(job, &tmp).and_then(|()| std::fs::rename(&tmp, &job.path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+// Writes `piece`, escaped if `escape` (through `out`, written when full).
+fn put(f: &mut File, out: &mut Vec<u8>, piece: &[u8], escape: bool) -> io::Result<()> {
+    for block in piece.chunks(COPY_BLOCK) {
+        if escape && memchr::memchr3(b'`', b'$', b'\r', block).is_some() {
+            escape_chunk(block, out);
+        } else {
+            out.extend_from_slice(block);
+        }
+        if out.len() >= COPY_BLOCK {
+            f.write_all(out)?;
+            out.clear();
+        }
+    }
+    Ok(())
+}
+
+fn write_to(job: &Job, tmp: &std::path::Path) -> io::Result<()> {
+    let mut f = File::create(tmp)?;
+    let mut out = Vec::with_capacity(COPY_BLOCK * 2);
+    out.extend_from_slice(&job.prefix);
+    // `at`: the file offset `data[used..]` starts at.
+    let (mut at, mut used) = (job.start, 0);
+    for (from, to, sub) in &job.subs {
+        let upto = usize::try_from(from.saturating_sub(at)).unwrap_or(usize::MAX);
+        let piece = job.data.get(used..).unwrap_or(&[]);
+        let piece = piece.get(..upto).unwrap_or(piece);
+        put(&mut f, &mut out, piece, job.escape)?;
+        used += piece.len();
+        put(&mut f, &mut out, sub, job.escape)?;
+        at = (*to).max(at);
+    }
+    put(
+        &mut f,
+        &mut out,
+        job.data.get(used..).unwrap_or(&[]),
+        job.escape,
+    )?;
+    out.extend_from_slice(&job.suffix);
+    f.write_all(&out)?;
+    Ok(())
+}
+
+/// A failed job: the error and the file it was writing.
+#[derive(Debug)]
+pub struct WriteError {
+    /// What failed.
+    pub error: io::Error,
+    /// The file being written.
+    pub path: PathBuf,
+}
+
+/// Writes jobs on a thread of its own, in order; at most `depth` wait.
+/// After a failure it writes nothing more, and the error comes back from
+/// the next [`Writer::send`] or from [`Writer::finish`].
+#[derive(Debug)]
+pub struct Writer {
+    tx: Option<SyncSender<Job>>,
+    thread: Option<JoinHandle<Result<(), WriteError>>>,
+}
+
+impl Writer {
+    /// A writer with at most `depth` jobs waiting.
+    pub fn new(depth: usize) -> io::Result<Self> {
+        let (tx, rx) = sync_channel::<Job>(depth);
+        let thread = std::thread::Builder::new()
+            .name("html-pages".into())
+            .spawn(move || run(&rx))?;
+        Ok(Writer {
+            tx: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// Queues `job` (waits while `depth` jobs wait).
+    pub fn send(&mut self, job: Job) -> Result<(), WriteError> {
+        let path = job.path.clone();
+        let sent = match &self.tx {
+            Some(tx) => tx.send(job).is_ok(),
+            None => false,
+        };
+        if sent {
+            return Ok(());
+        }
+        // The thread stopped: it failed (or finish was called).
+        self.finish()?;
+        Err(WriteError {
+            error: io::Error::other("the page writer has stopped"),
+            path,
+        })
+    }
+
+    /// Waits for every job queued; the first failure, if any.
+    pub fn finish(&mut self) -> Result<(), WriteError> {
+        self.tx = None;
+        let Some(thread) = self.thread.take() else {
+            return Ok(());
+        };
+        let result = thread.join();
+        drop_spare_buffers();
+        result.unwrap_or_else(|_| {
+            Err(WriteError {
+                error: io::Error::other("the page writer failed"),
+                path: PathBuf::new(),
+            })
+        })
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
+
+fn run(rx: &Receiver<Job>) -> Result<(), WriteError> {
+    for job in rx {
+        write_job(&job).map_err(|error| WriteError {
+            error,
+            path: job.path.clone(),
+        })?;
+        recycle(job.data);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::{inspect, peek};
+
+    fn limits(records: usize, bytes: u64) -> Limits {
+        Limits {
+            soft_records: records * 3 / 4,
+            hard_records: records * 2,
+            soft_bytes: bytes * 3 / 4,
+            hard_bytes: bytes * 2,
+            big_line: 1 << 20,
+            head: 16,
+        }
+    }
+
+    fn line(id: &str, ty: &str, payload: &str) -> String {
+        format!(
+            "{{\"id\":\"{id}\",\"payload\":{payload},\"ts\":\"2026-01-01T00:00:00.000000Z\",\"type\":\"{ty}\",\"v\":1}}\n"
+        )
+    }
+
+    // A session-meta, then n - 1 messages, every third one a user's; blank lines here and there.
+    fn file(n: usize) -> Vec<u8> {
+        let mut s = line("m0", "session-meta", "{}");
+        for k in 1..n {
+            let role = if k % 3 == 1 { "user" } else { "assistant" };
+            s += &line(
+                &format!("m{k}"),
+                "message",
+                &format!("{{\"content\":\"x`${k}\",\"role\":\"{role}\"}}"),
+            );
+            if k % 7 == 0 {
+                s += " \t\r\n";
+            }
+        }
+        s.into_bytes()
+    }
+
+    fn walk(index: &Index, data: &[u8], lim: Limits) -> Vec<Page> {
+        let mut w = Walk::new(lim, data.len() as u64);
+        let mut out = Vec::new();
+        while let Some(p) = w.next_page(index, data).unwrap() {
+            out.push(p);
+        }
+        out
+    }
+
+    #[test]
+    fn every_record_once_in_order_and_pages_cover_the_file() {
+        let data = file(100);
+        let t = inspect(&data[..], data.len() as u64).unwrap();
+        let ps = walk(&t.index, &data, limits(8, 1 << 20));
+        assert!(ps.len() > 5);
+        let items: Vec<u32> = ps
+            .iter()
+            .flat_map(|p| p.items.iter().map(|x| x.0))
+            .collect();
+        assert_eq!(items, (0..100).collect::<Vec<u32>>());
+        assert_eq!(ps[0].start, 0);
+        assert_eq!(ps.last().map(|p| p.stop), Some(data.len() as u64));
+        for w in ps.windows(2) {
+            // A page stops at the `\n` before the next one's start.
+            assert_eq!(w[0].stop + 1, w[1].start);
+            assert_eq!(data[w[0].stop as usize], b'\n');
+        }
+        for p in &ps {
+            assert_eq!(p.data, &data[p.start as usize..p.stop as usize]);
+            for (k, &(i, line)) in p.items.iter().enumerate() {
+                let rec = t.index.get(i as usize).unwrap();
+                assert_eq!(rec.number, line);
+                let at = rec.offset as usize;
+                assert_eq!(p.head(k), &data[at..at + 16]);
+            }
+        }
+        // Past the soft limit (6), a page ends at a user's message (every third);
+        // never past the hard one (16).
+        for p in &ps[1..] {
+            let rec = t.index.get(p.items[0].0 as usize).unwrap();
+            assert_eq!(rec.role, Some(Role::User));
+            assert!(p.items.len() <= 16);
+        }
+    }
+
+    #[test]
+    fn the_hard_limit_cuts_anywhere() {
+        let mut s = line("m0", "session-meta", "{}");
+        for k in 1..50 {
+            s += &line(&format!("m{k}"), "message", "{\"role\":\"assistant\"}");
+        }
+        let data = s.into_bytes();
+        let t = inspect(&data[..], data.len() as u64).unwrap();
+        let ps = walk(&t.index, &data, limits(8, 1 << 20));
+        let sizes: Vec<usize> = ps.iter().map(|p| p.items.len()).collect();
+        assert_eq!(sizes, vec![16, 16, 16, 2]);
+    }
+
+    #[test]
+    fn damaged_lines_are_odd_and_blank_ones_skipped() {
+        let mut data = file(5);
+        data.extend_from_slice(b"not json\n  \n");
+        data.extend_from_slice(line("m9", "message", "{\"role\":\"user\"}").as_bytes());
+        data.extend_from_slice(b"tail without newline");
+        let t = peek(&data[..], data.len() as u64).unwrap();
+        let ps = walk(&t.index, &data, limits(100, 1 << 20));
+        assert_eq!(ps.len(), 1);
+        let p = &ps[0];
+        assert_eq!(p.items.len(), 6);
+        assert_eq!(p.items[5], (5, 8));
+        let odd: Vec<(u64, Option<u32>)> = p.odd.iter().map(|o| (o.line, o.index)).collect();
+        assert_eq!(odd, vec![(6, None), (9, None)]);
+        let text = |o: &Odd| &data[o.start as usize..o.end as usize];
+        assert_eq!(text(&p.odd[0]), b"not json");
+        assert_eq!(text(&p.odd[1]), b"tail without newline");
+        assert_eq!(p.stop, data.len() as u64);
+        // The page's bytes are the file's but for its odd lines.
+        let mut want = data.clone();
+        want.truncate(p.odd[1].start as usize);
+        want.drain(p.odd[0].start as usize..p.odd[0].end as usize);
+        assert_eq!(p.data, want);
+        assert_eq!(p.head(5), b"{\"id\":\"m9\",\"payl");
+    }
+
+    #[test]
+    fn a_long_record_is_odd() {
+        let data = file(4);
+        let t = inspect(&data[..], data.len() as u64).unwrap();
+        let mut lim = limits(100, 1 << 20);
+        lim.big_line = 100; // longer than the session-meta, shorter than a message
+        let ps = walk(&t.index, &data, lim);
+        let odd: Vec<Option<u32>> = ps[0].odd.iter().map(|o| o.index).collect();
+        assert_eq!(odd, vec![Some(1), Some(2), Some(3)]);
+        assert_eq!(data[ps[0].odd[0].end as usize], b'\n');
+        let meta_end = ps[0].odd[0].start as usize;
+        assert_eq!(ps[0].data, [&data[..meta_end], b"\n\n\n"].concat());
+        for (k, &(i, _)) in ps[0].items.iter().enumerate() {
+            let at = t.index.get(i as usize).unwrap().offset as usize;
+            assert_eq!(ps[0].head(k), &data[at..at + 16]);
+        }
+    }
+
+    #[test]
+    fn escape_and_splice() {
+        let mut out = Vec::new();
+        escape_chunk(b"a`b$c\rd\\e", &mut out);
+        assert_eq!(out, b"a\\u0060b\\u0024c d\\e");
+        let dir = std::env::temp_dir().join(format!("at-page-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // The bytes 2..12 of "0123456789ab" but for the odd 4..6 and 10..12.
+        let job = Job {
+            path: dir.join("c.js"),
+            prefix: b"<".to_vec(),
+            data: b"236789".to_vec(),
+            start: 2,
+            subs: vec![(4, 6, b"$$".to_vec()), (10, 12, b"!".to_vec())],
+            escape: true,
+            suffix: b">".to_vec(),
+        };
+        write_job(&job).unwrap();
+        let got = std::fs::read(dir.join("c.js")).unwrap();
+        assert_eq!(got, b"<23\\u0024\\u00246789!>");
+        assert!(!dir.join("c.js.tmp").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_failed_write_comes_back_with_its_path() {
+        let mut w = Writer::new(2).unwrap();
+        let path = PathBuf::from("/nonexistent-dir-of-agent-transcript/x.js");
+        let first = w.send(Job {
+            path: path.clone(),
+            ..Job::default()
+        });
+        let got = first.and_then(|()| w.finish());
+        let err = got.unwrap_err();
+        assert_eq!(err.path, path);
+        assert_eq!(err.error.kind(), io::ErrorKind::NotFound);
+    }
+}

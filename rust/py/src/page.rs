@@ -1,0 +1,237 @@
+//! `PageWalk` and `PageWriter`: `html`'s folder of pages, the walk over the
+//! records and the writing of the files, without the GIL (see
+//! `transcript_core::page`).
+
+use std::fs::File;
+use std::path::PathBuf;
+
+use pyo3::exceptions::{PyOSError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyTuple};
+use transcript_core::page::{Job, Limits, Page, Walk, WriteError, Writer};
+use transcript_core::transcript::Index;
+
+use crate::transcript::{os_error, Peeked, Transcript};
+
+enum Source {
+    Replayed(Py<Transcript>),
+    Lenient(Py<Peeked>),
+}
+
+fn with_index<T>(py: Python<'_>, source: &Source, f: impl FnOnce(&Index, &File) -> T) -> T {
+    match source {
+        Source::Replayed(t) => {
+            let t = t.bind(py).borrow();
+            let (core, file, _) = t.export_input();
+            f(&core.index, file)
+        }
+        Source::Lenient(p) => {
+            let p = p.bind(py).borrow();
+            let (index, file, _) = p.export_input();
+            f(index, file)
+        }
+    }
+}
+
+/// The walk over a transcript's records, a page at a time.
+#[pyclass(module = "agent_transcript._core")]
+pub struct PageWalk {
+    walk: Walk,
+    source: Source,
+}
+
+type PageTuple<'py> = (
+    u64,
+    u64,
+    u64,
+    Bound<'py, PyList>,
+    Bound<'py, PyList>,
+    PageBytes,
+);
+
+/// A page's bytes, for `PageWriter.chunk` (which takes them: they are not copied).
+#[pyclass(module = "agent_transcript._core")]
+pub struct PageBytes {
+    data: Vec<u8>,
+    start: u64,
+}
+
+#[pymethods]
+impl PageBytes {
+    fn __len__(&self) -> usize {
+        self.data.len()
+    }
+}
+
+#[pymethods]
+impl PageWalk {
+    /// `PageWalk(source, end, soft_records, hard_records, soft_bytes, hard_bytes,
+    /// big_line, head, /)`: the pages of the first `end` bytes of the file of
+    /// `source` (a read-only `Transcript` or a `Peeked`).
+    #[new]
+    #[pyo3(signature = (source, end, soft_records, hard_records, soft_bytes, hard_bytes, big_line, head, /))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        source: &Bound<'_, PyAny>,
+        end: u64,
+        soft_records: usize,
+        hard_records: usize,
+        soft_bytes: u64,
+        hard_bytes: u64,
+        big_line: u64,
+        head: usize,
+    ) -> PyResult<Self> {
+        let source = if let Ok(t) = source.cast::<Transcript>() {
+            Source::Replayed(t.clone().unbind())
+        } else if let Ok(p) = source.cast::<Peeked>() {
+            Source::Lenient(p.clone().unbind())
+        } else {
+            return Err(PyTypeError::new_err(
+                "PageWalk() takes a Transcript or a Peeked",
+            ));
+        };
+        let limits = Limits {
+            soft_records,
+            hard_records,
+            soft_bytes,
+            hard_bytes,
+            big_line,
+            head,
+        };
+        Ok(PageWalk {
+            walk: Walk::new(limits, end),
+            source,
+        })
+    }
+
+    /// The next page, `(start, stop, first line, items, odd lines, bytes)`, or
+    /// None after the last: items `(index, line, type, head)`, odd lines `(line,
+    /// index or None, start, end)`, bytes its bytes but for its odd lines.
+    fn next_page<'py>(&mut self, py: Python<'py>) -> PyResult<Option<PageTuple<'py>>> {
+        let walk = &mut self.walk;
+        let (page, types) = with_index(py, &self.source, |index, file| {
+            let page = py.detach(|| walk.next_page(index, file));
+            let types: Vec<String> = match &page {
+                Ok(Some(p)) => p
+                    .items
+                    .iter()
+                    .map(|&(i, _)| index.type_name(i as usize).unwrap_or("").to_owned())
+                    .collect(),
+                _ => Vec::new(),
+            };
+            (page, types)
+        });
+        let Some(mut page) = page.map_err(|e| os_error(&e))? else {
+            return Ok(None);
+        };
+        let items = items(py, &page, &types)?;
+        let odd = PyList::empty(py);
+        for o in &page.odd {
+            odd.append((o.line, o.index, o.start, o.end))?;
+        }
+        let bytes = PageBytes {
+            data: std::mem::take(&mut page.data),
+            start: page.start,
+        };
+        Ok(Some((
+            page.start,
+            page.stop,
+            page.first_line,
+            items,
+            odd,
+            bytes,
+        )))
+    }
+}
+
+fn items<'py>(py: Python<'py>, page: &Page, types: &[String]) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for (k, (&(i, line), ty)) in page.items.iter().zip(types).enumerate() {
+        let t = PyTuple::new(
+            py,
+            [
+                i.into_pyobject(py)?.into_any(),
+                line.into_pyobject(py)?.into_any(),
+                ty.into_pyobject(py)?.into_any(),
+                PyBytes::new(py, page.head(k)).into_any(),
+            ],
+        )?;
+        out.append(t)?;
+    }
+    Ok(out)
+}
+
+/// Writes the folder's files on a thread of its own.
+#[pyclass(module = "agent_transcript._core")]
+pub struct PageWriter {
+    writer: Writer,
+}
+
+fn write_error(e: &WriteError) -> PyErr {
+    let text = e.error.to_string();
+    match e.error.raw_os_error() {
+        Some(code) => {
+            let suffix = format!(" (os error {code})");
+            let strerror = text.strip_suffix(&suffix).unwrap_or(&text).to_owned();
+            PyOSError::new_err((code, strerror, e.path.clone().into_os_string()))
+        }
+        None => PyOSError::new_err(format!("{}: {text}", e.path.display())),
+    }
+}
+
+#[pymethods]
+impl PageWriter {
+    /// `PageWriter(depth, /)`: a writer with at most `depth` files waiting.
+    #[new]
+    #[pyo3(signature = (depth, /))]
+    fn new(depth: usize) -> PyResult<Self> {
+        let writer = Writer::new(depth.max(1)).map_err(|e| os_error(&e))?;
+        Ok(PageWriter { writer })
+    }
+
+    /// `chunk(path, prefix, page, subs, suffix, /)`: queues the file `prefix` +
+    /// the bytes of `page` (taken: `page` is empty after), each `(from, to,
+    /// bytes)` of `subs` where its odd line `from..to` was, escaped for a
+    /// `String.raw` template, + `suffix`. Raises the OSError of an earlier
+    /// file that failed.
+    #[pyo3(signature = (path, prefix, page, subs, suffix, /))]
+    fn chunk(
+        &mut self,
+        py: Python<'_>,
+        path: PathBuf,
+        prefix: Vec<u8>,
+        mut page: PyRefMut<'_, PageBytes>,
+        subs: Vec<(u64, u64, Vec<u8>)>,
+        suffix: Vec<u8>,
+    ) -> PyResult<()> {
+        let job = Job {
+            path,
+            prefix,
+            data: std::mem::take(&mut page.data),
+            start: page.start,
+            subs,
+            escape: true,
+            suffix,
+        };
+        let writer = &mut self.writer;
+        py.detach(|| writer.send(job)).map_err(|e| write_error(&e))
+    }
+
+    /// `file(path, pieces, /)`: queues the file of `pieces` (bytes), as they are.
+    #[pyo3(signature = (path, pieces, /))]
+    fn file(&mut self, py: Python<'_>, path: PathBuf, pieces: Vec<Vec<u8>>) -> PyResult<()> {
+        let job = Job {
+            path,
+            prefix: pieces.concat(),
+            ..Job::default()
+        };
+        let writer = &mut self.writer;
+        py.detach(|| writer.send(job)).map_err(|e| write_error(&e))
+    }
+
+    /// `finish()`: waits for every queued file; raises the OSError of the first that failed.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<()> {
+        let writer = &mut self.writer;
+        py.detach(|| writer.finish()).map_err(|e| write_error(&e))
+    }
+}

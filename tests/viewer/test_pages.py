@@ -1,0 +1,210 @@
+"""The core's walk over a transcript's pages and its page writer (``_core.PageWalk``,
+``_core.PageWriter``), against a plain-Python oracle: the line-by-line walk
+``html`` did before it was native.
+
+Property: for any transcript (blank lines, damaged lines, a torn tail, a last line
+without its newline, records too long for a page), the pages hold every record
+exactly once, in order, each page starting where the last stopped (at a turn or a
+compaction once past the soft limit), and a chunk is the page's bytes with its odd
+lines replaced, escaped for a ``String.raw`` template.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent_transcript import _core
+from agent_transcript.inspect import Reading, read
+from agent_transcript.viewer import write_html
+from agent_transcript.viewer.page import chunk_bytes
+
+from .test_render import chunk_lines
+
+HEAD = 48
+
+
+def oracle(reading: Reading, data: bytes, end: int, soft_records: int, hard_records: int, soft_bytes: int,
+           hard_bytes: int, big_line: int) -> list[tuple[int, int, int, list[tuple[int, int, str, bytes]], list[tuple[int, int | None, int, int]]]]:
+    """The pages of ``data[:end]`` as the Python walk found them, line by line."""
+    index = reading.index
+    assert index is not None
+    n = len(index)
+    pages: list[Any] = []
+    page: list[Any] | None = None  # [start, stop, first_line, items, odd]
+    i, line, pos = 0, 1, 0
+    next_line = index.line_number(0) if n else -1
+    while pos < end:
+        nl = data.find(b"\n", pos, end)
+        if nl < 0:
+            nl = end
+        if line == next_line:
+            t = index.type_name(i)
+            if page is not None and page[3]:
+                count, written = len(page[3]), pos - page[0]
+                if count >= hard_records or written >= hard_bytes or (
+                        (count >= soft_records or written >= soft_bytes)
+                        and (t == "compaction" or (t == "message" and index.role(i) == "user"))):
+                    page[1] = pos - 1
+                    pages.append(page)
+                    page = [pos, None, line, [], []]
+            if page is None:
+                page = [0, None, 1, [], []]
+            page[3].append((i, line, t, data[pos : min(nl, pos + HEAD)]))
+            if nl - pos > big_line:
+                page[4].append((line, i, pos, nl))
+            i += 1
+            next_line = index.line_number(i) if i < n else -1
+        elif data[pos:nl].strip(b" \t\r"):
+            if page is None:
+                page = [0, None, 1, [], []]
+            page[4].append((line, None, pos, nl))
+        line += 1
+        pos = nl + 1
+    if page is not None:
+        page[1] = end
+        pages.append(page)
+    return [tuple(p) for p in pages]
+
+
+def native(reading: Reading, end: int, *limits: int) -> list[Any]:
+    assert reading.index is not None
+    walk = _core.PageWalk(reading.index, end, *limits, HEAD)
+    out = []
+    while (got := walk.next_page()) is not None:
+        out.append(got)
+    return out
+
+
+def envelope(k: int, ty: str, payload: dict[str, Any]) -> bytes:
+    return json.dumps({"id": f"e{k}", "payload": payload, "ts": "2026-01-01T00:00:00.000000Z", "type": ty, "v": 1},
+                      separators=(",", ":")).encode()
+
+
+_RECORD = st.one_of(
+    st.tuples(st.just("message"), st.sampled_from(["user", "assistant", "tool", "system"]), st.integers(0, 300)),
+    st.tuples(st.just("grants"), st.just(""), st.integers(0, 40)),
+    st.tuples(st.just("blank"), st.sampled_from(["", " ", "\t\r", "  "]), st.just(0)),
+    st.tuples(st.just("damaged"), st.sampled_from(["{", "not json", "{\"id\":1}", "`$\r"]), st.just(0)),
+)
+
+
+@st.composite
+def transcripts(draw: st.DrawFn) -> bytes:
+    lines = [envelope(0, "session-meta", {})]
+    for k, (kind, role, size) in enumerate(draw(st.lists(_RECORD, max_size=60)), 1):
+        if kind == "message":
+            text = draw(st.sampled_from(["x", "`", "$", "\\r", "<", "\u00e9"])) * size
+            lines.append(envelope(k, "message", {"content": text, "role": role}))
+        elif kind == "grants":
+            lines.append(envelope(k, "grants", {"grants": ["$" * size]}))
+        else:
+            lines.append(role.encode())  # a blank or a damaged line
+    data = b"\n".join(lines)
+    ending = draw(st.sampled_from(["newline", "none", "torn"]))
+    if ending == "newline":
+        data += b"\n"
+    elif ending == "torn":
+        data += b"\n" + envelope(999, "message", {"content": "cut", "role": "user"})[:25]
+    return data
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=transcripts(), soft=st.integers(1, 12), soft_bytes=st.integers(50, 4000), big=st.integers(40, 400))
+def test_the_native_walk_is_the_python_walk(tmp_path: Path, data: bytes, soft: int, soft_bytes: int, big: int) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(data)
+    reading = read(str(path), lenient=True)
+    if reading.index is None:
+        return
+    end = reading.tail.keep if reading.replayed else reading.size
+    limits = (soft, soft * 2 + 1, soft_bytes, soft_bytes * 2, big)
+    got = native(reading, end, *limits)
+    want = oracle(reading, data, end, *limits)
+    assert [g[:5] for g in got] == want
+    seen = [i for g in got for i, *_ in g[3]]
+    assert seen == list(range(len(reading.index)))  # every record once, in order
+    for start, stop, _, _, odd, page in got:
+        # The page's bytes: the file's from start to stop, but for its odd lines.
+        expected, at = [], start
+        for _, _, a, b in odd:
+            expected.append(data[at:a])
+            at = b
+        expected.append(data[at:stop])
+        assert len(page) == len(b"".join(expected))
+    for earlier, later in zip(got, got[1:]):
+        assert earlier[1] + 1 == later[0] and data[earlier[1]] == ord("\n")
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=transcripts(), big=st.integers(40, 400), subs=st.lists(st.binary(max_size=20), max_size=60))
+def test_a_chunk_is_the_page_escaped_with_its_odd_lines_replaced(tmp_path: Path, data: bytes, big: int, subs: list[bytes]) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(data)
+    reading = read(str(path), lenient=True)
+    if reading.index is None:
+        return
+    end = reading.tail.keep if reading.replayed else reading.size
+    writer = _core.PageWriter(2)
+    want = {}
+    for k, (start, stop, _, _, odd, page) in enumerate(native(reading, end, 1000, 2000, 1 << 30, 1 << 30, big)):
+        replaced = [(a, b, subs[j % len(subs)] if subs else b"") for j, (_, _, a, b) in enumerate(odd)]
+        pieces, at = [], start
+        for a, b, sub in replaced:
+            pieces += [data[at:a], sub]
+            at = b
+        pieces.append(data[at:stop])
+        target = tmp_path / f"c{k}.js"
+        writer.chunk(str(target), b"<`$", page, replaced, b"$`>")
+        assert len(page) == 0  # taken, not copied
+        want[target] = b"<`$" + chunk_bytes(b"".join(pieces)) + b"$`>"
+    writer.finish()
+    for target, content in want.items():
+        assert target.read_bytes() == content
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_file_that_cannot_be_written_raises_oserror_with_its_name(tmp_path: Path) -> None:
+    writer = _core.PageWriter(1)
+    missing = tmp_path / "no-such-folder" / "000001.html"
+    writer.file(str(missing), [b"x"])
+    with pytest.raises(FileNotFoundError) as exc:
+        for _ in range(5):  # the error comes back from a later call, or from finish
+            writer.file(str(tmp_path / "ok.html"), [b"y"])
+        writer.finish()
+    assert exc.value.filename == str(missing)
+    writer.finish()  # once failed, finishing again is quiet
+
+
+def test_a_folder_of_a_damaged_transcript_holds_every_line_once(tmp_path: Path) -> None:
+    src = tmp_path / "damaged.jsonl"
+    lines = [envelope(0, "session-meta", {})]
+    for k in range(1, 900):
+        lines.append(envelope(k, "message", {"content": f"turn {k} `${{x}}` " + "y" * 3000, "role": "user" if k % 4 == 1 else "assistant"}))
+        if k % 97 == 0:
+            lines.append(b"not json <script>alert(1)</script>")
+        if k % 50 == 0:
+            lines.append(b"  ")
+    src.write_bytes(b"\n".join(lines) + b"\n")
+    reading = read(str(src), lenient=True)
+    assert not reading.replayed  # load refuses it: the pages are peek's
+    result = write_html(reading, str(tmp_path / "site"), single=False)
+    assert result.pages > 2
+    seen: list[int] = []
+    for chunk in sorted((tmp_path / "site" / "c").iterdir()):
+        first, got = chunk_lines(chunk)
+        seen += [first + n for n, line in enumerate(got) if line.strip()]
+        for line in got:
+            if line.strip():
+                json.loads(line)  # a damaged line is there as a JSON string
+    count = sum(1 for line in src.read_bytes().split(b"\n") if line.strip())
+    assert seen == [n + 1 for n, line in enumerate(src.read_bytes().split(b"\n")) if line.strip()]
+    assert len(seen) == count
+    assert not [p for p in (tmp_path / "site").rglob("*.tmp")]
+    assert os.path.exists(result.path)
