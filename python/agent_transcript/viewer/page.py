@@ -32,6 +32,7 @@ from importlib import resources
 from typing import IO, Any, Callable, Iterator
 from pathlib import Path
 
+from .. import canonical_json
 from ..inspect.pages import PageBytes, PageWalk, PageWriter
 from ..inspect.paths import beside
 from ..inspect import Reading, check_report, open_file
@@ -395,7 +396,7 @@ def _json(value: Any) -> bytes:
     time on a page's notes; its keys sorted), or ``json.dumps``'s for what that refuses
     (a value nested past its 512 levels)."""
     try:
-        return _core.canonical_json(value).encode("utf-8", "backslashreplace")
+        return canonical_json(value).encode("utf-8", "backslashreplace")
     except (ValueError, TypeError):
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace")
 
