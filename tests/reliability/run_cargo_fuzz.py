@@ -188,8 +188,16 @@ def main(argv: list[str] | None = None) -> int:
                 f.write(json.dumps(row) + "\n")
         return row
 
-    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        rows = list(pool.map(one, targets))
+    # Ctrl-C (to the process group) interrupts the running targets, which then
+    # print and record their figures; the targets not started yet are dropped.
+    pool = ThreadPoolExecutor(max(1, args.jobs))
+    futures = [pool.submit(one, t) for t in targets]
+    try:
+        rows = [f.result() for f in futures]
+    except KeyboardInterrupt:
+        pool.shutdown(wait=True, cancel_futures=True)
+        rows = [f.result() for f in futures if f.done() and not f.cancelled() and f.exception() is None]
+    pool.shutdown()
     print(f"\n{'target':20s} {'wall s':>8s} {'cpu s':>8s} {'executions':>12s} {'cov':>6s} {'ft':>7s}  crashes")
     for r in rows:
         print(f"{r['target']:20s} {r['wall_s']:8.0f} {r['cpu_s']:8.0f} {r['executions']:12,d} "
