@@ -9,7 +9,7 @@ __all__ = [
     "__version__", "canonical_json", "envelope_line", "digest", "loads", "tail_check", "parse_envelope",
     "after_fork",
     "Transcript", "Peeked", "zstd_compress", "zstd_decompress", "zstd_matches",
-    "ZSTD_LEVEL", "ExportBatch", "ExportFile", "NativeImport", "import_native", "zstd_head", "list_rows",
+    "ZSTD_LEVEL", "ExportBatch", "ColumnBuffer", "ExportFile", "NativeImport", "import_native", "zstd_head", "list_rows",
     "excerpt",
     "PageWalk", "PageBytes", "PageWriter",
 ]
@@ -115,7 +115,13 @@ class Peeked:
     def payload_fields(self, indices: list[int], keys: list[str], /) -> list[dict[str, Any]]: ...
 
 # A column of ExportBatch.take(): (name, kind, length, null_count, buffers, child).
-_Column = tuple[str, str, int, int, list[bytes | None], Any]
+_Column = tuple[str, str, int, int, list[ColumnBuffer | None], Any]
+
+@final
+class ColumnBuffer:
+    def address(self) -> int: ...
+    def __len__(self) -> int: ...
+    def __bytes__(self) -> bytes: ...
 
 @final
 class ExportBatch:

@@ -145,10 +145,19 @@ def _pyarrow() -> tuple[Any, Any]:
     return pa, pq
 
 
+def _buffer(pa: Any, b: Any) -> Any:
+    """A buffer of the core's (:class:`agent_transcript._core.ColumnBuffer`) as a
+    pyarrow buffer over the same bytes: wrapped where it is, kept alive by it."""
+    if b is None:
+        return None
+    n = len(b)
+    return pa.foreign_buffer(b.address(), n, base=b) if n else pa.py_buffer(b"")
+
+
 def _array(pa: Any, col: ColumnData) -> Any:
     """One column of the core's as a pyarrow array, over its buffers (no copy)."""
     _, kind, length, nulls, buffers, child = col
-    bufs = [None if b is None else pa.py_buffer(b) for b in buffers]
+    bufs = [_buffer(pa, b) for b in buffers]
     if kind == "utf8":
         return pa.Array.from_buffers(pa.large_string(), length, bufs, null_count=nulls)
     if kind == "list_utf8":
@@ -238,11 +247,16 @@ class _Writer:
         self.members.setdefault(day, set()).add(session)
         return self.batches.setdefault(day, ColumnBatch())
 
-    def flush(self, day: str) -> None:
+    def flush(self, day: str, *, last: bool = False) -> None:
+        """Writes out the batch of ``day``. A table without rows gets a part
+        only when ``last`` (the flush after a file's last rows): the flushes
+        in the middle of a big file write no empty ``sessions`` and
+        ``tool_operations`` parts, and every table still has a part per file."""
         batch = self.batches.get(day)
         if batch is None or batch.rows() == (0, 0, 0, 0):
             return
-        tables = _tables(self.pa, batch.take())
+        rows = dict(zip(TABLES, batch.rows()))
+        tables = {name: table for name, table in _tables(self.pa, batch.take()).items() if last or rows[name]}
         self.count += 1
         names = []
         while len(self.pending) >= 8:
@@ -257,7 +271,7 @@ class _Writer:
 
     def flush_all(self) -> None:
         for day in sorted(self.batches):
-            self.flush(day)
+            self.flush(day, last=True)
 
     def write(self, rel: str, table: Any) -> None:
         """``table`` as the part ``rel``: a temporary name, fsynced, renamed into place."""
@@ -515,7 +529,7 @@ def _export_file(writer: _Writer, path: Path, key: str, st: os.stat_result | Non
         batch = writer.batch(day, key)
     columns.finish(batch, st)
     if batch.bytes() >= writer.batch_bytes:
-        writer.flush(day)
+        writer.flush(day, last=True)
 
 
 def describe(result: ExportResult) -> Iterable[str]:

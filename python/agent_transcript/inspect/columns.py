@@ -27,8 +27,11 @@ __all__ = ["ColumnBatch", "FileColumns", "ColumnData", "status_of"]
 #: ``"int64"``, ``"timestamp"`` (µs since the epoch, UTC), ``"float64"``
 #: (validity, values), ``"bool"`` (validity, value bits) or ``"list_utf8"``
 #: (``list<large_string>``: validity, int32 offsets; ``child`` is the items'
-#: ``"utf8"`` column). A validity buffer is None when no row is null.
-ColumnData = tuple[str, str, int, int, list[bytes | None], Any]
+#: ``"utf8"`` column). A validity buffer is None when no row is null. A buffer
+#: is a :class:`agent_transcript._core.ColumnBuffer`: the core's own bytes,
+#: which pyarrow wraps where they are (``pyarrow.foreign_buffer(b.address(),
+#: len(b), base=b)``); ``bytes(b)`` copies them.
+ColumnData = tuple[str, str, int, int, list["_core.ColumnBuffer | None"], Any]
 
 
 def status_of(reading: Reading) -> tuple[str, str | None]:

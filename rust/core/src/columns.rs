@@ -87,6 +87,14 @@ impl Utf8 {
         self.valid.push(true);
     }
 
+    /// Adds a row of bytes decoded from a `str` (so UTF-8 already; not checked again).
+    fn push_utf8(&mut self, text: &[u8]) {
+        debug_assert!(std::str::from_utf8(text).is_ok());
+        self.data.extend_from_slice(text);
+        self.end();
+        self.valid.push(true);
+    }
+
     /// Adds a row from decoded JSON string bytes (WTF-8): a lone surrogate is
     /// written as its `\uXXXX` escape, so the column stays UTF-8.
     pub fn push_wtf8(&mut self, bytes: &[u8]) {
@@ -191,21 +199,22 @@ impl TextList {
     }
 }
 
-/// One column of a table, borrowed, with its Arrow type.
-#[derive(Debug, Clone, Copy)]
+/// One column of a table, borrowed mutably (a binding moves its buffers out
+/// instead of copying them), with its Arrow type.
+#[derive(Debug)]
 pub enum Column<'a> {
     /// `large_utf8`.
-    Text(&'a Utf8),
+    Text(&'a mut Utf8),
     /// `int64`.
-    Int(&'a Fixed),
+    Int(&'a mut Fixed),
     /// `timestamp[us, tz=UTC]`.
-    Timestamp(&'a Fixed),
+    Timestamp(&'a mut Fixed),
     /// `float64`.
-    Float(&'a Fixed),
+    Float(&'a mut Fixed),
     /// `bool`.
-    Bool(&'a Bool),
+    Bool(&'a mut Bool),
     /// `list<large_utf8>`.
-    TextList(&'a TextList),
+    TextList(&'a mut TextList),
 }
 
 /// `sessions`: one row per file.
@@ -294,99 +303,99 @@ pub struct ToolOperations {
 
 impl Sessions {
     /// The columns, named, in schema order.
-    pub fn columns(&self) -> Vec<(&'static str, Column<'_>)> {
+    pub fn columns(&mut self) -> Vec<(&'static str, Column<'_>)> {
         use Column::*;
         vec![
-            ("session", Text(&self.session)),
-            ("session_id", Text(&self.session_id)),
-            ("status", Text(&self.status)),
-            ("reason", Text(&self.reason)),
-            ("size", Int(&self.size)),
-            ("mtime", Timestamp(&self.mtime)),
-            ("lines", Int(&self.lines)),
-            ("envelopes", Int(&self.envelopes)),
-            ("messages", Int(&self.messages)),
-            ("live_messages", Int(&self.live_messages)),
-            ("compactions", Int(&self.compactions)),
-            ("elisions", Int(&self.elisions)),
-            ("rewinds", Int(&self.rewinds)),
-            ("tool_operations", Int(&self.tool_operations)),
-            ("pending", Int(&self.pending)),
-            ("first_ts", Timestamp(&self.first_ts)),
-            ("last_ts", Timestamp(&self.last_ts)),
-            ("last_type", Text(&self.last_type)),
-            ("agent", Text(&self.agent)),
-            ("model", Text(&self.model)),
-            ("meta", Text(&self.meta)),
+            ("session", Text(&mut self.session)),
+            ("session_id", Text(&mut self.session_id)),
+            ("status", Text(&mut self.status)),
+            ("reason", Text(&mut self.reason)),
+            ("size", Int(&mut self.size)),
+            ("mtime", Timestamp(&mut self.mtime)),
+            ("lines", Int(&mut self.lines)),
+            ("envelopes", Int(&mut self.envelopes)),
+            ("messages", Int(&mut self.messages)),
+            ("live_messages", Int(&mut self.live_messages)),
+            ("compactions", Int(&mut self.compactions)),
+            ("elisions", Int(&mut self.elisions)),
+            ("rewinds", Int(&mut self.rewinds)),
+            ("tool_operations", Int(&mut self.tool_operations)),
+            ("pending", Int(&mut self.pending)),
+            ("first_ts", Timestamp(&mut self.first_ts)),
+            ("last_ts", Timestamp(&mut self.last_ts)),
+            ("last_type", Text(&mut self.last_type)),
+            ("agent", Text(&mut self.agent)),
+            ("model", Text(&mut self.model)),
+            ("meta", Text(&mut self.meta)),
         ]
     }
 }
 
 impl Envelopes {
     /// The columns, named, in schema order.
-    pub fn columns(&self) -> Vec<(&'static str, Column<'_>)> {
+    pub fn columns(&mut self) -> Vec<(&'static str, Column<'_>)> {
         use Column::*;
         vec![
-            ("session", Text(&self.session)),
-            ("line", Int(&self.line)),
-            ("id", Text(&self.id)),
-            ("type", Text(&self.r#type)),
-            ("ts", Timestamp(&self.ts)),
-            ("bytes", Int(&self.bytes)),
-            ("payload", Text(&self.payload)),
+            ("session", Text(&mut self.session)),
+            ("line", Int(&mut self.line)),
+            ("id", Text(&mut self.id)),
+            ("type", Text(&mut self.r#type)),
+            ("ts", Timestamp(&mut self.ts)),
+            ("bytes", Int(&mut self.bytes)),
+            ("payload", Text(&mut self.payload)),
         ]
     }
 }
 
 impl Messages {
     /// The columns, named, in schema order.
-    pub fn columns(&self) -> Vec<(&'static str, Column<'_>)> {
+    pub fn columns(&mut self) -> Vec<(&'static str, Column<'_>)> {
         use Column::*;
         vec![
-            ("session", Text(&self.session)),
-            ("line", Int(&self.line)),
-            ("id", Text(&self.id)),
-            ("source", Text(&self.source)),
-            ("part", Int(&self.part)),
-            ("ts", Timestamp(&self.ts)),
-            ("role", Text(&self.role)),
-            ("name", Text(&self.name)),
-            ("text", Text(&self.text)),
-            ("tool_call_id", Text(&self.tool_call_id)),
-            ("tool_call_ids", TextList(&self.tool_call_ids)),
-            ("tool_call_names", TextList(&self.tool_call_names)),
-            ("sticky", Bool(&self.sticky)),
-            ("live", Bool(&self.live)),
-            ("live_position", Int(&self.live_position)),
-            ("elided_line", Int(&self.elided_line)),
-            ("compacted_line", Int(&self.compacted_line)),
-            ("rewound_line", Int(&self.rewound_line)),
+            ("session", Text(&mut self.session)),
+            ("line", Int(&mut self.line)),
+            ("id", Text(&mut self.id)),
+            ("source", Text(&mut self.source)),
+            ("part", Int(&mut self.part)),
+            ("ts", Timestamp(&mut self.ts)),
+            ("role", Text(&mut self.role)),
+            ("name", Text(&mut self.name)),
+            ("text", Text(&mut self.text)),
+            ("tool_call_id", Text(&mut self.tool_call_id)),
+            ("tool_call_ids", TextList(&mut self.tool_call_ids)),
+            ("tool_call_names", TextList(&mut self.tool_call_names)),
+            ("sticky", Bool(&mut self.sticky)),
+            ("live", Bool(&mut self.live)),
+            ("live_position", Int(&mut self.live_position)),
+            ("elided_line", Int(&mut self.elided_line)),
+            ("compacted_line", Int(&mut self.compacted_line)),
+            ("rewound_line", Int(&mut self.rewound_line)),
         ]
     }
 }
 
 impl ToolOperations {
     /// The columns, named, in schema order.
-    pub fn columns(&self) -> Vec<(&'static str, Column<'_>)> {
+    pub fn columns(&mut self) -> Vec<(&'static str, Column<'_>)> {
         use Column::*;
         vec![
-            ("session", Text(&self.session)),
-            ("op_id", Text(&self.op_id)),
-            ("call_id", Text(&self.call_id)),
-            ("tool", Text(&self.tool)),
-            ("arguments_digest", Text(&self.arguments_digest)),
-            ("idempotency", Text(&self.idempotency)),
-            ("run_id", Text(&self.run_id)),
-            ("round", Int(&self.round)),
-            ("dispatch_line", Int(&self.dispatch_line)),
-            ("dispatched_ts", Timestamp(&self.dispatched_ts)),
-            ("settle_line", Int(&self.settle_line)),
-            ("settled_ts", Timestamp(&self.settled_ts)),
-            ("outcome", Text(&self.outcome)),
-            ("reason", Text(&self.reason)),
-            ("duration", Float(&self.duration)),
-            ("state", Text(&self.state)),
-            ("result_message_id", Text(&self.result_message_id)),
+            ("session", Text(&mut self.session)),
+            ("op_id", Text(&mut self.op_id)),
+            ("call_id", Text(&mut self.call_id)),
+            ("tool", Text(&mut self.tool)),
+            ("arguments_digest", Text(&mut self.arguments_digest)),
+            ("idempotency", Text(&mut self.idempotency)),
+            ("run_id", Text(&mut self.run_id)),
+            ("round", Int(&mut self.round)),
+            ("dispatch_line", Int(&mut self.dispatch_line)),
+            ("dispatched_ts", Timestamp(&mut self.dispatched_ts)),
+            ("settle_line", Int(&mut self.settle_line)),
+            ("settled_ts", Timestamp(&mut self.settled_ts)),
+            ("outcome", Text(&mut self.outcome)),
+            ("reason", Text(&mut self.reason)),
+            ("duration", Float(&mut self.duration)),
+            ("state", Text(&mut self.state)),
+            ("result_message_id", Text(&mut self.result_message_id)),
         ]
     }
 }
@@ -629,6 +638,9 @@ struct MessageFields {
     tool_call_id: Option<Vec<u8>>,
     // The content's text is in the caller's buffer (see `content_text`).
     has_text: bool,
+    // That text may hold a lone surrogate (WTF-8); else it is UTF-8, decoded
+    // from a `str`, and not checked again.
+    text_wtf8: bool,
     // Where `tool_calls` is in the text walked.
     tool_calls: Option<Span>,
     sticky: bool,
@@ -662,9 +674,23 @@ fn walk_message(
             b"tool_call_id" => f.tool_call_id = read_string(r, scratch)?,
             b"content" => match r.peek()? {
                 Kind::String => {
-                    let s = r.string(scratch)?;
-                    out.clear();
-                    out.extend_from_slice(s.as_bytes());
+                    // Decoded straight into `out` when it has escapes; copied
+                    // there from the line when it has none.
+                    let base = text.as_ptr() as usize;
+                    let borrowed = match r.string(out)? {
+                        JStr::Text(t) => {
+                            let at = (t.as_ptr() as usize).wrapping_sub(base);
+                            (at < text.len()).then_some(span_of(at, at + t.len()))
+                        }
+                        JStr::Wtf8(_) => {
+                            f.text_wtf8 = true;
+                            None
+                        }
+                    };
+                    if let Some(at) = borrowed {
+                        out.clear();
+                        out.extend_from_slice(slice(text, at).as_bytes());
+                    }
                     f.has_text = true;
                 }
                 Kind::Null => {
@@ -675,6 +701,7 @@ fn walk_message(
                     let start = r.offset();
                     r.skip_value()?;
                     f.has_text = content_text(slice(text, span_of(start, r.offset())), out)?;
+                    f.text_wtf8 = true;
                 }
             },
             b"tool_calls" => {
@@ -1195,7 +1222,11 @@ impl FileState {
         m.role.push_opt(fields.role.as_deref());
         m.name.push_opt(fields.name.as_deref());
         m.tool_call_id.push_opt(fields.tool_call_id.as_deref());
-        m.text.push_opt(fields.has_text.then_some(&self.text[..]));
+        match (fields.has_text, fields.text_wtf8) {
+            (false, _) => m.text.push_null(),
+            (true, true) => m.text.push_wtf8(&self.text),
+            (true, false) => m.text.push_utf8(&self.text),
+        }
         let calls = match fields.tool_calls {
             Some(at) => {
                 let v = slice(text, at);

@@ -1,6 +1,8 @@
 //! `ExportBatch` and `ExportFile`: the export's tables as Arrow-layout
 //! buffers, built by `transcript_core::columns` without the GIL and handed to
-//! Python as `bytes` for `pyarrow.Array.from_buffers` (no arrow crate here).
+//! Python as `ColumnBuffer`s, which pyarrow wraps where they are
+//! (`pyarrow.foreign_buffer`) for `pyarrow.Array.from_buffers`: no copy, and
+//! no arrow crate here.
 //!
 //! A column is `(name, kind, length, null_count, buffers, child)`: `kind` is
 //! `"utf8"` (Arrow `large_utf8`: validity, `i64` offsets, data), `"int64"`,
@@ -38,25 +40,65 @@ pub struct ExportBatch {
     batch: Batch,
 }
 
-fn validity<'py>(py: Python<'py>, bits: &Bits) -> Option<Bound<'py, PyBytes>> {
-    (bits.unset > 0).then(|| PyBytes::new(py, &bits.bytes))
+/// One buffer of a column, moved out of the batch and never changed again:
+/// pyarrow wraps it where it is (`pyarrow.foreign_buffer(address(), len(),
+/// base=self)`), so the rows are not copied on their way to Parquet. The
+/// bytes live as long as this object, and nothing can resize them (no method
+/// changes them), so the address stays good while pyarrow holds the object.
+#[pyclass(module = "agent_transcript._core", frozen)]
+pub struct ColumnBuffer {
+    data: Vec<u8>,
 }
 
-fn text_column<'py>(py: Python<'py>, name: &str, c: &Utf8) -> PyResult<Bound<'py, PyAny>> {
+#[pymethods]
+impl ColumnBuffer {
+    /// The address of the first byte.
+    fn address(&self) -> usize {
+        self.data.as_ptr() as usize
+    }
+
+    fn __len__(&self) -> usize {
+        self.data.len()
+    }
+
+    /// A copy of the bytes (for tests and debugging).
+    fn __bytes__<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.data)
+    }
+}
+
+fn buffer(py: Python<'_>, data: &mut Vec<u8>) -> PyResult<Py<ColumnBuffer>> {
+    Py::new(
+        py,
+        ColumnBuffer {
+            data: std::mem::take(data),
+        },
+    )
+}
+
+fn validity(py: Python<'_>, bits: &mut Bits) -> PyResult<Option<Py<ColumnBuffer>>> {
+    if bits.unset > 0 {
+        Ok(Some(buffer(py, &mut bits.bytes)?))
+    } else {
+        Ok(None)
+    }
+}
+
+fn text_column<'py>(py: Python<'py>, name: &str, c: &mut Utf8) -> PyResult<Bound<'py, PyAny>> {
     let buffers = PyList::empty(py);
-    buffers.append(validity(py, &c.valid))?;
-    buffers.append(PyBytes::new(py, &c.offsets))?;
-    buffers.append(PyBytes::new(py, &c.data))?;
+    buffers.append(validity(py, &mut c.valid)?)?;
+    buffers.append(buffer(py, &mut c.offsets)?)?;
+    buffers.append(buffer(py, &mut c.data)?)?;
     Ok((name, "utf8", c.len(), c.valid.unset, buffers, py.None())
         .into_pyobject(py)?
         .into_any())
 }
 
 fn column<'py>(py: Python<'py>, name: &str, c: Column<'_>) -> PyResult<Bound<'py, PyAny>> {
-    let fixed = |kind: &str, f: &core::Fixed| -> PyResult<Bound<'py, PyAny>> {
+    let fixed = |kind: &str, f: &mut core::Fixed| -> PyResult<Bound<'py, PyAny>> {
         let buffers = PyList::empty(py);
-        buffers.append(validity(py, &f.valid))?;
-        buffers.append(PyBytes::new(py, &f.values))?;
+        buffers.append(validity(py, &mut f.valid)?)?;
+        buffers.append(buffer(py, &mut f.values)?)?;
         Ok((name, kind, f.valid.len, f.valid.unset, buffers, py.None())
             .into_pyobject(py)?
             .into_any())
@@ -68,8 +110,8 @@ fn column<'py>(py: Python<'py>, name: &str, c: Column<'_>) -> PyResult<Bound<'py
         Column::Float(f) => fixed("float64", f),
         Column::Bool(b) => {
             let buffers = PyList::empty(py);
-            buffers.append(validity(py, &b.valid))?;
-            buffers.append(PyBytes::new(py, &b.values.bytes))?;
+            buffers.append(validity(py, &mut b.valid)?)?;
+            buffers.append(buffer(py, &mut b.values.bytes)?)?;
             Ok(
                 (name, "bool", b.valid.len, b.valid.unset, buffers, py.None())
                     .into_pyobject(py)?
@@ -78,9 +120,9 @@ fn column<'py>(py: Python<'py>, name: &str, c: Column<'_>) -> PyResult<Bound<'py
         }
         Column::TextList(l) => {
             let buffers = PyList::empty(py);
-            buffers.append(validity(py, &l.valid))?;
-            buffers.append(PyBytes::new(py, &l.offsets))?;
-            let child = text_column(py, "item", &l.items)?;
+            buffers.append(validity(py, &mut l.valid)?)?;
+            buffers.append(buffer(py, &mut l.offsets)?)?;
+            let child = text_column(py, "item", &mut l.items)?;
             Ok((
                 name,
                 "list_utf8",
@@ -127,7 +169,7 @@ impl ExportBatch {
     /// `take()`: every table's columns (see the module's doc) as a dict by
     /// table name; the batch is empty afterwards.
     fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let b = std::mem::take(&mut self.batch);
+        let mut b = std::mem::take(&mut self.batch);
         let d = PyDict::new(py);
         d.set_item("sessions", table(py, b.sessions.columns())?)?;
         d.set_item("envelopes", table(py, b.envelopes.columns())?)?;

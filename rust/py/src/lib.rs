@@ -44,6 +44,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<transcript::Transcript>()?;
     m.add_class::<transcript::Peeked>()?;
     m.add_class::<columns::ExportBatch>()?;
+    m.add_class::<columns::ColumnBuffer>()?;
     m.add_class::<columns::ExportFile>()?;
     m.add_class::<page::PageWalk>()?;
     m.add_class::<page::PageBytes>()?;
