@@ -87,10 +87,20 @@ impl Utf8 {
         self.valid.push(true);
     }
 
-    /// Adds a row of bytes decoded from a `str` (so UTF-8 already; not checked again).
-    fn push_utf8(&mut self, text: &[u8]) {
-        debug_assert!(std::str::from_utf8(text).is_ok());
-        self.data.extend_from_slice(text);
+    /// Where the next row's text starts in `data`.
+    fn row_start(&self) -> usize {
+        self.offsets
+            .len()
+            .checked_sub(8)
+            .and_then(|at| self.offsets.get(at..))
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map_or(0, |b| usize::try_from(i64::from_le_bytes(b)).unwrap_or(0))
+    }
+
+    /// Ends a row whose text was appended to `data` directly, decoded from a
+    /// `str` (so UTF-8 already; not checked again).
+    fn end_row(&mut self) {
+        debug_assert!(std::str::from_utf8(&self.data[self.row_start()..]).is_ok());
         self.end();
         self.valid.push(true);
     }
@@ -636,7 +646,7 @@ struct MessageFields {
     role: Option<Vec<u8>>,
     name: Option<Vec<u8>>,
     tool_call_id: Option<Vec<u8>>,
-    // The content's text is in the caller's buffer (see `content_text`).
+    // The content's text is at the end of the text column's data (see `walk_message`).
     has_text: bool,
     // That text may hold a lone surrogate (WTF-8); else it is UTF-8, decoded
     // from a `str`, and not checked again.
@@ -647,8 +657,9 @@ struct MessageFields {
 }
 
 /// Reads the message payload `r` is at (in `text`, the text `r` reads),
-/// decoding the members a row takes as it meets them; the content's text goes
-/// to `out`. `r` ends past the payload.
+/// decoding the members a row takes as it meets them; the content's text is
+/// appended to `out` (the text column's data: the row is ended by the caller,
+/// see [`FileState::message`]). `r` ends past the payload.
 fn walk_message(
     r: &mut Reader<'_>,
     text: &str,
@@ -656,6 +667,7 @@ fn walk_message(
     scratch: &mut Vec<u8>,
 ) -> Result<MessageFields, JsonError> {
     let mut f = MessageFields::default();
+    let row_start = out.len();
     if r.peek()? != Kind::Object {
         r.skip_value()?;
         return Ok(f);
@@ -672,38 +684,30 @@ fn walk_message(
             b"role" => f.role = read_string(r, scratch)?,
             b"name" => f.name = read_string(r, scratch)?,
             b"tool_call_id" => f.tool_call_id = read_string(r, scratch)?,
-            b"content" => match r.peek()? {
-                Kind::String => {
-                    // Decoded straight into `out` when it has escapes; copied
-                    // there from the line when it has none.
-                    let base = text.as_ptr() as usize;
-                    let borrowed = match r.string(out)? {
-                        JStr::Text(t) => {
-                            let at = (t.as_ptr() as usize).wrapping_sub(base);
-                            (at < text.len()).then_some(span_of(at, at + t.len()))
-                        }
-                        JStr::Wtf8(_) => {
-                            f.text_wtf8 = true;
-                            None
-                        }
-                    };
-                    if let Some(at) = borrowed {
-                        out.clear();
-                        out.extend_from_slice(slice(text, at).as_bytes());
+            b"content" => {
+                let kind = r.peek()?;
+                // A later `content` wins (duplicate keys): the earlier one's text goes.
+                out.truncate(row_start);
+                match kind {
+                    Kind::String => {
+                        f.text_wtf8 = r.string_into(out)?;
+                        f.has_text = true;
                     }
-                    f.has_text = true;
+                    Kind::Null => {
+                        r.null()?;
+                        f.has_text = false;
+                    }
+                    _ => {
+                        let start = r.offset();
+                        r.skip_value()?;
+                        let mut built = Vec::new();
+                        f.has_text =
+                            content_text(slice(text, span_of(start, r.offset())), &mut built)?;
+                        out.extend_from_slice(&built);
+                        f.text_wtf8 = true;
+                    }
                 }
-                Kind::Null => {
-                    r.null()?;
-                    f.has_text = false;
-                }
-                _ => {
-                    let start = r.offset();
-                    r.skip_value()?;
-                    f.has_text = content_text(slice(text, span_of(start, r.offset())), out)?;
-                    f.text_wtf8 = true;
-                }
-            },
+            }
             b"tool_calls" => {
                 r.peek()?;
                 let start = r.offset();
@@ -1000,7 +1004,9 @@ impl FileState {
                         r.peek().map_err(&bad)?;
                         let start = r.offset();
                         if rec.kind == EnvelopeType::Message {
-                            let f = walk_message(&mut r, bytes, &mut self.text, &mut self.scratch);
+                            let text = &mut batch.messages.text;
+                            text.data.truncate(text.row_start());
+                            let f = walk_message(&mut r, bytes, &mut text.data, &mut self.scratch);
                             fields = Some(f.map_err(&bad)?);
                         } else {
                             r.skip_value().map_err(&bad)?;
@@ -1073,9 +1079,13 @@ impl FileState {
                             };
                             let item = slice(list, item);
                             let mut r = Reader::new(item);
-                            let fields =
-                                walk_message(&mut r, item, &mut self.text, &mut self.scratch)
-                                    .map_err(&bad)?;
+                            let fields = walk_message(
+                                &mut r,
+                                item,
+                                &mut batch.messages.text.data,
+                                &mut self.scratch,
+                            )
+                            .map_err(&bad)?;
                             self.message(
                                 batch,
                                 from,
@@ -1222,10 +1232,18 @@ impl FileState {
         m.role.push_opt(fields.role.as_deref());
         m.name.push_opt(fields.name.as_deref());
         m.tool_call_id.push_opt(fields.tool_call_id.as_deref());
+        // The content's text is already at the end of the column's data.
+        let row_start = m.text.row_start();
         match (fields.has_text, fields.text_wtf8) {
-            (false, _) => m.text.push_null(),
-            (true, true) => m.text.push_wtf8(&self.text),
-            (true, false) => m.text.push_utf8(&self.text),
+            (false, _) => {
+                m.text.data.truncate(row_start);
+                m.text.push_null();
+            }
+            (true, true) => {
+                let wtf8 = m.text.data.split_off(row_start);
+                m.text.push_wtf8(&wtf8);
+            }
+            (true, false) => m.text.end_row(),
         }
         let calls = match fields.tool_calls {
             Some(at) => {
@@ -1443,6 +1461,8 @@ impl FileState {
 #[derive(Default)]
 struct Window {
     buf: Vec<u8>,
+    // The bytes of `buf` read (from `start`).
+    len: usize,
     start: u64,
 }
 
@@ -1454,20 +1474,23 @@ impl Window {
         size: usize,
     ) -> Result<(), LoadError> {
         let end = rec.offset + u64::from(rec.len);
-        if rec.offset >= self.start && end <= self.start + self.buf.len() as u64 {
+        if rec.offset >= self.start && end <= self.start + self.len as u64 {
             return Ok(());
         }
         let want = size.max(rec.len as usize);
-        self.buf.resize(want, 0);
+        // Grown (and zeroed) once, not again on every read.
+        if self.buf.len() < want {
+            self.buf.resize(want, 0);
+        }
         let mut filled = 0;
         while filled < want {
-            let n = src.read_at(&mut self.buf[filled..], rec.offset + filled as u64)?;
+            let n = src.read_at(&mut self.buf[filled..want], rec.offset + filled as u64)?;
             if n == 0 {
                 break;
             }
             filled += n;
         }
-        self.buf.truncate(filled);
+        self.len = filled;
         self.start = rec.offset;
         if filled < rec.len as usize {
             return Err(LoadError::Io(std::io::Error::new(
@@ -1480,7 +1503,9 @@ impl Window {
 
     fn line(&self, rec: &LineRec) -> &[u8] {
         let at = usize::try_from(rec.offset - self.start).unwrap_or(usize::MAX);
-        self.buf.get(at..at + rec.len as usize).unwrap_or_default()
+        self.buf[..self.len]
+            .get(at..at + rec.len as usize)
+            .unwrap_or_default()
     }
 }
 
@@ -1551,6 +1576,55 @@ mod tests {
         assert!(!content_text("null", &mut out).unwrap_or(true));
         assert!(content_text(r#"{"x": 1}"#, &mut out).unwrap_or(false));
         assert_eq!(out, br#"{"x": 1}"#);
+    }
+
+    #[test]
+    fn the_text_column_takes_the_last_content_and_escapes_a_lone_surrogate() {
+        let lines = [
+            r#"{"id":"m","payload":{},"ts":"2026-01-01T00:00:00.000000Z","type":"session-meta","v":1}"#,
+            r#"{"id":"a","payload":{"role":"user","content":"x\ny","content":"last"},"ts":"2026-01-01T00:00:01Z","type":"message","v":1}"#,
+            r#"{"id":"b","payload":{"role":"user","content":"gone","content":null},"ts":"2026-01-01T00:00:02Z","type":"message","v":1}"#,
+            r#"{"id":"c","payload":{"role":"user","content":"\ud800 \u00e9\n"},"ts":"2026-01-01T00:00:03Z","type":"message","v":1}"#,
+            r#"{"id":"d","payload":{"role":"user","content":[{"type":"text","text":"p"}],"content":"q\"r"},"ts":"2026-01-01T00:00:04Z","type":"message","v":1}"#,
+            r#"{"id":"e","payload":{"content":{"k":1},"role":"user"},"ts":"2026-01-01T00:00:05Z","type":"message","v":1}"#,
+        ];
+        let text = lines.join("\n") + "\n";
+        let src = text.as_bytes();
+        let t = crate::transcript::inspect(src, text.len() as u64)
+            .map_err(|_| ())
+            .unwrap_or_default();
+        assert_eq!(t.index.len(), lines.len());
+        let input = Input {
+            index: &t.index,
+            src,
+            replay: Some(&t),
+            end: text.len() as u64,
+        };
+        let mut batch = Batch::default();
+        let Ok(mut f) = FileState::new(b"s.jsonl", input) else {
+            unreachable!()
+        };
+        assert!(matches!(f.fill(&mut batch, input, usize::MAX), Ok(true)));
+        let m = &batch.messages.text;
+        let offsets: Vec<usize> = m
+            .offsets
+            .chunks_exact(8)
+            .map(|c| i64::from_le_bytes(c.try_into().unwrap_or_default()) as usize)
+            .collect();
+        let rows: Vec<Option<&[u8]>> = (0..m.len())
+            .map(|i| {
+                let valid = m.valid.bytes[i / 8] >> (i % 8) & 1 == 1;
+                valid.then(|| &m.data[offsets[i]..offsets[i + 1]])
+            })
+            .collect();
+        let want: [Option<&[u8]>; 5] = [
+            Some(b"last"),
+            None,
+            Some("\\ud800 \u{e9}\n".as_bytes()),
+            Some(b"q\"r"),
+            Some(br#"{"k":1}"#),
+        ];
+        assert_eq!(rows, want);
     }
 
     #[test]

@@ -314,6 +314,37 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Reads a string and appends it, decoded, to `out`. Answers true when it
+    /// holds a lone surrogate (what it appended is then WTF-8); otherwise what
+    /// it appended is UTF-8 (runs of the input, which is, and escapes of scalar
+    /// values), so a caller need not check it again. On an error `out` may
+    /// hold part of the string.
+    pub fn string_into(&mut self, out: &mut Vec<u8>) -> Result<bool, JsonError> {
+        self.skip_ws();
+        if self.input.get(self.pos) != Some(&b'"') {
+            return self.err("expected a string");
+        }
+        self.pos += 1;
+        let mut surrogate = false;
+        loop {
+            let at = self.plain_run();
+            out.extend_from_slice(self.utf8(self.pos, at)?.as_bytes());
+            self.pos = at;
+            match self.input.get(at) {
+                Some(b'"') => {
+                    self.pos = at + 1;
+                    return Ok(surrogate);
+                }
+                Some(b'\\') => {
+                    self.pos = at + 1;
+                    surrogate |= self.escape(out)?;
+                }
+                Some(_) => return self.err("control character in string"),
+                None => return self.err("unterminated string"),
+            }
+        }
+    }
+
     /// Reads a string and answers its size once decoded, in UTF-8 bytes (a lone
     /// surrogate counts its three WTF-8 bytes), without building it.
     pub fn string_size(&mut self) -> Result<u64, JsonError> {
