@@ -238,10 +238,14 @@ class _Writer:
         self.parts: dict[str, list[str]] = {}  # session -> its parts (this run)
         self.temps: set[Path] = set()
         self.dirs: set[Path] = set()
-        # Parts are written on threads (pyarrow lets go of the GIL), while the
-        # core reads the next batch; at most a few batches are in flight.
+        # Parts are encoded on threads (pyarrow lets go of the GIL), while the
+        # core reads the next batch; at most a few batches are in flight. Each
+        # part is then fsynced and renamed on threads of its own, which wait on
+        # the disk: an encoding thread never does.
         self.pool = ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 1)))
+        self.sync_pool = ThreadPoolExecutor(max_workers=4)
         self.pending: list[Future[None]] = []
+        self.syncing: list[Future[None]] = []
 
     def batch(self, day: str, session: str) -> ColumnBatch:
         self.members.setdefault(day, set()).add(session)
@@ -263,7 +267,7 @@ class _Writer:
             self.pending.pop(0).result()
         for table_name, table in tables.items():
             rel = f"{table_name}/day={day}/part-{self.run}-{self.count:05}.parquet"
-            self.pending.append(self.pool.submit(self.write, rel, table))
+            self.pending.append(self.pool.submit(self.encode, rel, table, True))
             names.append(rel)
             self.result.rows[table_name] += table.num_rows
         for session in self.members.pop(day, set()):
@@ -275,27 +279,55 @@ class _Writer:
 
     def write(self, rel: str, table: Any) -> None:
         """``table`` as the part ``rel``: a temporary name, fsynced, renamed into place."""
+        self.encode(rel, table, False)
+
+    def encode(self, rel: str, table: Any, later: bool) -> None:
+        """Writes ``table`` under the temporary name of the part ``rel``; then
+        commits it (:meth:`commit`) here, or on a sync thread when ``later``."""
         path = self.out / rel
         folder = path.parent
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f"{_TMP}{path.name}"
         self.temps.add(tmp)
         dictionary = [c for c in _DICTIONARY if c in table.column_names]
-        with open(tmp, "wb") as f:
-            self.pq.write_table(table, f, use_dictionary=dictionary, compression="snappy",
-                                write_statistics=[c for c in table.column_names if c not in _NO_STATISTICS])
-            f.flush()
-            os.fsync(f.fileno())
+        # pyarrow's own file (not a Python file object): its pages are written
+        # without the GIL and without a bytes object each.
+        self.pq.write_table(table, str(tmp), use_dictionary=dictionary, compression="snappy",
+                            write_statistics=[c for c in table.column_names if c not in _NO_STATISTICS])
+        if later:
+            self.syncing.append(self.sync_pool.submit(self.commit, tmp, path, rel))
+        else:
+            self.commit(tmp, path, rel)
+
+    def commit(self, tmp: Path, path: Path, rel: str) -> None:
+        """The part written under ``tmp``: fsynced, then renamed to ``path``."""
+        fd = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
         self.temps.discard(tmp)
-        self.dirs.add(folder)
+        self.dirs.add(path.parent)
         self.result.parts.append(rel)
 
     def wait(self) -> None:
-        """Waits for every part in flight; the first failure is raised."""
+        """Waits for every part in flight, encoded and committed; the first failure is raised."""
+        first: BaseException | None = None
         pending, self.pending = self.pending, []
-        for f in pending:
-            f.result()
+        for f in pending:  # the encodings first: they add to syncing
+            try:
+                f.result()
+            except BaseException as exc:
+                first = first or exc
+        syncing, self.syncing = self.syncing, []
+        for f in syncing:
+            try:
+                f.result()
+            except BaseException as exc:
+                first = first or exc
+        if first is not None:
+            raise first
 
     def sync_dirs(self) -> None:
         self.wait()
@@ -305,6 +337,7 @@ class _Writer:
 
     def abort(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
+        self.sync_pool.shutdown(wait=True, cancel_futures=True)
         for tmp in list(self.temps):
             try:
                 os.unlink(tmp)
@@ -512,6 +545,7 @@ def _export(roots: list[Path], out: Path, batch_bytes: int = BATCH_BYTES) -> Exp
         writer.abort()
         raise
     writer.pool.shutdown()
+    writer.sync_pool.shutdown()
     return result
 
 
