@@ -25,8 +25,9 @@ FILE_MODE = 0o600
 DIR_MODE = 0o700
 
 
-def make_parents(path: Path) -> None:
-    """Create the missing parent directories of ``path``, each ``0700`` whatever the umask."""
+def make_parents(path: Path) -> list[Path]:
+    """Create the missing parent directories of ``path``, each ``0700`` whatever
+    the umask; returns those it made, outermost first (see :func:`remove_made`)."""
     missing = []
     parent = path.parent
     while not parent.exists():
@@ -34,12 +35,26 @@ def make_parents(path: Path) -> None:
         if parent.parent == parent:
             break
         parent = parent.parent
+    made = []
     for d in reversed(missing):
         try:
             os.mkdir(d, DIR_MODE)
         except FileExistsError:
             continue
+        made.append(d)
         os.chmod(d, DIR_MODE)
+    return made
+
+
+def remove_made(folders: list[Path]) -> None:
+    """Remove the folders :func:`make_parents` made for a file that was not
+    created after all, innermost first, each only while it is empty (another
+    process may have put something there meanwhile)."""
+    for d in reversed(folders):
+        try:
+            os.rmdir(d)
+        except OSError:
+            return
 
 
 def _lock(fd: int, path: Path) -> None:

@@ -102,7 +102,7 @@ class Session:
             raise TypeError(f"meta must be a dict or None, not {type(meta).__name__}")
         payload: dict[str, Any] = {} if meta is None else meta
         canonical_json(payload)  # refuse a bad meta before touching the disk
-        _storage.make_parents(path)
+        made = _storage.make_parents(path)
         fd = _storage.Descriptor()
         try:
             _storage.open_locked(fd, path, create=True)
@@ -120,6 +120,7 @@ class Session:
             fd.close()
             if created:
                 _unlink_quietly(created)
+            _storage.remove_made(made)
             raise
 
     @classmethod
@@ -224,7 +225,7 @@ class Session:
 
     @classmethod
     def _fork_into(cls, src: int, length: int, source: Path, path: Path) -> Session:
-        _storage.make_parents(path)
+        made = _storage.make_parents(path)
         fd = _storage.Descriptor()
         taken = False  # an existing empty file, written into
         try:
@@ -252,6 +253,7 @@ class Session:
             fd.close()
             if created:
                 _unlink_quietly(created)
+            _storage.remove_made(made)
             raise
 
     @staticmethod

@@ -10,6 +10,7 @@ suffix), FIFOs and devices.
   ``<name>.zst.partial`` does not, so that one is cut; one of 252 or more, whose
   ``.zst`` cannot exist, is refused before anything is written.
 * ``html -o`` a name of 250 to 255 bytes: its temporary file fits beside it.
+* A ``create`` or ``fork`` that fails (a full disk) removes the folders it made.
 * ``import`` of a FIFO or a device is refused at once (it used to wait for a
   writer forever); a folder import skips them.
 """
@@ -29,6 +30,7 @@ from agent_transcript import Message, Session
 from agent_transcript.artifacts import artifacts_folder
 from agent_transcript.formats import detect_format, import_transcript
 from agent_transcript.viewer.render import check_artifact
+from rkit import tmpfs
 
 OUTPUT = "a long tool output ✓\n" * 500
 
@@ -140,3 +142,20 @@ def test_a_folder_import_skips_a_fifo(tmp_path: Path) -> None:
     os.mkfifo(folder / "a.jsonl")
     done = cli("import", folder, "-o", tmp_path / "out", timeout=30)
     assert done.returncode == 2 and "no file in this folder" in done.stderr, done.stderr
+
+
+def test_a_create_or_fork_that_fails_leaves_no_folder_it_made(tmp_path: Path) -> None:
+    """On a full disk: no file, and none of the folders made for it."""
+    source = tmp_path / "run.jsonl"
+    with Session.create(source) as s:
+        for i in range(200):
+            s.append_message(Message.user(f"m{i} " + "z" * 2000))
+    with tmpfs("256k") as fs:
+        (fs / "filler").write_bytes(b"\0" * (256 * 1024 - 4096 * 2))  # room for a folder, not a line
+        with pytest.raises(OSError) as e:
+            Session.fork(source, fs / "a" / "b" / "fork.jsonl")
+        assert e.value.errno == errno.ENOSPC
+        with pytest.raises(OSError) as e:
+            Session.create(fs / "c" / "d" / "run.jsonl", meta={"note": "n" * 20000})
+        assert e.value.errno == errno.ENOSPC
+        assert sorted(p.name for p in fs.iterdir()) == ["filler"]
