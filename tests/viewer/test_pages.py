@@ -143,7 +143,8 @@ def test_the_native_walk_is_the_python_walk(tmp_path: Path, data: bytes, soft: i
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=transcripts(), big=st.integers(40, 400), subs=st.lists(st.binary(max_size=20), max_size=60))
+@given(data=transcripts(), big=st.integers(40, 400),
+       subs=st.lists(st.binary(max_size=20).map(lambda b: b + b"`$\r"), max_size=60))  # a replacement is escaped too
 def test_a_chunk_is_the_page_escaped_with_its_odd_lines_replaced(tmp_path: Path, data: bytes, big: int, subs: list[bytes]) -> None:
     path = tmp_path / "t.jsonl"
     path.write_bytes(data)
