@@ -123,6 +123,63 @@ COMPACT_AFTER_REWIND_M: list[Expected] = [
     ("user", "This session is being continued. Summary: haiku written.", (), None),
     ("user", "another", (), None), ("assistant", "furu ike ya", (), None)]
 
+# A compaction that kept the last exchange (compactMetadata.preservedSegment): the
+# kept records were written before the boundary, and what came after is linked to
+# the tail. Resume relinks the head after the summary (the anchor) and prunes the
+# rest before the boundary: summary, then the kept exchange, then the new turn.
+_BEFORE_COMPACTION = [
+    user("u1", None, "00:00", "first task"),
+    asst("a1", "u1", "00:01", "m1", text("done first")),
+    user("u2", "a1", "00:02", "second task"),
+    asst("a2", "u2", "00:03", "m2", text("done second")),
+    user("u3", "a2", "00:04", "keep this question"),
+    asst("a3", "u3", "00:05", "m3", text("keep this answer")),
+]
+
+
+def _preserving(anchor: str, head: str = "u3") -> dict[str, Any]:
+    return _cc("system", "b1", None, "10:00", subtype="compact_boundary", content="Conversation compacted",
+               logicalParentUuid="a3", compactMetadata={
+                   "trigger": "auto", "preTokens": 5000,
+                   "preservedSegment": {"headUuid": head, "anchorUuid": anchor, "tailUuid": "a3"}})
+
+
+_SUMMARY = "This session is being continued. Summary: two tasks done."
+PRESERVED = _BEFORE_COMPACTION + [
+    _preserving("u10"),
+    user("u10", "b1", "10:01", _SUMMARY, isCompactSummary=True, isVisibleInTranscriptOnly=True),
+    user("u11", "a3", "10:02", "after compaction"),
+    asst("a11", "u11", "10:03", "m11", text("ok after")),
+]
+PRESERVED_M: list[Expected] = [
+    ("user", _SUMMARY, (), None), ("user", "keep this question", (), None),
+    ("assistant", "keep this answer", (), None), ("user", "after compaction", (), None),
+    ("assistant", "ok after", (), None)]
+# The boundary itself as the anchor: the head follows the boundary, the summary
+# (the boundary's other child) the tail.
+PRESERVED_BOUNDARY_ANCHOR = _BEFORE_COMPACTION + [
+    _preserving("b1"),
+    user("u10", "b1", "10:01", _SUMMARY, isCompactSummary=True, isVisibleInTranscriptOnly=True),
+    user("u11", "u10", "10:02", "after compaction"),
+    asst("a11", "u11", "10:03", "m11", text("ok after")),
+]
+PRESERVED_BOUNDARY_ANCHOR_M: list[Expected] = [
+    ("user", "keep this question", (), None), ("assistant", "keep this answer", (), None),
+    ("user", _SUMMARY, (), None), ("user", "after compaction", (), None), ("assistant", "ok after", (), None)]
+# A tail that does not lead back to the head: resume relinks and prunes nothing,
+# and the chain from the leaf runs through the records as written.
+PRESERVED_BROKEN = _BEFORE_COMPACTION + [
+    _preserving("u10", head="nowhere"),
+    user("u10", "b1", "10:01", _SUMMARY, isCompactSummary=True, isVisibleInTranscriptOnly=True),
+    user("u11", "a3", "10:02", "after compaction"),
+    asst("a11", "u11", "10:03", "m11", text("ok after")),
+]
+PRESERVED_BROKEN_M: list[Expected] = [
+    ("user", "first task", (), None), ("assistant", "done first", (), None),
+    ("user", "second task", (), None), ("assistant", "done second", (), None),
+    ("user", "keep this question", (), None), ("assistant", "keep this answer", (), None),
+    ("user", "after compaction", (), None), ("assistant", "ok after", (), None)]
+
 SIDECHAIN = [
     user("u1", None, "00:00", "delegate"),
     asst("a1", "u1", "00:01", "m1", use("toolu_t", "Task", prompt="look")),
@@ -300,6 +357,11 @@ SOURCES = [
            types={"rewind": 1}),
     Source("cc-compaction-after-rewind", "claude-code", lines(*COMPACT_AFTER_REWIND), COMPACT_AFTER_REWIND_M,
            types={"compaction": 1, "rewind": 1}),
+    Source("cc-compaction-preserving-a-segment", "claude-code", lines(*PRESERVED), PRESERVED_M,
+           types={"compaction": 1}),
+    Source("cc-compaction-preserving-a-segment-boundary-anchor", "claude-code", lines(*PRESERVED_BOUNDARY_ANCHOR),
+           PRESERVED_BOUNDARY_ANCHOR_M, types={"rewind": 1}),
+    Source("cc-compaction-preserving-a-broken-segment", "claude-code", lines(*PRESERVED_BROKEN), PRESERVED_BROKEN_M),
     Source("cc-leaf-by-the-millisecond", "claude-code", lines(*MILLISECOND), MILLISECOND_M, types={"rewind": 1}),
     Source("cc-sidechain", "claude-code", lines(*SIDECHAIN), SIDECHAIN_M, settled={"toolu_t": "completed"}),
     Source("cc-parallel-tool-results", "claude-code", lines(*PARALLEL), PARALLEL_M,

@@ -46,7 +46,9 @@ def test_native_and_python_importers_write_the_same_bytes(tmp_path: Path, src: S
 
 # The Python importer's: a branch not taken, damage, a lone surrogate, a legacy compaction, the
 # older Codex generations.
-_PYTHONS = {"cc-compaction-after-rewind", "cc-rewind-branches", "cc-rewind-after-a-call", "cc-leaf-by-the-millisecond",
+_PYTHONS = {"cc-compaction-after-rewind", "cc-compaction-preserving-a-segment",
+            "cc-compaction-preserving-a-segment-boundary-anchor", "cc-compaction-preserving-a-broken-segment",
+            "cc-rewind-branches", "cc-rewind-after-a-call", "cc-leaf-by-the-millisecond",
             "cc-torn-tail", "cc-nul-line", "cc-glued-records", "cc-lone-surrogate",
             "codex-legacy-compaction", "codex-legacy-compaction-truncates-a-long-message", "codex-g1", "codex-g0"}
 

@@ -9,7 +9,10 @@ walk misses recovered (streamed fragments sharing a ``message.id``). The title
 is the last custom title, else the last AI title, else the last ``summary``
 whose ``leafUuid`` is on the active branch (else the last ``summary``). Each
 ``compact_boundary`` starts a segment; the segment before it is the chain of its
-``logicalParentUuid``; the summary record after it becomes a compaction.
+``logicalParentUuid``; the summary record after it becomes a compaction. A
+compaction that kept some messages (``compactMetadata.preservedSegment``) is
+relinked as resume relinks it: the kept messages come after the compaction
+(their only place in the file), and what it replaced before it.
 A branch not taken (a rewind, an edited prompt) is written where it left the
 active branch, as the messages it had (``"branch-not-taken": true`` in their
 extras, no tool operations) followed by a rewind back to the fork: the file
@@ -46,7 +49,7 @@ _INTERRUPTED = "[Request interrupted by user for tool use]"
 
 _SLIM_KEYS = ("type", "uuid", "parentUuid", "logicalParentUuid", "timestamp", "isSidechain", "subtype",
               "isCompactSummary", "isApiErrorMessage", "sessionId", "cwd", "version", "gitBranch",
-              "summary", "customTitle", "aiTitle", "permissionMode", "leafUuid")
+              "summary", "customTitle", "aiTitle", "permissionMode", "leafUuid", "compactMetadata")
 _HAS_RESULTS = "\0tool-results"
 
 
@@ -111,6 +114,49 @@ class _Tree:
             self.records[uid] = r
             self.line_of[uid] = line
             self.parent[uid] = p
+        # The tree as written, for the history before a compaction; resume reads
+        # the relinked one.
+        self.written_parent = dict(self.parent)
+        self.pruned: set[str] = set()
+        self.preserved: set[str] = set()
+        self._relink_preserved_segment()
+
+    def _relink_preserved_segment(self) -> None:
+        """What ``claude --resume`` does to the tree of a compaction that kept a
+        segment (``compactMetadata.preservedSegment = {headUuid, anchorUuid,
+        tailUuid}``): the kept records, written before the boundary, are linked
+        after its summary (the head to the anchor, the anchor's other children
+        to the tail), and every record before the last boundary that was not
+        kept leaves the tree. A segment on an earlier boundary than the last
+        (stale) only prunes; a tail that does not lead back to the head changes
+        nothing."""
+        boundaries = [u for u, r in self.records.items() if _is_boundary(r)]
+        with_segment = [u for u in boundaries if isinstance(_segment_of(self.records[u]), dict)]
+        if not with_segment:
+            return
+        last = boundaries[-1]
+        if with_segment[-1] == last:
+            seg = _segment_of(self.records[last])
+            head, anchor, tail = seg.get("headUuid"), seg.get("anchorUuid"), seg.get("tailUuid")
+            kept: list[str] = []
+            uid = tail if isinstance(tail, str) else None
+            while uid is not None and uid in self.records and uid not in kept:
+                kept.append(uid)
+                if uid == head:
+                    break
+                uid = self.parent[uid]
+            if not kept or kept[-1] != head or not isinstance(anchor, str) or anchor not in self.records:
+                return
+            self.preserved = set(kept)
+            for u, p in self.parent.items():
+                if p == anchor and u != head:
+                    self.parent[u] = kept[0]  # the tail
+            self.parent[head] = anchor
+        for u in self.records:
+            if u == last:
+                break
+            if u not in self.preserved:
+                self.pruned.add(u)
 
     def full(self, uid: str) -> dict[str, Any]:
         """The whole record of ``uid``, read again from its line."""
@@ -128,7 +174,7 @@ class _Tree:
         best: str | None = None
         best_when = ""
         for uid, r in self.records.items():
-            if r.get("isSidechain") is True and not all_side:
+            if (r.get("isSidechain") is True and not all_side) or uid in self.pruned:
                 continue
             when = _when(r)
             if when is not None and when > best_when:
@@ -136,13 +182,28 @@ class _Tree:
         return best
 
     def walk(self, leaf: str) -> list[str]:
+        """The chain resume rebuilds from ``leaf`` (in the relinked tree)."""
+        chain: list[str] = []
+        seen: set[str] = set()
+        uid: str | None = leaf
+        while uid is not None and uid in self.records and uid not in seen and uid not in self.pruned:
+            seen.add(uid)
+            chain.append(uid)
+            uid = self.parent[uid]
+        chain.reverse()
+        return self._recover_parallel_results(chain, seen)
+
+    def walk_written(self, leaf: str) -> list[str]:
+        """The chain before a compaction, as written: the records a compaction
+        replaced (those it kept are left out: they come after it)."""
         chain: list[str] = []
         seen: set[str] = set()
         uid: str | None = leaf
         while uid is not None and uid in self.records and uid not in seen:
             seen.add(uid)
-            chain.append(uid)
-            uid = self.parent[uid]
+            if uid not in self.preserved:
+                chain.append(uid)
+            uid = self.written_parent[uid]
         chain.reverse()
         return self._recover_parallel_results(chain, seen)
 
@@ -219,6 +280,12 @@ def _is_boundary(record: dict[str, Any]) -> bool:
     return record.get("type") == "system" and record.get("subtype") == "compact_boundary"
 
 
+def _segment_of(record: dict[str, Any]) -> Any:
+    """A boundary's ``compactMetadata.preservedSegment`` (None if it has none)."""
+    cm = record.get("compactMetadata")
+    return cm.get("preservedSegment") if isinstance(cm, dict) else None
+
+
 def _segments(tree: _Tree, leaf: str) -> list[list[str]]:
     segments = [tree.walk(leaf)]
     followed: set[str] = set()
@@ -230,7 +297,8 @@ def _segments(tree: _Tree, leaf: str) -> list[list[str]]:
         if logical in followed:
             break
         followed.add(logical)
-        segments.insert(0, tree.walk(logical))
+        # What the compaction replaced: resume has pruned it, the file keeps it.
+        segments.insert(0, tree.walk_written(logical))
     return segments
 
 

@@ -217,11 +217,28 @@ fn skim(text: &str) -> Result<Skim, Unsupported> {
             "permissionMode" => out.permission_mode = opt_string(&mut r, &mut scratch)?,
             "leafUuid" => out.leaf_uuid = opt_string(&mut r, &mut scratch)?,
             "message" => skim_message(&mut r, &mut scratch, &mut out)?,
+            "compactMetadata" => refuse_preserved_segment(&mut r, &mut scratch)?,
             _ => r.skip_value().map_err(bad)?,
         }
     }
     r.finish().map_err(bad)?;
     Ok(out)
+}
+
+/// A compaction that kept some messages (`compactMetadata.preservedSegment`)
+/// relinks the tree on resume: the Python importer does that.
+fn refuse_preserved_segment(r: &mut Reader<'_>, scratch: &mut Vec<u8>) -> Result<(), Unsupported> {
+    if r.peek().map_err(bad)? != Kind::Object {
+        return r.skip_value().map_err(bad);
+    }
+    r.begin_object().map_err(bad)?;
+    while let Some(k) = r.next_key(scratch).map_err(bad)? {
+        if text_of(k)? == "preservedSegment" {
+            return Err(Unsupported("a compaction with a preserved segment"));
+        }
+        r.skip_value().map_err(bad)?;
+    }
+    Ok(())
 }
 
 fn skim_message(
