@@ -48,7 +48,7 @@ The schema (timestamps are ``timestamp[us, UTC]``, text ``large_string``):
     refused), result_message_id (a result-persisted operation's tool message).
 
 The columns come from the Rust core in bulk (:class:`agent_transcript.inspect.ColumnBatch`),
-wrapped by pyarrow without a copy per value; pyarrow is the optional extra
+wrapped by pyarrow where they are (no copy); pyarrow is the optional extra
 ``agent-transcript[arrow]`` and is imported only when an export runs.
 
 **Incremental.** The manifest keys each file by its absolute path and records
