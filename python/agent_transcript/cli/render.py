@@ -26,11 +26,18 @@ class _View:
     v: Any
     payload: Any
     line: int
+    #: A message's content excerpt, built by the core in place of its content.
+    excerpt: tuple[list[str], int, int] | None = None
 
     @classmethod
-    def of(cls, env: Any, *, native: bool = True) -> _View:
+    def of(cls, env: Any, *, native: bool = True, as_is: bool = False,
+           excerpt: tuple[list[str], int, int] | None = None) -> _View:
+        """``env`` made printable; ``as_is``: the core found nothing in its line
+        to make printable, so its payload is shown as it is, not copied."""
         payload = env.payload
-        if native and env.type == "message" and type(payload) is dict and isinstance(payload.get("content"), str):
+        if native and as_is:
+            pass
+        elif native and env.type == "message" and type(payload) is dict and isinstance(payload.get("content"), str):
             # A message's text is made printable where its excerpt is built
             # (Renderer._wrap), not copied here first: only the rest is.
             content = payload["content"]
@@ -38,7 +45,8 @@ class _View:
             payload["content"] = content
         else:
             payload = sanitized(payload)
-        return cls(printable(str(env.id)), printable(str(env.type)), printable(str(env.ts)), env.v, payload, env.line)
+        return cls(printable(str(env.id)), printable(str(env.type)), printable(str(env.ts)), env.v, payload, env.line,
+                   excerpt)
 
 
 def _calls(payload: dict[str, Any]) -> list[Any]:
@@ -80,6 +88,7 @@ class Renderer:
         self.reading = reading
         self.replayed = reading is not None and reading.replayed
         self.dispatches: dict[str, Envelope] = {}
+        self.dispatches_as_is: set[str] = set()  # those whose payload prints as it is
         self.message_lines: dict[str, int] = {}
         self.call_tools: dict[str, str] = {}
         self.section_lines: dict[str, int] = {}
@@ -101,6 +110,10 @@ class Renderer:
                                   None if self.full else max_lines)
         if found is None:
             return self._wrap_py(printable(text), max_lines=max_lines, style=style)
+        return self._excerpt_lines(found, max_lines)
+
+    def _excerpt_lines(self, found: tuple[list[str], int, int], max_lines: int) -> list[str]:
+        """The core's excerpt ``(lines, total, chars)`` as :meth:`_wrap` shows it."""
         lines, total, chars = found
         if not self.full and total > max_lines:
             more = f"… {plural(total - max_lines, 'more line')} ({chars:,} chars; --full shows all)"
@@ -159,11 +172,15 @@ class Renderer:
         out: list[str] = []
         when = local_time(env.ts)
         if when is not None:
-            day = when.strftime("%Y-%m-%d")
+            if when.year >= 1000:
+                # What strftime writes (%Y pads no year below 1000 here), without its cost.
+                day = f"{when.year}-{when.month:02d}-{when.day:02d}"
+            else:
+                day = when.strftime("%Y-%m-%d")
             if day != self.last_day:
                 self.last_day = day
                 out.append(self.s(f"── {day} ({when.strftime('%Z')}) ──", "dim"))
-            clock = when.strftime("%H:%M:%S.") + f"{when.microsecond // 1000:03d}"
+            clock = f"{when.hour:02d}:{when.minute:02d}:{when.second:02d}.{when.microsecond // 1000:03d}"
         else:
             clock = clip(str(env.ts), 12).ljust(12)
         number = self.s(f"{env.line:>5}", "dim")
@@ -183,7 +200,12 @@ class Renderer:
         at = None if r is None else r.index_of(op_id)
         if r is None or at is None or r.type_name(at) != "tool-dispatched":
             return None
-        env = r.event(at)
+        if self.native:
+            env, as_is, _ = r.shown(at, self.INDENT, self._avail(), None)
+            if as_is:
+                self.dispatches_as_is.add(op_id)
+        else:
+            env = r.event(at)
         self.dispatches[op_id] = env
         return env
 
@@ -242,7 +264,14 @@ class Renderer:
         """The lines that show envelope ``index`` of the reading."""
         if self.reading is None:
             raise ValueError("block_at needs a reading")
-        return self._render(self.reading.event(index), index)
+        if not self.native:
+            return self._render(self.reading.event(index), index)
+        env, as_is, excerpt = self.reading.shown(index, self.INDENT, self._avail(), None if self.full else 8)
+        return self._render(env, index, as_is, excerpt)
+
+    def _avail(self) -> int:
+        """The columns an excerpt's line has."""
+        return max(20, self.width - len(self.INDENT))
 
     def block(self, env: Envelope, *, show: bool = True) -> list[str]:
         """The lines that show ``env``, streamed (none when ``show`` is False).
@@ -270,11 +299,12 @@ class Renderer:
                 if isinstance(sec, dict) and "text" in sec and isinstance(sec.get("digest"), str):
                     self.section_lines.setdefault(sec["digest"], env.line)
 
-    def _render(self, env: Envelope, index: int | None) -> list[str]:
+    def _render(self, env: Envelope, index: int | None, as_is: bool = False,
+                excerpt: tuple[list[str], int, int] | None = None) -> list[str]:
         handler: Callable[[_View, Envelope, int | None], list[str]] = (
             getattr(self, "_" + env.type.replace("-", "_")) if env.type in _KNOWN else self._unknown
         )
-        lines = handler(_View.of(env, native=self.native), env, index)
+        lines = handler(_View.of(env, native=self.native, as_is=as_is, excerpt=excerpt), env, index)
         refusal = self.reading.refusal if self.reading is not None else None
         if index is not None and refusal is not None and refusal.line == env.line:
             lines.append(self._field("!!", self.s(f"load refuses this: {printable(refusal.reason)}", "red", "bold")))
@@ -292,7 +322,8 @@ class Renderer:
         return out
 
     def _message(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
-        return self.message_lines_for(v, v.payload if isinstance(v.payload, dict) else {}, index=index)
+        return self.message_lines_for(v, v.payload if isinstance(v.payload, dict) else {}, index=index,
+                                      excerpt=v.excerpt)
 
     def message_lines_for(
         self,
@@ -302,11 +333,13 @@ class Renderer:
         index: int | None = None,
         replayed_note: str = "",
         later: bool = True,
+        excerpt: tuple[list[str], int, int] | None = None,
     ) -> list[str]:
         """The block of one message payload ``p`` (also used for ``--replayed``).
 
         ``index`` is its envelope index in the reading (to find the tool a
-        call went to); ``later`` adds what later lines did to it.
+        call went to); ``later`` adds what later lines did to it; ``excerpt`` is
+        the core's excerpt of its content, which ``p`` then lacks.
         """
         role = str(p.get("role", "?"))
         bits = [self.s(role, *_ROLE_STYLE.get(role, ("bold",)))]
@@ -328,8 +361,10 @@ class Renderer:
         if later:
             bits.extend(self._fate(self._later(index)))
         out = self._head(env, ("cyan",), "  ".join(bits))
-        text = content_text(p.get("content"))
-        if text is None:
+        text = None if excerpt is not None else content_text(p.get("content"))
+        if excerpt is not None:  # the core's, of the content it kept out of p
+            out.extend(self._excerpt_lines(excerpt, 8))
+        elif text is None:
             if not p.get("tool_calls"):
                 out.append(self.INDENT + self.s("(no content)", "dim"))
         else:
@@ -475,7 +510,9 @@ class Renderer:
         p = v.payload if isinstance(v.payload, dict) else {}
         op_id = raw.payload.get("op-id") if isinstance(raw.payload, dict) else None
         op = self._dispatch_of(op_id)
-        dp = sanitized(op.payload) if op is not None and isinstance(op.payload, dict) else {}
+        dp: Any = {}
+        if op is not None and isinstance(op.payload, dict):
+            dp = op.payload if op_id in self.dispatches_as_is else sanitized(op.payload)
         outcome = str(p.get("outcome"))
         style = {"completed": ("green",), "failed": ("red", "bold"), "outcome-unknown": ("yellow", "bold")}.get(outcome, ("red",))
         bits = [self.s(str(dp.get("tool", "?")), "bold"), self.s(outcome, *style)]

@@ -188,6 +188,19 @@ class Reading:
         self.decoded += 1
         return Envelope(*self._index().event(i))
 
+    def shown(self, i: int, indent: str, avail: int, max_lines: int | None
+              ) -> tuple[Envelope, bool, tuple[list[str], int, int] | None]:
+        """Envelope ``i`` as ``show`` reads it: decoded; whether no string in it
+        holds a character a front end must make visible (a control character,
+        ``\\r``), so that every string prints as it is (False may be said of a
+        line that holds none); and for a message whose content is a string,
+        the excerpt of that content (``_core.excerpt(content, indent, avail,
+        max_lines)``) in its place, the payload then without ``content`` (None,
+        and the content kept, where the core leaves the excerpt to Python)."""
+        self.decoded += 1
+        id_, type_, ts, v, payload, line, as_is, excerpt = self._index().shown(i, indent, avail, max_lines)
+        return Envelope(id_, type_, ts, v, payload, line), as_is, excerpt
+
     def payload(self, i: int) -> Any:
         """Envelope ``i``'s payload, decoded."""
         self.decoded += 1

@@ -154,6 +154,32 @@ fn has_control(bytes: &[u8]) -> bool {
     false
 }
 
+/// Whether every string a JSON `line` decodes to is its own [`printable`]
+/// form, so that what `show` prints of it needs no copy: no byte below 0x20
+/// (a raw control, or `\r`), no DEL, no C1 control (C2 80-C2 9F), and no
+/// escape that could decode to one of those (`\r`, `\b`, `\f`, or `\u`
+/// followed by `00` and `0`, `1`, `7`, `8` or `9`). It may say no for a line
+/// that holds none (an escaped `\n` written as `\u000a`, say): that line
+/// is then copied, as before.
+pub fn printable_as_is(line: &[u8]) -> bool {
+    if has_control(line) {
+        return false; // also every raw byte below 0x20 but \t and \n, which JSON escapes
+    }
+    let mut at = 0;
+    while let Some(k) = line.get(at..).and_then(|rest| memchr::memchr(b'\\', rest)) {
+        let i = at + k;
+        let escape = line.get(i + 1..).unwrap_or_default();
+        if matches!(escape.first(), Some(b'r' | b'b' | b'f'))
+            || (escape.starts_with(b"u00")
+                && matches!(escape.get(3), Some(b'0' | b'1' | b'7' | b'8' | b'9')))
+        {
+            return false;
+        }
+        at = i + 2; // past the escaped character: `\\` is one escape
+    }
+    true
+}
+
 fn is_control(c: char) -> bool {
     matches!(c, '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}')
 }
@@ -522,6 +548,26 @@ mod tests {
     fn control_characters_are_made_visible() {
         assert_eq!(printable("a\r\nb\x1b[0m\r\u{85}"), "a\nb\\x1b[0m\\x0d\\x85");
         assert_eq!(excerpt("\x1b", "", 20, None).map(|e| e.chars), Some(4));
+    }
+
+    #[test]
+    fn a_line_is_printable_as_is_only_without_a_control_or_its_escape() {
+        assert!(printable_as_is(
+            br#"{"a":"x\ny\tz \u00e9 \\r \ud800","b":[1,"\u2028"]}"#
+        ));
+        for line in [
+            &br#"{"a":"\r"}"#[..],
+            br#"{"a":"\u001b"}"#,
+            br#"{"a":"\u0085"}"#,
+            br#"{"a":"\u007f"}"#,
+            br#"{"a":"\b\f"}"#,
+            b"{\"a\":\"\x7f\"}",
+            "{\"a\":\"\u{85}\"}".as_bytes(),
+            b"{\"a\":\r\"b\"}",
+        ] {
+            assert!(printable_as_is(b"ends in a backslash \\"));
+            assert!(!printable_as_is(line), "{}", String::from_utf8_lossy(line));
+        }
     }
 
     #[test]

@@ -48,7 +48,7 @@ pub fn str_from_wtf8<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, 
     }
 }
 
-fn jstr<'py>(py: Python<'py>, s: JStr<'_>) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn jstr<'py>(py: Python<'py>, s: JStr<'_>) -> PyResult<Bound<'py, PyAny>> {
     match s {
         JStr::Text(t) => Ok(PyString::new(py, t).into_any()),
         JStr::Wtf8(b) => str_from_wtf8(py, b),
@@ -78,7 +78,7 @@ enum Open<'py> {
 /// depth, and a thread with a small stack can decode it. Containers nested
 /// more than `max_depth` deep are refused (the reader refuses more than 512
 /// whatever `max_depth` is).
-fn value<'py>(
+pub(crate) fn value<'py>(
     py: Python<'py>,
     r: &mut Reader<'_>,
     scratch: &mut Vec<u8>,

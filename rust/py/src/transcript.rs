@@ -169,6 +169,43 @@ fn envelope_fields<'py>(
     ])
 }
 
+/// `(id, type, ts, v, payload, line, as_is, excerpt)`: [`event_tuple`], whether
+/// every string in the line is already what `show` prints (see
+/// `transcript_core::excerpt::printable_as_is`), and for a message whose content
+/// is a string the core can excerpt, that excerpt as `(lines, total, chars)`
+/// in place of the content (see `crate::excerpt::message_with_excerpt`); from
+/// one read of the line.
+fn shown_tuple<'py>(
+    py: Python<'py>,
+    file: &File,
+    rec: &LineRec,
+    shape: (&str, usize, Option<usize>),
+) -> PyResult<Bound<'py, PyAny>> {
+    let bytes = read_line(file, rec)?;
+    let as_is = transcript_core::excerpt::printable_as_is(&bytes);
+    let corrupt = |e| match e {
+        crate::decode::DecodeError::Json(e) => {
+            CorruptTranscript::new_err((e.to_string(), rec.number))
+        }
+        crate::decode::DecodeError::Python(e) => e,
+    };
+    let (value, excerpt) = if matches!(rec.kind, transcript_core::envelope::EnvelopeType::Message) {
+        let (indent, avail, max_lines) = shape;
+        crate::excerpt::message_with_excerpt(py, &bytes, indent, avail, max_lines)
+            .map_err(corrupt)?
+    } else {
+        (loads(py, &bytes).map_err(corrupt)?, None)
+    };
+    let d = value
+        .cast_into::<PyDict>()
+        .map_err(|_| CorruptTranscript::new_err(("not an object", rec.number)))?;
+    let [id, kind, ts, v, payload] = envelope_fields(py, &d)?;
+    let excerpt = excerpt.map(|e| (e.lines, e.total, e.chars));
+    Ok((id, kind, ts, v, payload, rec.number, as_is, excerpt)
+        .into_pyobject(py)?
+        .into_any())
+}
+
 fn event_tuple<'py>(py: Python<'py>, file: &File, rec: &LineRec) -> PyResult<Bound<'py, PyAny>> {
     let [id, kind, ts, v, payload] = envelope_fields(py, &decode_line(py, file, rec)?)?;
     Ok((id, kind, ts, v, payload, rec.number)
@@ -796,6 +833,25 @@ impl Transcript {
         event_tuple(py, &self.file, &self.rec(index)?)
     }
 
+    /// `shown(i, indent, avail, max_lines, /)`: envelope `i` as `show` reads it,
+    /// `(id, type, ts, v, payload, line, as_is, excerpt)` (see `shown_tuple`).
+    #[pyo3(signature = (index, indent, avail, max_lines, /))]
+    fn shown<'py>(
+        &self,
+        py: Python<'py>,
+        index: usize,
+        indent: &str,
+        avail: usize,
+        max_lines: Option<usize>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        shown_tuple(
+            py,
+            &self.file,
+            &self.rec(index)?,
+            (indent, avail, max_lines),
+        )
+    }
+
     /// `payload(i, /)`: envelope `i`'s payload.
     #[pyo3(signature = (index, /))]
     fn payload<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyAny>> {
@@ -1233,6 +1289,25 @@ impl Peeked {
     #[pyo3(signature = (index, /))]
     fn event<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyAny>> {
         event_tuple(py, &self.file, &rec_at(&self.index, index)?)
+    }
+
+    /// `shown(i, indent, avail, max_lines, /)`: envelope `i` as `show` reads it,
+    /// `(id, type, ts, v, payload, line, as_is, excerpt)` (see `shown_tuple`).
+    #[pyo3(signature = (index, indent, avail, max_lines, /))]
+    fn shown<'py>(
+        &self,
+        py: Python<'py>,
+        index: usize,
+        indent: &str,
+        avail: usize,
+        max_lines: Option<usize>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        shown_tuple(
+            py,
+            &self.file,
+            &rec_at(&self.index, index)?,
+            (indent, avail, max_lines),
+        )
     }
 
     /// `payload(i, /)`: envelope `i`'s payload.
