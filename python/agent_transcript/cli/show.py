@@ -14,7 +14,7 @@ from .check import report_line
 from .errors import CliError
 from .reading import read
 from .render import Renderer
-from .style import Style, clip, colour_enabled, colour_option, escaped, human_bytes, json_text, local_time, plural, printable, sanitized, seconds, terminal_width, write_json
+from .style import Style, clip, colour_enabled, colour_option, escaped, human_bytes, json_text, local_time, plural, printable, sanitized, seconds, terminal_width
 
 __all__ = ["cmd_show", "show_arguments", "envelope_json", "types_arg"]
 
@@ -169,21 +169,25 @@ def _show_replayed(reading: Reading, args: argparse.Namespace, types: list[str] 
     if args.tail is not None:
         chosen = chosen[-args.tail :] if args.tail > 0 else []
     if args.json:
-        messages = []
-        for k in chosen:
-            env = reading.event(live[k].index)
-            message = Message.from_dict(reading.live_message(k))
-            mid = env.id if live[k].part is None else f"{env.id}:{live[k].part}"
-            messages.append({"id": mid, "line": env.line, **message.to_dict()})
-        write_json(
+        def messages() -> Iterable[dict[str, Any]]:
+            for k in chosen:
+                env = reading.event(live[k].index)
+                message = Message.from_dict(reading.live_message(k))
+                mid = env.id if live[k].part is None else f"{env.id}:{live[k].part}"
+                yield {"id": mid, "line": env.line, **message.to_dict()}
+
+        # Written a message at a time, as the envelopes are (the same bytes as
+        # one json.dumps of the whole document).
+        _stream_json(
             {
                 "path": str(Path(reading.path)),
                 "size": reading.size,
                 "meta": reading.meta,
                 "grants": reading.grants()[0],
                 "torn_tail": None if torn_line is None else {"line": torn_line, "bytes": reading.tail.removed},
-                "messages": messages,
-            }
+            },
+            "messages",
+            messages(),
         )
         return 0
     s = Style(colour_enabled(args.color, sys.stdout))
