@@ -201,11 +201,13 @@ class Renderer:
         if r is None or at is None or r.type_name(at) != "tool-dispatched":
             return None
         if self.native:
+            # Not kept: a reading's operation is settled once, and a whole
+            # file's dispatches would fill memory (follow keeps them: _remember).
             env, as_is, _ = r.shown(at, self.INDENT, self._avail(), None)
             if as_is:
                 self.dispatches_as_is.add(op_id)
-        else:
-            env = r.event(at)
+            return env
+        env = r.event(at)
         self.dispatches[op_id] = env
         return env
 
@@ -513,6 +515,7 @@ class Renderer:
         dp: Any = {}
         if op is not None and isinstance(op.payload, dict):
             dp = op.payload if op_id in self.dispatches_as_is else sanitized(op.payload)
+            self.dispatches_as_is.discard(op_id)
         outcome = str(p.get("outcome"))
         style = {"completed": ("green",), "failed": ("red", "bold"), "outcome-unknown": ("yellow", "bold")}.get(outcome, ("red",))
         bits = [self.s(str(dp.get("tool", "?")), "bold"), self.s(outcome, *style)]
