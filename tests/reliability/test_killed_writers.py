@@ -328,6 +328,7 @@ import asyncio, sys
 from pydantic_ai import Agent
 from pydantic_ai.conversation import Conversation
 from pydantic_ai.models.test import TestModel
+from pydantic_ai.usage import UsageLimits
 from agent_transcript.integrations.pydantic_ai import TranscriptConversationStore
 
 async def main(folder, start, turns):
@@ -337,7 +338,9 @@ async def main(folder, start, turns):
     for n in range(start, start + turns):
         conversation = await store.load("k") or Conversation(conversation_id="k")
         agent = Agent(TestModel(custom_output_text=f"answer {n} " + "\u00e9" * (n % 97)))
-        result = await agent.run(f"turn {n} " + "\u03a9" * (n % 31), conversation=conversation)
+        # The conversation's usage adds up across its runs: no request limit.
+        result = await agent.run(f"turn {n} " + "\u03a9" * (n % 31), conversation=conversation,
+                                 usage_limits=UsageLimits(request_limit=None))
         await store.save(result)
         sys.stdout.write(f"{n + 1}\n")
         sys.stdout.flush()

@@ -8,9 +8,9 @@ from operator import add, gt, mul
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .. import _core
 from ..envelope import Envelope
 from ..inspect import Later, Reading, compact, content_size, content_text, tool_call_parts
+from ..inspect import excerpt as core_excerpt
 from .style import Style, clip, line_span, local_time, plural, printable, sanitized, seconds
 
 __all__ = ["Renderer"]
@@ -106,7 +106,7 @@ class Renderer:
         """
         found = None
         if self.native and not style:
-            found = _core.excerpt(text, self.INDENT, max(20, self.width - len(self.INDENT)),
+            found = core_excerpt(text, self.INDENT, max(20, self.width - len(self.INDENT)),
                                   None if self.full else max_lines)
         if found is None:
             return self._wrap_py(printable(text), max_lines=max_lines, style=style)

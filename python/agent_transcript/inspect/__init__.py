@@ -26,7 +26,7 @@ from .check import CheckReport, check_path, check_report
 from .columns import ColumnBatch, ColumnData, FileColumns, status_of
 from .ends import Ends, read_ends
 from .files import Unreadable, describe_os_error, os_error_reason, require_file
-from .reader import CompactionEffect, Later, LiveMessage, Reading, Refusal, RewindEffect, Tail, open_file, read, tail
+from .reader import CompactionEffect, Later, LiveMessage, Reading, Refusal, RewindEffect, Tail, excerpt, open_file, read, tail
 from .stats import (
     ArtifactStats,
     CompactionStats,
@@ -44,6 +44,7 @@ from .values import ToolCall, compact, content_size, content_text, tool_call_par
 __all__ = [
     "Reading",
     "read",
+    "excerpt",
     "open_file",
     "tail",
     "Tail",

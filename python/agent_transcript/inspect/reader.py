@@ -27,7 +27,7 @@ from ..errors import CorruptTranscript, UnsupportedVersion
 from ..peek import judge, skipped_warning
 from ..session import pending_operations
 
-__all__ = ["Tail", "Refusal", "Reading", "read", "open_file", "tail", "Later", "CompactionEffect", "LiveMessage"]
+__all__ = ["Tail", "Refusal", "Reading", "read", "excerpt", "open_file", "tail", "Later", "CompactionEffect", "LiveMessage"]
 
 _BLANK = b" \t\r\n"
 _CHUNK = 1 << 20
@@ -358,6 +358,12 @@ class Reading:
             self._pending = pending_operations(self.transcript)
             self.decoded += len(self._pending)
         return self._pending
+
+
+def excerpt(text: str, indent: str, avail: int, max_lines: int | None) -> tuple[list[str], int, int] | None:
+    """The core's excerpt of ``text`` for a front end: ``(lines, total, chars)``
+    (see ``_core.excerpt``), or None where Python must build it."""
+    return _core.excerpt(text, indent, avail, max_lines)
 
 
 def read(path: str, *, lenient: bool) -> Reading:
