@@ -9,7 +9,8 @@ suffix), FIFOs and devices.
 * ``archive`` of a name of 249 to 251 bytes: ``<name>.zst`` fits but
   ``<name>.zst.partial`` does not, so that one is cut; one of 252 or more, whose
   ``.zst`` cannot exist, is refused before anything is written.
-* ``html -o`` a name of 250 to 255 bytes: its temporary file fits beside it.
+* ``html -o`` a name of 250 to 255 bytes: its temporary file fits beside it;
+  one of 256 or more is refused in its own name, and nothing is left behind.
 * A ``create`` or ``fork`` that fails (a full disk) removes the folders it made.
 * ``import`` of a FIFO or a device is refused at once (it used to wait for a
   writer forever); a folder import skips them.
@@ -120,6 +121,19 @@ def test_html_into_a_long_name(tmp_path: Path, length: int) -> None:
     assert made.returncode == 0, made.stderr
     assert "hello" in out.read_text(encoding="utf-8")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, out.name])
+
+
+@pytest.mark.parametrize("length", [256, 300])
+def test_html_into_a_name_too_long_to_exist_names_it(tmp_path: Path, length: int) -> None:
+    path = tmp_path / "run.jsonl"
+    with Session.create(path) as s:
+        s.append_message(Message.user("hello"))
+    out = tmp_path / name_of(length, suffix=".html")
+    made = cli("html", path, "-o", out)
+    assert made.returncode == 2
+    assert made.stderr.count("\n") == 1 and out.name in made.stderr and ".tmp" not in made.stderr, made.stderr
+    assert "longer than its folder allows" in made.stderr
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
 
 
 def test_import_of_a_fifo_or_a_device_is_refused_at_once(tmp_path: Path) -> None:

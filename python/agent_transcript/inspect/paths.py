@@ -8,11 +8,13 @@ what they are given: one rule for all of them.
   long for the suffix).
 * :func:`open_regular`: a descriptor of a regular file, never blocking on a FIFO
   or acting on a device.
+* :func:`name_max`: the longest file name a folder's filesystem takes, to
+  refuse a name that cannot exist before anything is written.
 """
 
 from __future__ import annotations
 
-from .._storage import beside, open_regular
+from .._storage import beside, name_max, open_regular
 from ..artifacts import artifacts_folder
 
-__all__ = ["artifacts_folder", "beside", "open_regular"]
+__all__ = ["artifacts_folder", "beside", "name_max", "open_regular"]

@@ -23,6 +23,7 @@ the chunk escaped there), so that writing overlaps the next page's notes.
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
 import json
 import os
@@ -34,7 +35,7 @@ from pathlib import Path
 
 from .. import canonical_json
 from ..inspect.pages import PageBytes, PageWalk, PageWriter
-from ..inspect.paths import beside
+from ..inspect.paths import beside, name_max
 from ..inspect import Reading, check_report, open_file
 from .markup import text
 from .render import BIG_LINE, MAX_BLOCK, Annotator, Outline, anchor, damaged_line, island_bytes, short_line, size_text
@@ -251,8 +252,16 @@ def _atomic(path: str) -> tuple[IO[bytes], str]:
 
 def _temp(path: str) -> str:
     """Where ``path`` is written before its rename: ``<path>.tmp``, or for a name
-    too long for that, its cut and tagged form (``_storage.beside``)."""
-    return str(beside(Path(path), "", ".tmp"))
+    too long for that, its cut and tagged form (``_storage.beside``).
+
+    A name longer than its folder allows is refused here, before anything is
+    written, in its own words: else the page would be written to the cut
+    temporary name and only the rename would fail, naming that.
+    """
+    where = Path(path)
+    if len(os.fsencode(where.name)) > name_max(where.parent):
+        raise OSError(errno.ENAMETOOLONG, "the page's name is longer than its folder allows", path)
+    return str(beside(where, "", ".tmp"))
 
 
 def _b(s: str) -> bytes:
