@@ -269,7 +269,19 @@ class Destination:
         self._file.write(envelope_line(type_, id_, ts, payload))
 
     def copy_from(self, spool: IO[bytes]) -> None:
-        spool.seek(0)
+        """Appends the whole of ``spool``: in the kernel where it can (no copy
+        through this process), else read and written."""
+        spool.flush()
+        done = 0
+        copy_range = getattr(os, "copy_file_range", None)
+        if copy_range is not None:
+            dst = self.flushed_fileno()
+            try:
+                while got := copy_range(spool.fileno(), dst, 1 << 30, done):
+                    done += got
+            except OSError:
+                pass  # another file system, an old kernel: the copy goes on below
+        spool.seek(done)
         shutil.copyfileobj(spool, self._file, 1 << 20)
 
     def flushed_fileno(self) -> int:

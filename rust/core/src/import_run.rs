@@ -8,8 +8,9 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
+use std::sync::mpsc;
 
 use sha2::{Digest, Sha256};
 
@@ -59,8 +60,15 @@ pub struct SourceLine {
     pub when: Option<Ts>,
 }
 
+/// How many bytes the scan reads at a time (and hands to the hashing thread).
+const SCAN_BLOCK: usize = 1 << 20;
+
 /// Every line of `file`, in order, with the SHA-256 (`"sha256:…"`) and size of
 /// the whole: `each` sees the line's index, offset and bytes (without `\n`).
+///
+/// The file is read a block at a time; each block, once its lines are seen,
+/// goes to a thread of its own that hashes it (the hash is of exactly the
+/// bytes `each` saw), so hashing and the caller's work on the lines overlap.
 ///
 /// # Errors
 ///
@@ -69,35 +77,108 @@ pub fn scan(
     file: &File,
     mut each: impl FnMut(usize, u64, &[u8]) -> Result<(), Unsupported>,
 ) -> io::Result<Result<(String, u64, usize), Unsupported>> {
-    let mut reader = BufReader::with_capacity(1 << 20, file);
-    reader.seek(SeekFrom::Start(0))?;
-    let mut sha = Sha256::new();
-    let mut buf = Vec::with_capacity(1 << 16);
-    let mut offset = 0u64;
+    let (to_hash, blocks) = mpsc::sync_channel::<(Vec<u8>, usize)>(2);
+    let (give_back, returned) = mpsc::channel::<Vec<u8>>();
+    std::thread::scope(|scope| {
+        let hasher = scope.spawn(move || {
+            let mut sha = Sha256::new();
+            for (block, len) in blocks {
+                sha.update(block.get(..len).unwrap_or_default());
+                // The scan may be gone (it stopped early): the block is then dropped.
+                let _ = give_back.send(block);
+            }
+            sha.finalize()
+        });
+        let scanned = scan_blocks(file, &mut each, &to_hash, &returned);
+        drop(to_hash);
+        let digest = hasher
+            .join()
+            .map_err(|_| io::Error::other("the hashing thread failed"))?;
+        let (size, n) = match scanned? {
+            Ok(x) => x,
+            Err(e) => return Ok(Err(e)),
+        };
+        let mut text = String::from(crate::digest::PREFIX);
+        for byte in digest {
+            text.push(char::from(b"0123456789abcdef"[usize::from(byte >> 4)]));
+            text.push(char::from(b"0123456789abcdef"[usize::from(byte & 0x0f)]));
+        }
+        Ok(Ok((text, size, n)))
+    })
+}
+
+/// The scan's reading: blocks of `file` split into lines for `each`, each
+/// block sent to `to_hash` after (buffers come back through `returned`).
+fn scan_blocks(
+    file: &File,
+    each: &mut impl FnMut(usize, u64, &[u8]) -> Result<(), Unsupported>,
+    to_hash: &mpsc::SyncSender<(Vec<u8>, usize)>,
+    returned: &mpsc::Receiver<Vec<u8>>,
+) -> io::Result<Result<(u64, usize), Unsupported>> {
+    let mut offset = 0u64; // where the next line starts
+    let mut read_at = 0u64; // where the next block starts
     let mut n = 0usize;
+    let mut partial: Vec<u8> = Vec::new(); // a line begun in an earlier block
+    let mut line = |n: &mut usize, offset: &mut u64, bytes: &[u8], newline: bool| {
+        if bytes.len() > u32::MAX as usize {
+            return Err(Unsupported("a line of 4 GiB or more"));
+        }
+        each(*n, *offset, bytes)?;
+        *offset += bytes.len() as u64 + u64::from(newline);
+        *n += 1;
+        Ok(())
+    };
     loop {
-        buf.clear();
-        let got = reader.read_until(b'\n', &mut buf)?;
+        let mut block = returned
+            .try_recv()
+            .unwrap_or_else(|_| vec![0u8; SCAN_BLOCK]);
+        let got = read_full(file, &mut block, read_at)?;
         if got == 0 {
             break;
         }
-        sha.update(&buf);
-        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
-        if line.len() > u32::MAX as usize {
-            return Ok(Err(Unsupported("a line of 4 GiB or more")));
+        read_at += got as u64;
+        let data = block.get(..got).unwrap_or_default();
+        let mut start = 0usize;
+        for nl in memchr::memchr_iter(b'\n', data) {
+            let piece = data.get(start..nl).unwrap_or_default();
+            let done = if partial.is_empty() {
+                line(&mut n, &mut offset, piece, true)
+            } else {
+                partial.extend_from_slice(piece);
+                let r = line(&mut n, &mut offset, &partial, true);
+                partial.clear();
+                r
+            };
+            if let Err(e) = done {
+                return Ok(Err(e));
+            }
+            start = nl + 1;
         }
-        if let Err(e) = each(n, offset, line) {
+        partial.extend_from_slice(data.get(start..).unwrap_or_default());
+        if to_hash.send((block, got)).is_err() {
+            return Err(io::Error::other("the hashing thread stopped"));
+        }
+    }
+    if !partial.is_empty() {
+        if let Err(e) = line(&mut n, &mut offset, &partial, false) {
             return Ok(Err(e));
         }
-        offset += got as u64;
-        n += 1;
     }
-    let mut digest = String::from(crate::digest::PREFIX);
-    for byte in sha.finalize() {
-        digest.push(char::from(b"0123456789abcdef"[usize::from(byte >> 4)]));
-        digest.push(char::from(b"0123456789abcdef"[usize::from(byte & 0x0f)]));
+    Ok(Ok((offset, n)))
+}
+
+/// Reads from `at` until `buf` is full or the file ends; answers how many bytes.
+fn read_full(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    let mut got = 0usize;
+    while let Some(rest) = buf.get_mut(got..).filter(|r| !r.is_empty()) {
+        match file.read_at(rest, at + got as u64) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
     }
-    Ok(Ok((digest, offset, n)))
+    Ok(got)
 }
 
 /// True for a line of only spaces, tabs and `\r` (or none).
@@ -531,9 +612,98 @@ pub struct Imported {
     pub lines: Vec<SourceLine>,
 }
 
+/// About how many source bytes one batch of `source-line` envelopes covers.
+const LINE_BATCH: u64 = 1 << 20;
+
+/// One batch of source lines to write: its lines (indices), the byte range
+/// they span in the source, and the ts before its first line.
+struct Batch {
+    lines: std::ops::Range<usize>,
+    start: u64,
+    end: u64,
+    ts: Ts,
+}
+
+/// The batches of `lines`, in order: each about [`LINE_BATCH`] bytes of the
+/// source (one line alone when it is longer).
+fn batches(lines: &[SourceLine], mut ts: Ts) -> Vec<Batch> {
+    let mut out = Vec::new();
+    let mut first = 0usize;
+    while first < lines.len() {
+        let Some(start) = lines.get(first).map(|l| l.offset) else {
+            break;
+        };
+        let batch_ts = ts;
+        let mut last = first;
+        let mut end = start;
+        while let Some(l) = lines.get(last) {
+            if last > first && l.offset + u64::from(l.len) - start > LINE_BATCH {
+                break;
+            }
+            end = l.offset + u64::from(l.len);
+            if let Some(when) = l.when {
+                ts = when;
+            }
+            last += 1;
+        }
+        out.push(Batch {
+            lines: first..last,
+            start,
+            end,
+            ts: batch_ts,
+        });
+        first = last;
+    }
+    out
+}
+
+/// The `source-line` envelopes of `batch`, appended to `env`; `raw` is a
+/// scratch buffer for its source bytes.
+fn format_batch(
+    src: &File,
+    lines: &[SourceLine],
+    batch: &Batch,
+    ids: &mut Ids,
+    first_id: u64,
+    raw: &mut Vec<u8>,
+    env: &mut Vec<u8>,
+) -> io::Result<()> {
+    raw.clear();
+    raw.resize((batch.end - batch.start) as usize, 0);
+    src.read_exact_at(raw, batch.start)?;
+    let mut ts = batch.ts;
+    let mut number = itoa::Buffer::new();
+    ids.n = first_id + batch.lines.start as u64;
+    for i in batch.lines.clone() {
+        let Some(line) = lines.get(i) else { break };
+        let at = (line.offset - batch.start) as usize;
+        let bytes = raw.get(at..at + line.len as usize).unwrap_or_default();
+        let text = as_text(bytes)?;
+        if let Some(when) = line.when {
+            ts = when;
+        }
+        let id = ids.next("line");
+        env.extend_from_slice(b"{\"id\":\"");
+        env.extend_from_slice(&id);
+        env.extend_from_slice(b"\",\"payload\":{\"line\":");
+        env.extend_from_slice(number.format(i + 1).as_bytes());
+        env.extend_from_slice(b",\"status\":\"");
+        env.extend_from_slice(line.status.name());
+        env.extend_from_slice(b"\",\"text\":");
+        canonical::write_str(env, text.as_bytes());
+        env.extend_from_slice(b"},\"ts\":\"");
+        env.extend_from_slice(&ts);
+        env.extend_from_slice(b"\",\"type\":\"source-line\",\"v\":1}\n");
+    }
+    Ok(())
+}
+
 /// Writes one `source-line` envelope per line of `src` (read again, in order)
 /// to `out`: ids from `ids` (after the derived ones and the session-meta's),
 /// each line's ts its own or the one before (from `ts`).
+///
+/// The lines go in batches; a second thread formats every other batch while
+/// this one formats the rest and writes them all, in order.
 ///
 /// # Errors
 ///
@@ -542,42 +712,61 @@ pub fn write_source_lines(
     src: &File,
     lines: &[SourceLine],
     ids: &mut Ids,
-    mut ts: Ts,
+    ts: Ts,
     out: &mut impl Write,
 ) -> io::Result<()> {
-    let mut reader = BufReader::with_capacity(1 << 20, src);
-    reader.seek(SeekFrom::Start(0))?;
-    let mut raw = Vec::with_capacity(1 << 16);
-    let mut env = Vec::with_capacity(1 << 16);
-    let mut number = itoa::Buffer::new();
-    let size = src.metadata()?.len();
-    for (i, line) in lines.iter().enumerate() {
-        raw.clear();
-        raw.resize(line.len as usize, 0);
-        reader.read_exact(&mut raw)?;
-        if line.offset + u64::from(line.len) < size {
-            let mut nl = [0u8; 1];
-            reader.read_exact(&mut nl)?;
-        }
-        let text = as_text(&raw)?;
-        if let Some(when) = line.when {
-            ts = when;
-        }
-        let id = ids.next("line");
-        env.clear();
-        env.extend_from_slice(b"{\"id\":\"");
-        env.extend_from_slice(&id);
-        env.extend_from_slice(b"\",\"payload\":{\"line\":");
-        env.extend_from_slice(number.format(i + 1).as_bytes());
-        env.extend_from_slice(b",\"status\":\"");
-        env.extend_from_slice(line.status.name());
-        env.extend_from_slice(b"\",\"text\":");
-        canonical::write_str(&mut env, text.as_bytes());
-        env.extend_from_slice(b"},\"ts\":\"");
-        env.extend_from_slice(&ts);
-        env.extend_from_slice(b"\",\"type\":\"source-line\",\"v\":1}\n");
-        out.write_all(&env)?;
-    }
+    let first_id = ids.n;
+    let work = batches(lines, ts);
+    let (to_main, formatted) = mpsc::sync_channel::<io::Result<Vec<u8>>>(2);
+    let (give_back, returned) = mpsc::channel::<Vec<u8>>();
+    let done = std::thread::scope(|scope| {
+        let mut helper_ids = ids.clone();
+        let work = &work;
+        scope.spawn(move || {
+            let mut raw = Vec::new();
+            for batch in work.iter().skip(1).step_by(2) {
+                let mut env = returned.try_recv().unwrap_or_default();
+                env.clear();
+                let r = format_batch(
+                    src,
+                    lines,
+                    batch,
+                    &mut helper_ids,
+                    first_id,
+                    &mut raw,
+                    &mut env,
+                );
+                let failed = r.is_err();
+                if to_main.send(r.map(|()| env)).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        // This side's work, in a closure that owns the receiving end: however
+        // it ends, the helper's next send fails and it stops.
+        let (ids, out) = (&mut *ids, &mut *out);
+        let mut mine = move || -> io::Result<()> {
+            let mut raw = Vec::new();
+            let mut env = Vec::new();
+            for (k, batch) in work.iter().enumerate() {
+                if k % 2 == 0 {
+                    env.clear();
+                    format_batch(src, lines, batch, ids, first_id, &mut raw, &mut env)?;
+                    out.write_all(&env)?;
+                } else {
+                    let theirs = formatted
+                        .recv()
+                        .map_err(|_| io::Error::other("the formatting thread stopped"))??;
+                    out.write_all(&theirs)?;
+                    let _ = give_back.send(theirs);
+                }
+            }
+            Ok(())
+        };
+        mine()
+    });
+    done?;
+    ids.n = first_id + lines.len() as u64;
     out.flush()
 }
 
@@ -599,5 +788,126 @@ pub fn zstd_head(file: &File, limit: usize) -> io::Result<Vec<u8>> {
         // A stream cut short still tells its format by what it has.
         Err(_) if !out.is_empty() => Ok(out),
         Err(e) => Err(io::Error::new(io::ErrorKind::InvalidData, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines of every length around the scan's block and the writer's batch,
+    /// a blank one, text that needs escapes, and no `\n` at the end.
+    fn sample() -> Vec<u8> {
+        let mut data = Vec::new();
+        for (i, len) in [
+            0usize,
+            5,
+            70_000,
+            1 << 19,
+            (1 << 20) - 3,
+            1 << 20,
+            (1 << 20) + 7,
+            3,
+            2 << 20,
+            11,
+        ]
+        .iter()
+        .enumerate()
+        {
+            let line: String = (0..*len)
+                .map(|k| ['a', '"', 'é', '\\', '\t', '日'][(k + i) % 6])
+                .collect();
+            data.extend_from_slice(line.as_bytes());
+            data.push(b'\n');
+        }
+        data.extend_from_slice(b"{\"last\": \"no newline\"}");
+        data
+    }
+
+    #[test]
+    fn scan_and_source_lines_match_a_line_by_line_reading() -> io::Result<()> {
+        let path = std::env::temp_dir().join(format!("at-import-run-{}", std::process::id()));
+        let data = sample();
+        std::fs::write(&path, &data)?;
+        let file = File::open(&path)?;
+        let mut seen: Vec<(u64, Vec<u8>)> = Vec::new();
+        let scanned = scan(&file, |n, offset, line| {
+            assert_eq!(n, seen.len());
+            seen.push((offset, line.to_vec()));
+            Ok(())
+        })?;
+        let mut expected: Vec<(u64, Vec<u8>)> = Vec::new();
+        let mut offset = 0u64;
+        for piece in data.split(|&b| b == b'\n') {
+            expected.push((offset, piece.to_vec()));
+            offset += piece.len() as u64 + 1;
+        }
+        assert_eq!(seen, expected);
+        let want = crate::digest::sha256_digest(&data);
+        assert_eq!(
+            scanned,
+            Ok((want.clone(), data.len() as u64, expected.len()))
+        );
+
+        let ts = |d: u8| {
+            let mut t = EPOCH_TS;
+            t[3] = b'0' + d;
+            t
+        };
+        let lines: Vec<SourceLine> = seen
+            .iter()
+            .enumerate()
+            .map(|(i, (offset, line))| SourceLine {
+                offset: *offset,
+                len: line.len() as u32,
+                status: if i % 2 == 0 {
+                    Status::Used
+                } else {
+                    Status::Blank
+                },
+                when: (i % 3 == 0).then(|| ts((i % 10) as u8)),
+            })
+            .collect();
+        let mut ids = Ids::new(&want);
+        ids.n = 7;
+        let mut got = Vec::new();
+        write_source_lines(&file, &lines, &mut ids, ts(9), &mut got)?;
+        assert_eq!(ids.n, 7 + lines.len() as u64);
+        // The same envelopes, one line at a time.
+        let mut reference = Ids::new(&want);
+        reference.n = 7;
+        let mut at = ts(9);
+        let mut one = Vec::new();
+        for (i, (line, (_, bytes))) in lines.iter().zip(&seen).enumerate() {
+            at = line.when.unwrap_or(at);
+            let id = reference.next("line");
+            one.extend_from_slice(b"{\"id\":\"");
+            one.extend_from_slice(&id);
+            one.extend_from_slice(
+                format!("\",\"payload\":{{\"line\":{},\"status\":\"", i + 1).as_bytes(),
+            );
+            one.extend_from_slice(line.status.name());
+            one.extend_from_slice(b"\",\"text\":");
+            canonical::write_str(&mut one, bytes);
+            one.extend_from_slice(b"},\"ts\":\"");
+            one.extend_from_slice(&at);
+            one.extend_from_slice(b"\",\"type\":\"source-line\",\"v\":1}\n");
+        }
+        assert!(
+            got == one,
+            "the batched writer differs from the line-by-line one"
+        );
+        // A line that is no longer UTF-8 (the source changed): InvalidData.
+        std::fs::write(&path, b"\xff\xfe\n")?;
+        let changed = File::open(&path)?;
+        let bad = [SourceLine {
+            offset: 0,
+            len: 2,
+            status: Status::Used,
+            when: None,
+        }];
+        let err = write_source_lines(&changed, &bad, &mut ids, EPOCH_TS, &mut Vec::new());
+        assert_eq!(err.map_err(|e| e.kind()), Err(io::ErrorKind::InvalidData));
+        std::fs::remove_file(&path)
     }
 }

@@ -348,59 +348,67 @@ pub fn canonical_bytes(value: &Value<'_>) -> Vec<u8> {
 
 // -- ids ----------------------------------------------------------------------
 
-/// SHA-1 of `data` (for UUIDv5 only: not a security use).
-pub fn sha1(data: &[u8]) -> [u8; 20] {
-    let mut h: [u32; 5] = [
-        0x6745_2301,
-        0xEFCD_AB89,
-        0x98BA_DCFE,
-        0x1032_5476,
-        0xC3D2_E1F0,
-    ];
-    let bit_len = (data.len() as u64).wrapping_mul(8);
-    let mut tail = Vec::with_capacity(128);
-    let whole = data.len() / 64 * 64;
-    tail.extend_from_slice(data.get(whole..).unwrap_or_default());
-    tail.push(0x80);
-    while tail.len() % 64 != 56 {
-        tail.push(0);
+const SHA1_INIT: [u32; 5] = [
+    0x6745_2301,
+    0xEFCD_AB89,
+    0x98BA_DCFE,
+    0x1032_5476,
+    0xC3D2_E1F0,
+];
+
+/// One SHA-1 compression of the 64-byte `block` into `h`.
+fn sha1_block(h: &mut [u32; 5], block: &[u8; 64]) {
+    let mut w = [0u32; 80];
+    for (i, word) in block.chunks_exact(4).enumerate() {
+        w[i] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
     }
-    tail.extend_from_slice(&bit_len.to_be_bytes());
-    let blocks = data
-        .get(..whole)
-        .unwrap_or_default()
-        .chunks_exact(64)
-        .chain(tail.chunks_exact(64));
-    for block in blocks {
-        let mut w = [0u32; 80];
-        for (i, word) in block.chunks_exact(4).enumerate().take(16) {
-            w[i] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
+    for i in 16..80 {
+        w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
+    }
+    let [mut a, mut b, mut c, mut d, mut e] = *h;
+    for (i, wi) in w.iter().enumerate() {
+        let (f, k) = match i {
+            0..=19 => ((b & c) | (!b & d), 0x5A82_7999),
+            20..=39 => (b ^ c ^ d, 0x6ED9_EBA1),
+            40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC),
+            _ => (b ^ c ^ d, 0xCA62_C1D6),
+        };
+        let t = a
+            .rotate_left(5)
+            .wrapping_add(f)
+            .wrapping_add(e)
+            .wrapping_add(k)
+            .wrapping_add(*wi);
+        e = d;
+        d = c;
+        c = b.rotate_left(30);
+        b = a;
+        a = t;
+    }
+    for (x, y) in h.iter_mut().zip([a, b, c, d, e]) {
+        *x = x.wrapping_add(y);
+    }
+}
+
+/// SHA-1 of `blocks * 64` bytes already compressed into `h`, then `rest`
+/// (any length): the digest of the whole.
+fn sha1_finish(mut h: [u32; 5], blocks: u64, rest: &[u8]) -> [u8; 20] {
+    let bit_len = (blocks * 64 + rest.len() as u64).wrapping_mul(8);
+    let mut chunks = rest.chunks_exact(64);
+    for block in &mut chunks {
+        if let Ok(block) = <&[u8; 64]>::try_from(block) {
+            sha1_block(&mut h, block);
         }
-        for i in 16..80 {
-            w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
-        }
-        let [mut a, mut b, mut c, mut d, mut e] = h;
-        for (i, wi) in w.iter().enumerate() {
-            let (f, k) = match i {
-                0..=19 => ((b & c) | (!b & d), 0x5A82_7999),
-                20..=39 => (b ^ c ^ d, 0x6ED9_EBA1),
-                40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC),
-                _ => (b ^ c ^ d, 0xCA62_C1D6),
-            };
-            let t = a
-                .rotate_left(5)
-                .wrapping_add(f)
-                .wrapping_add(e)
-                .wrapping_add(k)
-                .wrapping_add(*wi);
-            e = d;
-            d = c;
-            c = b.rotate_left(30);
-            b = a;
-            a = t;
-        }
-        for (x, y) in h.iter_mut().zip([a, b, c, d, e]) {
-            *x = x.wrapping_add(y);
+    }
+    let tail = chunks.remainder();
+    let mut last = [0u8; 128];
+    last[..tail.len()].copy_from_slice(tail);
+    last[tail.len()] = 0x80;
+    let end = if tail.len() < 56 { 64 } else { 128 };
+    last[end - 8..end].copy_from_slice(&bit_len.to_be_bytes());
+    for block in last[..end].chunks_exact(64) {
+        if let Ok(block) = <&[u8; 64]>::try_from(block) {
+            sha1_block(&mut h, block);
         }
     }
     let mut out = [0u8; 20];
@@ -408,6 +416,11 @@ pub fn sha1(data: &[u8]) -> [u8; 20] {
         chunk.copy_from_slice(&word.to_be_bytes());
     }
     out
+}
+
+/// SHA-1 of `data` (for UUIDv5 only: not a security use).
+pub fn sha1(data: &[u8]) -> [u8; 20] {
+    sha1_finish(SHA1_INIT, 0, data)
 }
 
 /// `uuid.uuid5(namespace, name).bytes`.
@@ -442,11 +455,19 @@ const NAMESPACE_URL: [u8; 16] = [
 
 /// The importers' deterministic ids: `uuid5(NS, f"{kind}:{source digest}:{n}").hex`
 /// with one counter for every kind (the Python importer's `Ids`).
+///
+/// The SHA-1 of an id's name starts with the same bytes for every id of one
+/// kind (the namespace, the kind, the digest): their whole 64-byte blocks are
+/// compressed once per kind, and each id compresses only the rest.
+#[derive(Clone)]
 pub struct Ids {
     namespace: [u8; 16],
     base: String,
     /// How many ids were handed out.
     pub n: u64,
+    /// Per kind: the SHA-1 state after the prefix's whole blocks, how many
+    /// blocks that is, and the prefix's bytes after them.
+    kinds: Vec<(String, [u32; 5], u64, Vec<u8>)>,
 }
 
 impl Ids {
@@ -456,19 +477,60 @@ impl Ids {
             namespace: uuid5(&NAMESPACE_URL, b"agent-transcript/import"),
             base: source_digest.to_owned(),
             n: 0,
+            kinds: Vec::new(),
         }
+    }
+
+    fn prefix(&mut self, kind: &str) -> usize {
+        if let Some(i) = self.kinds.iter().position(|k| k.0 == kind) {
+            return i;
+        }
+        let mut data = Vec::with_capacity(16 + kind.len() + self.base.len() + 2);
+        data.extend_from_slice(&self.namespace);
+        data.extend_from_slice(kind.as_bytes());
+        data.push(b':');
+        data.extend_from_slice(self.base.as_bytes());
+        data.push(b':');
+        let whole = data.len() / 64;
+        let mut h = SHA1_INIT;
+        for block in data.chunks_exact(64) {
+            if let Ok(block) = <&[u8; 64]>::try_from(block) {
+                sha1_block(&mut h, block);
+            }
+        }
+        let rest = data.get(whole * 64..).unwrap_or_default().to_vec();
+        self.kinds.push((kind.to_owned(), h, whole as u64, rest));
+        self.kinds.len() - 1
     }
 
     /// The next id, of `kind`.
     pub fn next(&mut self, kind: &str) -> [u8; 32] {
         self.n += 1;
-        let mut name = Vec::with_capacity(kind.len() + self.base.len() + 24);
-        name.extend_from_slice(kind.as_bytes());
-        name.push(b':');
-        name.extend_from_slice(self.base.as_bytes());
-        name.push(b':');
-        name.extend_from_slice(itoa::Buffer::new().format(self.n).as_bytes());
-        hex32(&uuid5(&self.namespace, &name))
+        let at = self.prefix(kind);
+        let mut number = itoa::Buffer::new();
+        let digits = number.format(self.n).as_bytes();
+        let Some((_, h, blocks, rest)) = self.kinds.get(at) else {
+            return [b'0'; 32];
+        };
+        let mut tail = [0u8; 96];
+        let len = rest.len() + digits.len();
+        let hash = match tail.get_mut(..len) {
+            Some(t) => {
+                t[..rest.len()].copy_from_slice(rest);
+                t[rest.len()..].copy_from_slice(digits);
+                sha1_finish(*h, *blocks, t)
+            }
+            None => {
+                let mut t = rest.clone();
+                t.extend_from_slice(digits);
+                sha1_finish(*h, *blocks, &t)
+            }
+        };
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&hash[..16]);
+        out[6] = (out[6] & 0x0f) | 0x50;
+        out[8] = (out[8] & 0x3f) | 0x80;
+        hex32(&out)
     }
 }
 
@@ -570,6 +632,33 @@ mod tests {
             hex(&sha1(&long)),
             "291e9a6c66994949b57ba5e650361e98fc36b1ba"
         );
+    }
+
+    #[test]
+    fn ids_match_the_plain_uuid5() {
+        let ns = uuid5(&NAMESPACE_URL, b"agent-transcript/import");
+        for base in [
+            "scratch",
+            "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        ] {
+            let mut ids = Ids::new(base);
+            for kind in [
+                "line",
+                "msg",
+                "line",
+                "a-kind-long-enough-to-cross-a-block-boundary-alone-x",
+            ] {
+                for _ in 0..3 {
+                    let got = ids.next(kind);
+                    let name = format!("{kind}:{base}:{}", ids.n);
+                    assert_eq!(got, hex32(&uuid5(&ns, name.as_bytes())));
+                }
+            }
+        }
+        // uuid.uuid5(uuid.NAMESPACE_URL, "agent-transcript/import") then
+        // uuid.uuid5(that, "msg:sha256:x:1").hex
+        let mut ids = Ids::new("sha256:x");
+        assert_eq!(&ids.next("msg"), b"a59812abd4295147972e8c8d384f34fe");
     }
 
     #[test]
