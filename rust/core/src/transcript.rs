@@ -178,13 +178,17 @@ fn thread_builder() -> std::thread::Builder {
 /// one of the four. Enough to count, size and pick envelopes by type or role
 /// without reading a payload.
 ///
-/// Kept as columns, 13 bytes a line: the offset, the length, the type and
-/// role in one byte; line numbers are kept only where they stop following
-/// the envelope's index (after a blank or skipped line), so a file without
-/// blank lines keeps none.
+/// Kept as columns, 9 bytes a line: the offset's low half, the length, the
+/// type and role in one byte. Offsets only grow (envelopes are added in file
+/// order), so their high halves are kept as the indices where they step up;
+/// line numbers are kept only where they stop following the envelope's index
+/// (after a blank or skipped line), so a file without blank lines keeps none.
 #[derive(Debug, Default)]
 pub struct Index {
-    offsets: Vec<u64>,
+    // Each offset's low 32 bits.
+    offsets: Vec<u32>,
+    // highs[k]: the first index whose offset is at least (k + 1) << 32.
+    highs: Vec<u32>,
     lens: Vec<u32>,
     // The type's code in the low four bits, the role's (0 for none) above.
     tags: Vec<u8>,
@@ -261,7 +265,11 @@ impl Index {
             self.bumps
                 .push((u32::try_from(i).unwrap_or(u32::MAX), bump));
         }
-        self.offsets.push(rec.offset);
+        let high = rec.offset >> 32;
+        while (self.highs.len() as u64) < high {
+            self.highs.push(u32::try_from(i).unwrap_or(u32::MAX));
+        }
+        self.offsets.push(rec.offset as u32);
         self.lens.push(rec.len);
         self.tags.push(tag_of(rec.kind, rec.role));
     }
@@ -290,12 +298,19 @@ impl Index {
         let at = self.bumps.partition_point(|b| (b.0 as usize) <= i);
         let bump = if at == 0 { 0 } else { self.bumps[at - 1].1 };
         Some(LineRec {
-            offset: *self.offsets.get(i)?,
+            offset: self.offset(i)?,
             len: *self.lens.get(i)?,
             number: i as u64 + 1 + bump,
             kind: kind_of_tag(tag),
             role: role_of_tag(tag),
         })
+    }
+
+    // Envelope `i`'s offset.
+    fn offset(&self, i: usize) -> Option<u64> {
+        let low = u64::from(*self.offsets.get(i)?);
+        let high = self.highs.partition_point(|&h| (h as usize) <= i) as u64;
+        Some(high << 32 | low)
     }
 
     /// Every envelope's record, in file order.
@@ -335,7 +350,7 @@ impl Index {
     /// bytes were read (a last line without its `\n` is one byte shorter).
     pub fn size_of(&self, i: usize, end: u64) -> Option<u64> {
         let len = u64::from(*self.lens.get(i)?);
-        let stop = self.offsets.get(i)? + len;
+        let stop = self.offset(i)? + len;
         Some(len + u64::from(stop < end))
     }
 
@@ -662,9 +677,10 @@ struct IdTable {
     form: Vec<u8>,
     // The OTHER ids, by line.
     others: HashMap<u32, Box<[u8]>>,
-    // `hash >> 32 << 32 | line index`, or EMPTY; a power of two long (or
-    // empty), under 3/4 full. The hash's high half is compared before the id
-    // is: a probe rarely reads an id that is not the one looked for.
+    // `hash >> 32 << 32 | line index`, or EMPTY; of any length (or empty),
+    // under 3/4 full (a load sizes it two thirds full). The hash's high half
+    // picks the home slot and is compared before the id is: a probe rarely
+    // reads an id that is not the one looked for.
     slots: Vec<u64>,
 }
 
@@ -674,6 +690,7 @@ const UUID: u8 = 1;
 const OTHER: u8 = 2;
 
 // Each byte's value as a lowercase hex digit, or 0xFF.
+#[cfg(not(target_arch = "x86_64"))]
 const HEX: [u8; 256] = {
     let mut t = [0xFFu8; 256];
     let mut i = 0;
@@ -691,15 +708,77 @@ const HEX: [u8; 256] = {
 
 // 16 bytes from 32 lowercase hex digits, or None.
 fn unhex(digits: &[u8]) -> Option<[u8; 16]> {
-    let mut out = [0u8; 16];
-    let mut bad = 0u8;
-    for (o, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
-        let (hi, lo) = (HEX[pair[0] as usize], HEX[pair[1] as usize]);
-        bad |= hi | lo;
-        *o = hi << 4 | (lo & 0x0F);
+    if digits.len() != 32 {
+        return None;
     }
-    // A valid digit is < 16: any 0xFF leaves high bits set.
-    (bad < 16 && digits.len() == 32).then_some(out)
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut out = [0u8; 16];
+        let (a, b) = digits.split_at(16);
+        let (lo, hi) = out.split_at_mut(8);
+        (unhex16(a, lo) && unhex16(b, hi)).then_some(out)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let mut out = [0u8; 16];
+        let mut bad = 0u8;
+        for (o, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
+            let (hi, lo) = (HEX[pair[0] as usize], HEX[pair[1] as usize]);
+            bad |= hi | lo;
+            *o = hi << 4 | (lo & 0x0F);
+        }
+        // A valid digit is < 16: any 0xFF leaves high bits set.
+        (bad < 16).then_some(out)
+    }
+}
+
+// The 8 bytes of the 16 lowercase hex digits `digits`, into `out`; false
+// (and `out` unspecified) when one is not a lowercase hex digit. A vector
+// does the 16 at once: the id of every line of a load goes through here.
+#[cfg(target_arch = "x86_64")]
+fn unhex16(digits: &[u8], out: &mut [u8]) -> bool {
+    use std::arch::x86_64::{
+        __m128i, _mm_add_epi8, _mm_and_si128, _mm_cmpgt_epi8, _mm_loadu_si128, _mm_movemask_epi8,
+        _mm_or_si128, _mm_packus_epi16, _mm_set1_epi16, _mm_set1_epi8, _mm_setzero_si128,
+        _mm_slli_epi16, _mm_srli_epi16, _mm_storel_epi64,
+    };
+    if digits.len() != 16 || out.len() != 8 {
+        return false;
+    }
+    // SAFETY: SSE2 is part of the x86_64 baseline; the load reads exactly the
+    // 16 bytes of `digits` and the store writes exactly the 8 bytes of `out`
+    // (both lengths checked above); unaligned loads and stores need no
+    // alignment.
+    unsafe {
+        let x = _mm_loadu_si128(digits.as_ptr().cast::<__m128i>());
+        // Signed compares: a byte >= 0x80 is negative and in neither range.
+        let digit = _mm_and_si128(
+            _mm_cmpgt_epi8(x, _mm_set1_epi8(b'0' as i8 - 1)),
+            _mm_cmpgt_epi8(_mm_set1_epi8(b'9' as i8 + 1), x),
+        );
+        let letter = _mm_and_si128(
+            _mm_cmpgt_epi8(x, _mm_set1_epi8(b'a' as i8 - 1)),
+            _mm_cmpgt_epi8(_mm_set1_epi8(b'f' as i8 + 1), x),
+        );
+        if _mm_movemask_epi8(_mm_or_si128(digit, letter)) != 0xFFFF {
+            return false;
+        }
+        // '0'..'9' and 'a'..'f' hold their value (less 9 for a letter) in
+        // their low four bits.
+        let nibbles = _mm_add_epi8(
+            _mm_and_si128(x, _mm_set1_epi8(0x0F)),
+            _mm_and_si128(letter, _mm_set1_epi8(9)),
+        );
+        // Each 16-bit lane holds a digit pair, the first in its low byte:
+        // first << 4 | second, in the lane's low byte.
+        let pairs = _mm_and_si128(
+            _mm_or_si128(_mm_slli_epi16(nibbles, 4), _mm_srli_epi16(nibbles, 8)),
+            _mm_set1_epi16(0x00FF),
+        );
+        let packed = _mm_packus_epi16(pairs, _mm_setzero_si128());
+        _mm_storel_epi64(out.as_mut_ptr().cast::<__m128i>(), packed);
+    }
+    true
 }
 
 // `id` in 16 bytes with its form, when it is 32 lowercase hex digits or a
@@ -801,14 +880,11 @@ impl Keyed {
 }
 
 impl IdTable {
-    // The first slot to probe for `hash` (its high bits: FxHash mixes upward).
+    // The first slot to probe for `hash`: its high half (the tag every slot
+    // keeps) scaled to the table's length, which need not be a power of two,
+    // so the table is sized to what it holds, not to the next doubling.
     fn home(&self, hash: u64) -> usize {
-        let bits = self.slots.len().trailing_zeros();
-        if bits == 0 {
-            0
-        } else {
-            (hash >> (64 - bits)) as usize
-        }
+        ((u128::from(hash >> 32) * self.slots.len() as u128) >> 32) as usize
     }
 
     /// The line of `id`, if an envelope has it.
@@ -819,20 +895,42 @@ impl IdTable {
         self.find(&Keyed::of(id))
     }
 
+    /// Asks the processor for the slot `hash` is looked up in, ahead of the
+    /// lookup: replay does it a few lines ahead, so that its probe of a table
+    /// bigger than the cache does not wait on memory.
+    #[inline]
+    fn prefetch(&self, hash: u64) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(slot) = self.slots.get(self.home(hash)) {
+            // SAFETY: a prefetch only hints the cache; it reads nothing and
+            // cannot fault, and the address is an element of `slots` anyway.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    (slot as *const u64).cast::<i8>(),
+                );
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = hash;
+    }
+
     /// The line of the id `key`, if an envelope has it.
     fn find(&self, key: &Keyed) -> Option<u32> {
         if self.slots.is_empty() {
             return None;
         }
         let hash = key.hash;
-        let mask = self.slots.len() - 1;
+        let len = self.slots.len();
         let mut at = self.home(hash);
         loop {
             let slot = *self.slots.get(at)?;
             if slot == EMPTY {
                 return None;
             }
-            at = (at + 1) & mask;
+            at += 1;
+            if at == len {
+                at = 0;
+            }
             if slot >> 32 != hash >> 32 {
                 continue;
             }
@@ -854,32 +952,34 @@ impl IdTable {
 
     // Puts `line` in the first free slot of its probe run (the table has room).
     fn place(&mut self, line: u32, hash: u64) {
-        let mask = self.slots.len() - 1;
+        let len = self.slots.len();
         let mut at = self.home(hash);
         while let Some(slot) = self.slots.get_mut(at) {
             if *slot == EMPTY {
                 *slot = hash >> 32 << 32 | u64::from(line);
                 return;
             }
-            at = (at + 1) & mask;
+            at += 1;
+            if at == len {
+                at = 0;
+            }
         }
     }
 
     /// Room for `more` ids, without the doubling a growing list does, and
-    /// slots enough for them (a table grown later holds its old slots and its
-    /// new ones at once: one and a half times its size).
+    /// slots enough for them at two thirds full (a table grown later holds
+    /// its old slots and its new ones at once: one and a half times its size).
     fn reserve(&mut self, more: usize) {
         let _ = self.packed.try_reserve_exact(more);
         let _ = self.form.try_reserve_exact(more);
-        let want = (self.form.len() + more).saturating_mul(4) / 3 + 1;
+        let want = (self.form.len() + more).saturating_mul(3) / 2 + 1;
         if want > self.slots.len() {
-            self.grow_to(want.next_power_of_two().max(64));
+            self.grow_to(want.max(64));
         }
     }
 
-    // Moves every slot to a new table of `size` slots (a power of two). Each
-    // slot's tag is its hash's high half, which is all `home` reads: no id is
-    // hashed again.
+    // Moves every slot to a new table of `size` slots. Each slot's tag is its
+    // hash's high half, which is all `home` reads: no id is hashed again.
     fn grow_to(&mut self, size: usize) {
         let old = std::mem::replace(&mut self.slots, vec![EMPTY; size]);
         for slot in old.into_iter().filter(|&s| s != EMPTY) {
@@ -891,6 +991,7 @@ impl IdTable {
     /// id once: replay has checked it is new).
     fn push(&mut self, key: Keyed, line: u32) {
         if (self.form.len() + 1) * 4 > self.slots.len() * 3 {
+            // Under 3/4 full, always: a probe run then ends at an empty slot.
             self.grow_to((self.slots.len() * 2).max(64));
         }
         self.form.push(key.form);
@@ -1186,23 +1287,33 @@ impl Transcript {
         }
     }
 
-    // A line the fast scanner read (see `Item::Scanned`): checked and added.
-    fn push_scanned(&mut self, s: ScannedLine, rec: LineRec) -> Result<(), ReplayError> {
+    // A line the fast scanner read (see `Item::Scanned`), whose segment's
+    // call ids and operation keys are `calls` and `ops`: checked and added.
+    fn push_scanned(
+        &mut self,
+        s: ScannedLine,
+        rec: LineRec,
+        calls: &[u8],
+        ops: &[Keyed],
+    ) -> Result<(), ReplayError> {
         self.check_head(s.kind, &s.key, || s.key.id_bytes())?;
+        let call = s
+            .call
+            .and_then(|(at, len)| calls.get(at as usize..(at + len) as usize));
         let index = self.add_line(rec, s.key);
         match s.kind {
-            EnvelopeType::Message => self.add_message(index, s.sticky, s.call.as_deref()),
+            EnvelopeType::Message => self.add_message(index, s.sticky, call),
             EnvelopeType::ToolDispatched => {
                 self.pending.insert(
                     index,
                     PendingOp {
-                        call_id: s.call,
+                        call_id: call.map(<[u8]>::to_vec),
                         result: None,
                     },
                 );
             }
             EnvelopeType::ToolSettled => {
-                let op = s.op.and_then(|k| self.ids.find(&k));
+                let op = ops.get(s.op as usize).and_then(|k| self.ids.find(k));
                 self.settle(index, op);
             }
             EnvelopeType::Grants => self.grants = Some(index),
@@ -1468,6 +1579,28 @@ where
     F: FnMut(&[u8], u64, u64) -> Result<(), E>,
     G: FnMut(u64, u64, u64) -> Result<(), E>,
 {
+    let mut each = |line: &[u8], offset, number, _utf8| each(line, offset, number);
+    lines_within(src, start, end, max, &mut each, too_long)
+}
+
+/// [`for_each_line_within`], telling `each` whether its line is known to be
+/// UTF-8: the lines of each read are checked at once (a check of 256 KiB is
+/// a fraction of 1,000 checks of 256 bytes), and when that read is not all
+/// UTF-8, or for a line read on its own, `each` is told false and checks.
+fn lines_within<R, E, F, G>(
+    src: &R,
+    start: u64,
+    end: u64,
+    max: u64,
+    each: &mut F,
+    too_long: &mut G,
+) -> Result<u64, E>
+where
+    R: ReadAt + ?Sized,
+    E: From<io::Error>,
+    F: FnMut(&[u8], u64, u64, bool) -> Result<(), E>,
+    G: FnMut(u64, u64, u64) -> Result<(), E>,
+{
     let mut buf = vec![
         0u8;
         CHUNK
@@ -1505,7 +1638,7 @@ where
                     let mut line = vec![0u8; usize::try_from(len).unwrap_or(usize::MAX)];
                     read_exact_at(src, &mut line, first)?;
                     if !is_blank(&line) {
-                        each(&line, first, number)?;
+                        each(&line, first, number, false)?;
                     }
                 }
                 if stop.is_none() {
@@ -1533,6 +1666,10 @@ where
         // What is left from the last round holds no `\n`: search only the new bytes,
         // so a line longer than the buffer is scanned once, not once per refill.
         let mut from = searched;
+        // The whole lines of the buffer are UTF-8 (each line then is: a line
+        // ends at a `\n`, which no character's encoding holds), or unknown.
+        let whole = memchr::memrchr(b'\n', &buf[from..have]).map_or(0, |i| from + i);
+        let utf8 = whole > 0 && simdutf8::basic::from_utf8(&buf[..whole]).is_ok();
         while let Some(i) = memchr::memchr(b'\n', &buf[from..have]) {
             number += 1;
             let nl = from + i;
@@ -1541,7 +1678,7 @@ where
             if line.len() as u64 > max {
                 too_long(line_at, line.len() as u64, number)?;
             } else if !is_blank(line) {
-                each(line, line_at, number)?;
+                each(line, line_at, number, utf8)?;
             }
             at = nl + 1;
             from = at;
@@ -1555,7 +1692,7 @@ where
                 if line.len() as u64 > max {
                     too_long(line_at, line.len() as u64, number)?;
                 } else if !is_blank(line) {
-                    each(line, line_at, number)?;
+                    each(line, line_at, number, false)?;
                 }
             }
             return Ok(number);
@@ -1574,11 +1711,16 @@ struct ScannedLine {
     key: Keyed,
     kind: EnvelopeType,
     sticky: bool,
-    // A tool message's call id, a dispatch's.
-    call: Option<Id>,
-    // A settle's operation id.
-    op: Option<Box<Keyed>>,
+    // A tool message's call id, a dispatch's: where it is in the segment's
+    // `calls` (no allocation a line).
+    call: Option<(u32, u32)>,
+    // A settle's operation id: its key's index in the segment's `ops`, or
+    // NO_OP.
+    op: u32,
 }
+
+// ScannedLine::op of a line that is not a settle (or whose op-id is not kept).
+const NO_OP: u32 = u32::MAX;
 
 /// One envelope of a segment: scanned, or read by the strict reader.
 #[derive(Debug)]
@@ -1598,6 +1740,10 @@ struct Row {
 struct Segment {
     /// Each envelope read, with line numbers counted from the segment's start.
     items: Vec<Row>,
+    /// The call ids of its scanned lines, one after the other.
+    calls: Vec<u8>,
+    /// The operation keys of its scanned settles.
+    ops: Vec<Keyed>,
     /// With `lenient`, `(line, why)` for each line skipped; otherwise the first
     /// bad line, where reading stopped.
     bad: Vec<(u64, LineError)>,
@@ -1641,12 +1787,24 @@ pub fn check_line_length(len: u64) -> Result<(), LineError> {
     }
 }
 
-// The row of `line` at `offset`, line `number`: scanned when it can be (for
-// replay, with `keyed`; for peek only its type and role are kept), else read
-// by the strict reader.
-fn read_row(line: &[u8], offset: u64, number: u64, keyed: bool) -> Result<Row, LineError> {
+// The row of `line` at `offset`, line `number`, added to `seg`: scanned when
+// it can be (for replay, with `keyed`; for peek only its type and role are
+// kept), else read by the strict reader. `utf8`: the line is known to be UTF-8.
+fn read_row(
+    seg: &mut Segment,
+    line: &[u8],
+    offset: u64,
+    number: u64,
+    keyed: bool,
+    utf8: bool,
+) -> Result<(), LineError> {
     let len = u32::try_from(line.len()).unwrap_or(u32::MAX);
-    if let Ok(s) = crate::envelope::scan_line(line) {
+    let scanned = if utf8 {
+        crate::envelope::scan_utf8_line(line)
+    } else {
+        crate::envelope::scan_line(line)
+    };
+    if let Ok(s) = scanned {
         let rec = LineRec {
             offset,
             len,
@@ -1654,13 +1812,18 @@ fn read_row(line: &[u8], offset: u64, number: u64, keyed: bool) -> Result<Row, L
             kind: s.kind,
             role: s.role,
         };
-        let (call, op) = match s.kind {
-            EnvelopeType::ToolSettled => (
-                None,
-                s.call.filter(|_| keyed).map(|id| Box::new(Keyed::of(id))),
-            ),
-            _ => (s.call.filter(|_| keyed).map(<[u8]>::to_vec), None),
-        };
+        let (mut call, mut op) = (None, NO_OP);
+        if let (true, Some(id)) = (keyed, s.call) {
+            if s.kind == EnvelopeType::ToolSettled {
+                op = u32::try_from(seg.ops.len()).unwrap_or(NO_OP);
+                seg.ops.push(Keyed::of(id));
+            } else {
+                // A segment's lines are under 4 GiB together, bar one line.
+                let at = u32::try_from(seg.calls.len()).unwrap_or(u32::MAX);
+                seg.calls.extend_from_slice(id);
+                call = Some((at, u32::try_from(id.len()).unwrap_or(0)));
+            }
+        }
         let key = if keyed {
             Keyed::of(s.id)
         } else {
@@ -1673,14 +1836,16 @@ fn read_row(line: &[u8], offset: u64, number: u64, keyed: bool) -> Result<Row, L
             call,
             op,
         });
-        return Ok(Row { item, rec });
+        seg.items.push(Row { item, rec });
+        return Ok(());
     }
     let env = crate::envelope::parse_line_strict(line)?;
     let rec = LineRec::new(&env, offset, line.len(), number);
-    Ok(Row {
+    seg.items.push(Row {
         item: Item::Full(Box::new(env)),
         rec,
-    })
+    });
+    Ok(())
 }
 
 // A bad line of a segment: kept (the first SKIPPED_KEPT) or counted; a strict
@@ -1711,21 +1876,23 @@ fn parse_segment<R: ReadAt + ?Sized>(
     let rows = usize::try_from((end - start) / 200).unwrap_or(0) + 16;
     let seg = std::cell::RefCell::new(Segment {
         items: Vec::with_capacity(rows),
+        calls: Vec::new(),
+        ops: Vec::new(),
         bad: Vec::new(),
         bad_more: 0,
         lines: 0,
     });
-    let counted = for_each_line_within(
+    let counted = lines_within(
         src,
         start,
         end,
         MAX_LINE,
-        &mut |line: &[u8], offset, number| match read_row(line, offset, number, keyed) {
-            Ok(row) => {
-                seg.borrow_mut().items.push(row);
-                Ok(())
+        &mut |line: &[u8], offset, number, utf8| {
+            let mut seg = seg.borrow_mut();
+            match read_row(&mut seg, line, offset, number, keyed, utf8) {
+                Ok(()) => Ok(()),
+                Err(e) => bad_line(&mut seg, number, e, lenient),
             }
-            Err(e) => bad_line(&mut seg.borrow_mut(), number, e, lenient),
         },
         &mut |_, len, number| bad_line(&mut seg.borrow_mut(), number, too_long_error(len), lenient),
     );
@@ -1766,16 +1933,19 @@ fn cut_points<R: ReadAt + ?Sized>(src: &R, size: u64, parts: u64) -> io::Result<
 }
 
 /// The bytes of one stretch parsed by one thread: small enough that the
-/// envelopes of the stretches in flight are a few MiB whatever the file's
-/// size (memory follows the index, not the file), big enough that a thread's
-/// start is nothing beside its work.
-const STRETCH: u64 = 2 << 20;
+/// envelopes of the stretches in flight are a few hundred KiB whatever the
+/// file's size (memory follows the index, not the file), big enough that
+/// handing one over is nothing beside its work.
+const STRETCH: u64 = 1 << 20;
 
 // Parses `0..size` in stretches of about STRETCH bytes, on every core (up to
-// 8), and hands each stretch to `take` in file order, on this thread, while
-// the threads parse the next round: the envelopes of the whole file are never
-// all held at once. `take` returns false to stop (what is in flight is still
-// parsed, then dropped).
+// 8): each parser thread takes every `cores`-th stretch and hands each one
+// over as soon as this thread asks for it, so that this thread gets them in
+// file order and hands each to `take` while the parsers read the next ones;
+// no more than a stretch a parser, and the one being taken, are ever held.
+// `take` returns false to stop (the parsers then stop after the stretch they
+// are in). A parser thread that cannot be started leaves its stretches to
+// this thread.
 fn each_segment<R, E, F>(
     src: &R,
     size: u64,
@@ -1797,30 +1967,52 @@ where
         return Ok(());
     }
     let stretches: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
+    let parsers = cores.min(stretches.len());
     std::thread::scope(|scope| {
-        let start = |round: &[(u64, u64)]| -> Vec<Worker<'_, io::Result<Segment>>> {
-            round
-                .iter()
-                .map(|&(from, to)| {
-                    spawn_or_run(scope, move || parse_segment(src, from, to, lenient, keyed))
-                })
-                .collect()
-        };
-        let mut rounds = stretches.chunks(cores);
-        let mut current = rounds.next().map(start);
-        while let Some(workers) = current.take() {
-            let next = rounds.next().map(start);
-            for worker in workers {
-                let seg = worker
-                    .join()
-                    .unwrap_or_else(|()| Err(io::Error::other("a parser thread failed")))?;
+        let mut from = Vec::with_capacity(parsers);
+        let mut threads = Vec::with_capacity(parsers);
+        for first in 0..parsers {
+            // A rendezvous: a parsed stretch waits in its parser until asked for.
+            let (give, get) = std::sync::mpsc::sync_channel::<io::Result<Segment>>(0);
+            let mine = stretches.iter().skip(first).step_by(parsers).copied();
+            let parser = move || {
+                for (start, end) in mine {
+                    let seg = parse_segment(src, start, end, lenient, keyed);
+                    let failed = seg.is_err();
+                    if give.send(seg).is_err() || failed {
+                        return;
+                    }
+                }
+            };
+            match thread_builder().spawn_scoped(scope, parser) {
+                Ok(h) => {
+                    from.push(Some(get));
+                    threads.push(h);
+                }
+                Err(_) => from.push(None),
+            }
+        }
+        let result = (|| -> Result<(), E> {
+            for (k, &(start, end)) in stretches.iter().enumerate() {
+                let seg = match from.get(k % parsers) {
+                    Some(Some(get)) => get
+                        .recv()
+                        .unwrap_or_else(|_| Err(io::Error::other("a parser thread failed")))?,
+                    _ => parse_segment(src, start, end, lenient, keyed)?,
+                };
                 if !take(seg)? {
-                    return Ok(());
+                    break;
                 }
             }
-            current = next;
+            Ok(())
+        })();
+        // The parsers still running find nobody to hand to, and stop.
+        drop(from);
+        for h in threads {
+            // A parser that panicked has already said so through its channel.
+            let _ = h.join();
         }
-        Ok(())
+        result
     })
 }
 
@@ -1841,6 +2033,10 @@ pub fn inspect<R: ReadAt + Sync + ?Sized>(src: &R, size: u64) -> Result<Transcri
     load_into(t, src, size)
 }
 
+/// How many lines ahead replay asks for the id table's slots of a line: about
+/// as many as it replays while memory answers.
+const AHEAD: usize = 8;
+
 fn load_into<R: ReadAt + Sync + ?Sized>(
     mut t: Transcript,
     src: &R,
@@ -1851,11 +2047,22 @@ fn load_into<R: ReadAt + Sync + ?Sized>(
         if before == 0 {
             t.reserve(estimated_lines(&seg, size));
         }
-        for Row { item, mut rec } in seg.items {
+        let mut rows = seg.items.into_iter();
+        while let Some(Row { item, mut rec }) = rows.next() {
+            if let Some(Row {
+                item: Item::Scanned(s),
+                ..
+            }) = rows.as_slice().get(AHEAD)
+            {
+                t.ids.prefetch(s.key.hash);
+                if let Some(op) = seg.ops.get(s.op as usize) {
+                    t.ids.prefetch(op.hash);
+                }
+            }
             rec.number += before;
             let line = rec.number;
             match item {
-                Item::Scanned(s) => t.push_scanned(s, rec),
+                Item::Scanned(s) => t.push_scanned(s, rec, &seg.calls, &seg.ops),
                 Item::Full(env) => t.push(*env, rec, false),
             }
             .map_err(|error| LoadError::Replay { line, error })?;
@@ -2235,6 +2442,48 @@ mod tests {
             }) => {}
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn ids_are_unpacked_as_a_digit_at_a_time_would() {
+        // Byte by byte, as the table's reader did before the vector one.
+        fn one_at_a_time(digits: &[u8]) -> Option<[u8; 16]> {
+            let value = |b: u8| match b {
+                b'0'..=b'9' => Some(b - b'0'),
+                b'a'..=b'f' => Some(b - b'a' + 10),
+                _ => None,
+            };
+            if digits.len() != 32 {
+                return None;
+            }
+            let mut out = [0u8; 16];
+            for (o, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
+                *o = value(pair[0])? << 4 | value(pair[1])?;
+            }
+            Some(out)
+        }
+        let base = *b"0123456789abcdef0123456789abcdef";
+        assert_eq!(unhex(&base), one_at_a_time(&base));
+        assert!(unhex(&base).is_some());
+        // Every byte value at every position: the digits and letters, their
+        // neighbours ('/', ':', '`', 'g'), capitals, and bytes >= 0x80.
+        for at in 0..32 {
+            for b in 0..=255u8 {
+                let mut id = base;
+                id[at] = b;
+                assert_eq!(unhex(&id), one_at_a_time(&id), "byte {b:#x} at {at}");
+            }
+        }
+        let mut z = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..2000 {
+            let mut id = [0u8; 32];
+            for d in id.iter_mut() {
+                z = mix(z.wrapping_add(1));
+                *d = b"0123456789abcdef"[(z % 16) as usize];
+            }
+            assert_eq!(unhex(&id), one_at_a_time(&id));
+        }
+        assert_eq!(unhex(&base[..31]), None);
     }
 
     #[test]
