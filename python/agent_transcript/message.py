@@ -7,6 +7,8 @@ from typing import Any, Mapping
 
 __all__ = ["Message", "MESSAGE_FIELDS"]
 
+_new = object.__new__
+
 #: The payload keys a Message owns; every other key of a message payload is an extra.
 MESSAGE_FIELDS = frozenset(
     ("role", "content", "name", "tool_calls", "tool_call_id", "sticky", "sysprompt", "depth")
@@ -69,19 +71,28 @@ class Message:
         """
         if not isinstance(d, Mapping):
             raise TypeError(f"a message payload must be an object, not {type(d).__name__}")
-        role = d.get("role")
+        get = d.get
+        role = get("role")
         if not isinstance(role, str):
             raise TypeError("a message payload needs a string 'role'")
-        return cls(
-            role=role,
-            content=d.get("content"),
-            name=d.get("name"),
-            tool_calls=d.get("tool_calls"),
-            tool_call_id=d.get("tool_call_id"),
-            sticky=bool(d.get("sticky", False)),
-            sysprompt=bool(d.get("sysprompt", False)),
-            depth=d.get("depth"),
-        )
+        fields: dict[str, Any] = {
+            "role": role,
+            "content": get("content"),
+            "name": get("name"),
+            "tool_calls": get("tool_calls"),
+            "tool_call_id": get("tool_call_id"),
+            "sticky": bool(get("sticky", False)),
+            "sysprompt": bool(get("sysprompt", False)),
+            "depth": get("depth"),
+        }
+        if cls is not Message:  # a subclass may have an __init__ of its own
+            return cls(**fields)
+        # What the frozen dataclass's __init__ sets, without its
+        # object.__setattr__ a field: Session.messages and entries build one
+        # Message a live message.
+        m = _new(cls)
+        vars(m).update(fields)
+        return m
 
     @classmethod
     def system(cls, text: str) -> Message:

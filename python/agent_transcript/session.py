@@ -40,6 +40,19 @@ def _envelope(fields: tuple[Any, Any, Any, Any, Any, int]) -> Envelope:
 
 
 
+def _entry(mid: str, payload: dict[str, Any], line: int, elided: bool) -> Entry:
+    # Entry(...) without the frozen dataclass's object.__setattr__ a field:
+    # entries builds one a live message.
+    e = _new(Entry)
+    vars(e).update(id=mid, message=Message.from_dict(payload),
+                   extra={k: v for k, v in payload.items() if k not in MESSAGE_FIELDS},
+                   line=line, elided=elided)
+    return e
+
+
+_new = object.__new__
+
+
 def _named(e: OSError, path: Path) -> OSError:
     """``e`` (raised by the native writer, which has a descriptor, not a name)
     with the transcript's path as its ``filename``, as ``open()`` gives one."""
@@ -414,9 +427,7 @@ class Session:
         """
         with self._lock:
             rows = self._t.live_entries()
-        return [Entry(id=mid, message=Message.from_dict(d), line=line, elided=elided,
-                      extra={k: v for k, v in d.items() if k not in MESSAGE_FIELDS})
-                for mid, d, line, elided in rows]
+        return [_entry(mid, d, line, elided) for mid, d, line, elided in rows]
 
     @property
     def message_ids(self) -> list[str]:

@@ -118,3 +118,39 @@ def test_entries_after_reload_equal_the_writers(tmp_path: Path) -> None:
     with Session.load(s.path) as t:
         assert t.entries == before
         check_parallel(t)
+
+
+def test_entries_and_messages_are_what_their_constructors_make(tmp_path: Path) -> None:
+    # entries and Message.from_dict fill the frozen dataclasses' fields without
+    # their __init__: the objects must be the same in every way a caller sees.
+    p = tmp_path / "t.jsonl"
+    with Session.create(p) as s:
+        s.append_message(Message.user("hi"), extra={"item": {"k": 1}})
+        s.append_message(Message(role="assistant", content=None, tool_calls=[{"id": "c"}], sticky=True))
+    s = Session.load(p)
+    for e in s.entries:
+        m = e.message
+        made = Message(**{f.name: getattr(m, f.name) for f in dataclasses.fields(Message)})
+        assert m == made and repr(m) == repr(made)
+        assert list(vars(m)) == [f.name for f in dataclasses.fields(Message)]
+        again = Entry(id=e.id, message=m, extra=e.extra, line=e.line, elided=e.elided)
+        assert e == again and repr(e) == repr(again)
+        assert list(vars(e)) == [f.name for f in dataclasses.fields(Entry)]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            m.role = "x"  # type: ignore[misc]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            e.line = 0  # type: ignore[misc]
+    assert s.entries[0].extra == {"item": {"k": 1}}
+    s.close()
+
+
+def test_a_message_subclass_is_made_by_its_own_init() -> None:
+    made: list[str] = []
+
+    @dataclasses.dataclass(frozen=True)
+    class Tagged(Message):
+        def __post_init__(self) -> None:
+            made.append(self.role)
+
+    m = Tagged.from_dict({"role": "user", "content": "x", "other": 1})
+    assert type(m) is Tagged and m.content == "x" and made == ["user"]

@@ -55,6 +55,29 @@ pub(crate) fn jstr<'py>(py: Python<'py>, s: JStr<'_>) -> PyResult<Bound<'py, PyA
     }
 }
 
+/// A member's key: the keys every message payload has (and its tool calls')
+/// are the interpreter's interned strings, made once, their hashes kept, so
+/// that a dict of them is filled without making and hashing a new str a key.
+fn member_key<'py>(py: Python<'py>, s: JStr<'_>) -> PyResult<Bound<'py, PyAny>> {
+    let JStr::Text(t) = s else {
+        return jstr(py, s);
+    };
+    let known = match t {
+        "role" => pyo3::intern!(py, "role"),
+        "content" => pyo3::intern!(py, "content"),
+        "tool_calls" => pyo3::intern!(py, "tool_calls"),
+        "tool_call_id" => pyo3::intern!(py, "tool_call_id"),
+        "name" => pyo3::intern!(py, "name"),
+        "id" => pyo3::intern!(py, "id"),
+        "type" => pyo3::intern!(py, "type"),
+        "function" => pyo3::intern!(py, "function"),
+        "arguments" => pyo3::intern!(py, "arguments"),
+        "text" => pyo3::intern!(py, "text"),
+        _ => return Ok(PyString::new(py, t).into_any()),
+    };
+    Ok(known.clone().into_any())
+}
+
 fn int<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
     if text.len() <= 18 {
         if let Ok(v) = text.parse::<i64>() {
@@ -108,7 +131,7 @@ pub(crate) fn value<'py>(
                 let dict = PyDict::new(py);
                 r.begin_object()?;
                 if let Some(k) = r.next_key(scratch)? {
-                    let key = jstr(py, k)?;
+                    let key = member_key(py, k)?;
                     open.push(Open::Dict(dict, key));
                     continue;
                 }
@@ -132,7 +155,7 @@ pub(crate) fn value<'py>(
                 Some(Open::Dict(dict, key)) => {
                     dict.set_item(key, done)?;
                     if let Some(k) = r.next_key(scratch)? {
-                        let key = jstr(py, k)?;
+                        let key = member_key(py, k)?;
                         open.push(Open::Dict(dict, key));
                         break;
                     }
