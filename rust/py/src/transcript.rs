@@ -12,7 +12,9 @@ use std::os::fd::{BorrowedFd, RawFd};
 use pyo3::exceptions::{PyIndexError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
-use transcript_core::envelope::{member_span_at, parse_line, EnvelopeType, LineError, Span};
+use transcript_core::envelope::{
+    member_span_at, member_spans, parse_line, EnvelopeType, LineError, Span,
+};
 use transcript_core::json::{wtf8_from_utf16, JsonError};
 use transcript_core::scan::{tail_scan, ReadAt, Tail};
 use transcript_core::stamp::{utc_timestamp, IdGen};
@@ -928,10 +930,29 @@ impl Transcript {
         let mut stubs = Lines::new(&self.file, &self.core.index);
         for m in &self.core.live {
             let at = m.source();
-            let id = message_id(py, &mut lines, at)?;
-            let d = message_dict(py, &self.core, &mut lines, &mut stubs, at, m.stub())?;
-            let number = self.rec(m.line as usize)?.number;
-            list.append((id, d, number, m.stub().is_some()))?;
+            let (rec, bytes) = lines.get(at.line)?;
+            let (id, d) = if at.part == WHOLE && rec.kind == EnvelopeType::Message {
+                // A message line: its id and payload found in one pass.
+                let spans = member_spans(bytes, &["id", "payload"]).map_err(corrupt_at(&rec))?;
+                let decode = |span: Option<Span>| match span {
+                    Some(at) => decode_bytes(py, bytes, at),
+                    None => Ok(py.None().into_bound(py)),
+                };
+                let id = decode(spans[0])?;
+                let d = decode(spans[1])?.cast_into::<PyDict>()?;
+                if let Some((line, span)) = m.stub() {
+                    let (_, bytes) = stubs.get(line)?;
+                    d.set_item("content", decode_bytes(py, bytes, span)?)?;
+                }
+                (id, d)
+            } else {
+                let id = message_id(py, &mut lines, at)?;
+                (
+                    id,
+                    message_dict(py, &self.core, &mut lines, &mut stubs, at, m.stub())?,
+                )
+            };
+            list.append((id, d, rec.number, m.stub().is_some()))?;
         }
         Ok(list)
     }
