@@ -1170,7 +1170,12 @@ impl<W: Write> Convert<'_, '_, '_, W> {
                     let input = b.get("input").unwrap_or(&empty);
                     let mut arguments = Vec::new();
                     write_dumps(&mut arguments, input);
-                    let arguments = String::from_utf8_lossy(&arguments).into_owned();
+                    // Written from text and ASCII: UTF-8 (checked all the same).
+                    let arguments = match simdutf8::basic::from_utf8(&arguments) {
+                        // SAFETY: `from_utf8` just checked that the bytes are UTF-8.
+                        Ok(_) => unsafe { String::from_utf8_unchecked(arguments) },
+                        Err(_) => String::from_utf8_lossy(&arguments).into_owned(),
+                    };
                     tool_calls.push(Value::obj(vec![
                         ("id", b.get("id").cloned().unwrap_or(Value::Null)),
                         ("type", Value::string("function")),
@@ -1237,7 +1242,14 @@ impl<W: Write> Convert<'_, '_, '_, W> {
                     cc_set(&mut cc, "is_error", e.clone());
                 }
                 st.answered.push(call.to_owned());
-                let text = need!(text_of_content(Some(&result)));
+                // The text is needed only to tell why a call failed.
+                let failed = b.get("is_error") == Some(&Value::Bool(true));
+                let text = if failed {
+                    need!(text_of_content(Some(&result)))
+                } else {
+                    need!(check_text_blocks(&result));
+                    String::new()
+                };
                 let payload = Value::obj(vec![
                     ("claude-code", cc),
                     ("role", Value::string("tool")),
@@ -1247,7 +1259,7 @@ impl<W: Write> Convert<'_, '_, '_, W> {
                 self.emit.message(&payload, ts)?;
                 let mut outcome = "completed";
                 let mut fields: Vec<(&str, Vec<u8>)> = Vec::new();
-                if b.get("is_error") == Some(&Value::Bool(true)) {
+                if failed {
                     outcome = "failed";
                     let tur = r.get("toolUseResult");
                     if REJECTED.iter().any(|s| text.contains(s)) {
@@ -1378,6 +1390,21 @@ fn result_content<'a>(block: &Value<'a>) -> Result<Value<'a>, Unsupported> {
         }
         Some(other) => Ok(other.clone()),
     }
+}
+
+/// What [`text_of_content`] refuses, without building the text.
+fn check_text_blocks(content: &Value<'_>) -> Result<(), Unsupported> {
+    if let Value::Arr(items) = content {
+        for b in items
+            .iter()
+            .filter(|b| b.is_obj() && b.str_of("type") == Some("text"))
+        {
+            if !matches!(b.get("text"), None | Some(Value::Str(_))) {
+                return Err(Unsupported("a text block whose text is not a string"));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `_text_of`: the text of a content value.

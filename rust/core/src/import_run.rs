@@ -690,7 +690,7 @@ fn format_batch(
         env.extend_from_slice(b",\"status\":\"");
         env.extend_from_slice(line.status.name());
         env.extend_from_slice(b"\",\"text\":");
-        canonical::write_str(env, text.as_bytes());
+        crate::import_value::write_text(env, text);
         env.extend_from_slice(b"},\"ts\":\"");
         env.extend_from_slice(&ts);
         env.extend_from_slice(b"\",\"type\":\"source-line\",\"v\":1}\n");

@@ -12,7 +12,7 @@
 
 use std::borrow::Cow;
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::canonical;
 use crate::json::{JStr, Kind, Number, Reader};
@@ -24,21 +24,96 @@ pub struct Unsupported(pub &'static str);
 
 /// A string of a [`Value`]: borrowed from the line, or (decoded from escapes)
 /// shared, so that a value is copied into a payload without copying its text.
+/// A string read from a line whose token is already as canonical JSON writes
+/// it ([`JText::Plain`], [`JText::Escaped`]) is written back as that token,
+/// neither decoded nor escaped again.
 #[derive(Debug, Clone)]
 pub enum JText<'a> {
-    /// A slice of the line.
+    /// Text (from anywhere: it is escaped when written).
     Borrowed(&'a str),
     /// Decoded text.
     Shared(Arc<str>),
+    /// A string token of the line without a backslash: its text, which is
+    /// also its canonical JSON (no quote, backslash or control character).
+    Plain(&'a str),
+    /// The inside of a string token of the line whose every escape is the one
+    /// canonical JSON writes; decoded the first time its text is asked for.
+    Escaped(&'a str, OnceLock<Box<str>>),
 }
 
 impl Deref for JText<'_> {
     type Target = str;
     fn deref(&self) -> &str {
         match self {
-            JText::Borrowed(s) => s,
+            JText::Borrowed(s) | JText::Plain(s) => s,
             JText::Shared(s) => s,
+            JText::Escaped(raw, text) => text.get_or_init(|| decode_canonical(raw)),
         }
+    }
+}
+
+/// True when every escape in `raw` (the inside of a JSON string token) is
+/// the one canonical JSON writes for its character: `\"`, `\\`, `\b`, `\f`,
+/// `\n`, `\r`, `\t`, and `\u00xx` (lowercase) for the other control characters.
+fn canonical_escapes(raw: &[u8]) -> bool {
+    let mut at = 0usize;
+    while let Some(found) = raw.get(at..).and_then(|rest| memchr::memchr(b'\\', rest)) {
+        let slash = at + found;
+        match raw.get(slash + 1) {
+            Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => at = slash + 2,
+            Some(b'u') => {
+                let Some(&[b'0', b'0', hi @ (b'0' | b'1'), lo]) = raw.get(slash + 2..slash + 6)
+                else {
+                    return false;
+                };
+                let lo = match lo {
+                    b'0'..=b'9' => lo - b'0',
+                    b'a'..=b'f' => lo - b'a' + 10,
+                    _ => return false,
+                };
+                let code = (hi - b'0') * 16 + lo;
+                if matches!(code, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d) {
+                    return false;
+                }
+                at = slash + 6;
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The text of `raw`, the inside of a string token with only canonical escapes.
+fn decode_canonical(raw: &str) -> Box<str> {
+    let bytes = raw.as_bytes();
+    let mut out: Vec<u8> = Vec::with_capacity(bytes.len());
+    let mut at = 0usize;
+    while let Some(found) = bytes.get(at..).and_then(|rest| memchr::memchr(b'\\', rest)) {
+        let slash = at + found;
+        out.extend_from_slice(bytes.get(at..slash).unwrap_or_default());
+        let (byte, width) = match bytes.get(slash + 1) {
+            Some(b'b') => (0x08, 2),
+            Some(b'f') => (0x0c, 2),
+            Some(b'n') => (b'\n', 2),
+            Some(b'r') => (b'\r', 2),
+            Some(b't') => (b'\t', 2),
+            Some(b'u') => {
+                let hex = bytes.get(slash + 4..slash + 6).unwrap_or_default();
+                let digit = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
+                let code = hex.iter().fold(0u8, |v, &c| v.wrapping_mul(16) | digit(c));
+                (code, 6)
+            }
+            Some(&c) => (c, 2),
+            None => break,
+        };
+        out.push(byte);
+        at = slash + width;
+    }
+    out.extend_from_slice(bytes.get(at..).unwrap_or_default());
+    // Runs of the (UTF-8) token cut at ASCII bytes, and ASCII bytes.
+    match String::from_utf8(out) {
+        Ok(text) => text.into_boxed_str(),
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into(),
     }
 }
 
@@ -227,11 +302,32 @@ fn read<'a>(r: &mut Reader<'a>, text: &'a str, scratch: &mut Vec<u8>) -> Result<
             },
         },
         Kind::String => {
-            let s = r.string(scratch)?;
-            Value::Str(match own(text, s)? {
-                Cow::Borrowed(b) => JText::Borrowed(b),
-                Cow::Owned(o) => JText::Shared(Arc::from(o)),
-            })
+            // The token is skipped (checked, not decoded): most are written
+            // back as they are, and only those whose escapes are not
+            // canonical are decoded now.
+            let start = r.offset();
+            r.skip_value()?;
+            let end = r.offset();
+            let raw = text
+                .get(start + 1..end.saturating_sub(1))
+                .ok_or(Fail::Json)?;
+            let escaped = if raw.len() < 32 {
+                raw.as_bytes().contains(&b'\\')
+            } else {
+                memchr::memchr(b'\\', raw.as_bytes()).is_some()
+            };
+            if !escaped {
+                Value::Str(JText::Plain(raw))
+            } else if canonical_escapes(raw.as_bytes()) {
+                Value::Str(JText::Escaped(raw, OnceLock::new()))
+            } else {
+                let token = text.get(start..end).ok_or(Fail::Json)?;
+                let mut again = Reader::new(token);
+                match again.string(scratch)? {
+                    JStr::Text(t) => Value::Str(JText::Shared(Arc::from(t))),
+                    JStr::Wtf8(_) => return Err(Fail::Unsupported("a lone surrogate in a string")),
+                }
+            }
         }
         Kind::Array => {
             r.begin_array()?;
@@ -257,6 +353,91 @@ fn read<'a>(r: &mut Reader<'a>, text: &'a str, scratch: &mut Vec<u8>) -> Result<
     })
 }
 
+/// Bit `i` set when byte `i` of `block` is a quote, a backslash or a control
+/// character.
+#[cfg(target_arch = "x86_64")]
+fn special_mask(block: &[u8; 16]) -> u32 {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+    // SAFETY: SSE2 is part of the x86_64 baseline; the load reads exactly the
+    // 16 bytes of `block` (unaligned loads need no alignment).
+    unsafe {
+        let x = _mm_loadu_si128(block.as_ptr().cast::<__m128i>());
+        let control = _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(0x1f)), x);
+        let quote = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'"' as i8));
+        let slash = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\\' as i8));
+        _mm_movemask_epi8(_mm_or_si128(control, _mm_or_si128(quote, slash))) as u32
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn special_mask(block: &[u8; 16]) -> u32 {
+    let mut mask = 0u32;
+    for (i, &b) in block.iter().enumerate() {
+        if b < 0x20 || b == b'"' || b == b'\\' {
+            mask |= 1 << i;
+        }
+    }
+    mask
+}
+
+fn write_escape(out: &mut Vec<u8>, byte: u8) {
+    match byte {
+        b'"' => out.extend_from_slice(b"\\\""),
+        b'\\' => out.extend_from_slice(b"\\\\"),
+        b'\n' => out.extend_from_slice(b"\\n"),
+        b'\r' => out.extend_from_slice(b"\\r"),
+        b'\t' => out.extend_from_slice(b"\\t"),
+        0x08 => out.extend_from_slice(b"\\b"),
+        0x0C => out.extend_from_slice(b"\\f"),
+        _ => out.extend_from_slice(&[
+            b'\\',
+            b'u',
+            b'0',
+            b'0',
+            HEX[usize::from(byte >> 4)],
+            HEX[usize::from(byte & 0x0f)],
+        ]),
+    }
+}
+
+/// Appends `text` as a canonical JSON string: what `canonical::write_str`
+/// writes for it (a `str` has no lone surrogate), sixteen bytes at a time.
+pub fn write_text(out: &mut Vec<u8>, text: &str) {
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut plain = 0usize; // the start of the bytes not written yet
+    let mut chunks = bytes.chunks_exact(16);
+    let mut base = 0usize;
+    for chunk in &mut chunks {
+        let Ok(block) = <&[u8; 16]>::try_from(chunk) else {
+            break;
+        };
+        let mut mask = special_mask(block);
+        while mask != 0 {
+            let at = base + mask.trailing_zeros() as usize;
+            out.extend_from_slice(bytes.get(plain..at).unwrap_or_default());
+            write_escape(out, bytes.get(at).copied().unwrap_or(b' '));
+            plain = at + 1;
+            mask &= mask - 1;
+        }
+        base += 16;
+    }
+    for (i, &b) in chunks.remainder().iter().enumerate() {
+        if b < 0x20 || b == b'"' || b == b'\\' {
+            let at = base + i;
+            out.extend_from_slice(bytes.get(plain..at).unwrap_or_default());
+            write_escape(out, b);
+            plain = at + 1;
+        }
+    }
+    out.extend_from_slice(bytes.get(plain..).unwrap_or_default());
+    out.push(b'"');
+}
+
 /// Appends `value` as canonical JSON (keys sorted).
 pub fn write_canonical(out: &mut Vec<u8>, value: &Value<'_>) {
     write_value(out, value, true);
@@ -280,7 +461,12 @@ fn write_value(out: &mut Vec<u8>, value: &Value<'_>, sorted: bool) {
                 out.extend_from_slice(b"null");
             }
         }
-        Value::Str(s) => canonical::write_str(out, s.as_bytes()),
+        Value::Str(JText::Plain(raw) | JText::Escaped(raw, _)) => {
+            out.push(b'"');
+            out.extend_from_slice(raw.as_bytes());
+            out.push(b'"');
+        }
+        Value::Str(s) => write_text(out, s),
         Value::Raw(r) => out.extend_from_slice(r),
         Value::Arr(items) => {
             out.push(b'[');
@@ -632,6 +818,56 @@ mod tests {
             hex(&sha1(&long)),
             "291e9a6c66994949b57ba5e650361e98fc36b1ba"
         );
+    }
+
+    #[test]
+    fn strings_write_back_as_canonical_json_writes_them() {
+        let cases = [
+            r#""plain é 日""#,
+            r#""a\"b\\c\nd\re\tf\bg\fh\u0001\u001f""#,
+            r#""not canonical: \/ \u00e9 \u0041 \u000a \u001F""#,
+            r#""a pair \ud83d\ude00 and \"""#,
+            r#""""#,
+        ];
+        for case in cases {
+            let v = parse(case).ok().flatten().unwrap_or(Value::Null);
+            let decoded: String = match &v {
+                Value::Str(s) => s.to_string(),
+                _ => String::from("?"),
+            };
+            let mut want = Vec::new();
+            canonical::write_str(&mut want, decoded.as_bytes());
+            let mut got = Vec::new();
+            write_canonical(&mut got, &v);
+            assert_eq!(
+                String::from_utf8_lossy(&got),
+                String::from_utf8_lossy(&want),
+                "{case}"
+            );
+            let mut text = Vec::new();
+            write_text(&mut text, &decoded);
+            assert_eq!(text, want, "{case}");
+        }
+        let all: String = (0u8..=127)
+            .map(char::from)
+            .chain("é日€".chars())
+            .cycle()
+            .take(700)
+            .collect();
+        let mut want = Vec::new();
+        canonical::write_str(&mut want, all.as_bytes());
+        for start in 0..20 {
+            let piece = all.get(start..).unwrap_or_default();
+            let mut want = Vec::new();
+            canonical::write_str(&mut want, piece.as_bytes());
+            let mut got = Vec::new();
+            write_text(&mut got, piece);
+            assert_eq!(got, want);
+            let token = String::from_utf8_lossy(&want).into_owned();
+            let v = parse(&token).ok().flatten().unwrap_or(Value::Null);
+            assert_eq!(v.as_str(), Some(piece));
+        }
+        let _ = want;
     }
 
     #[test]
