@@ -146,6 +146,29 @@ fn is_true(r: &mut Reader<'_>) -> Result<bool, Unsupported> {
     Ok(false)
 }
 
+/// The top-level keys the first pass reads (each may appear once).
+const SKIMMED: [&str; 19] = [
+    "type",
+    "uuid",
+    "parentUuid",
+    "logicalParentUuid",
+    "timestamp",
+    "isSidechain",
+    "subtype",
+    "isCompactSummary",
+    "isApiErrorMessage",
+    "sessionId",
+    "cwd",
+    "version",
+    "gitBranch",
+    "summary",
+    "customTitle",
+    "aiTitle",
+    "permissionMode",
+    "message",
+    "leafUuid",
+];
+
 fn skim(text: &str) -> Result<Skim, Unsupported> {
     let mut r = Reader::new(text);
     let mut scratch = Vec::new();
@@ -154,38 +177,20 @@ fn skim(text: &str) -> Result<Skim, Unsupported> {
         return Err(Unsupported("a line that is not a JSON object"));
     }
     r.begin_object().map_err(bad)?;
-    let mut seen: Vec<String> = Vec::new();
+    // The known keys seen so far, one bit each (a key twice is refused).
+    let mut seen = 0u32;
     while let Some(k) = r.next_key(&mut scratch).map_err(bad)? {
-        let key = text_of(k)?;
-        let known = matches!(
-            key.as_str(),
-            "type"
-                | "uuid"
-                | "parentUuid"
-                | "logicalParentUuid"
-                | "timestamp"
-                | "isSidechain"
-                | "subtype"
-                | "isCompactSummary"
-                | "isApiErrorMessage"
-                | "sessionId"
-                | "cwd"
-                | "version"
-                | "gitBranch"
-                | "summary"
-                | "customTitle"
-                | "aiTitle"
-                | "permissionMode"
-                | "message"
-                | "leafUuid"
-        );
-        if known {
-            if seen.contains(&key) {
+        let key: &str = match k {
+            JStr::Text(t) => t,
+            JStr::Wtf8(_) => return Err(Unsupported("a lone surrogate in a record's field")),
+        };
+        if let Some(bit) = SKIMMED.iter().position(|known| *known == key) {
+            if seen & (1 << bit) != 0 {
                 return Err(Unsupported("a key twice in one record"));
             }
-            seen.push(key.clone());
+            seen |= 1 << bit;
         }
-        match key.as_str() {
+        match key {
             "type" => {
                 if r.peek().map_err(bad)? != Kind::String && r.peek().map_err(bad)? != Kind::Null {
                     return Err(Unsupported("a type that is not a string"));
@@ -252,8 +257,11 @@ fn skim_message(
     r.begin_object().map_err(bad)?;
     let mut seen = (false, false);
     while let Some(k) = r.next_key(scratch).map_err(bad)? {
-        let key = text_of(k)?;
-        match key.as_str() {
+        let key: &str = match k {
+            JStr::Text(t) => t,
+            JStr::Wtf8(_) => return Err(Unsupported("a lone surrogate in a record's field")),
+        };
+        match key {
             "id" => {
                 if seen.0 {
                     return Err(Unsupported("a key twice in one record"));
@@ -307,8 +315,11 @@ fn block_is_result(r: &mut Reader<'_>, scratch: &mut Vec<u8>) -> Result<bool, Un
     let mut result = false;
     let mut typed = false;
     while let Some(k) = r.next_key(scratch).map_err(bad)? {
-        let key = text_of(k)?;
-        if key == "type" {
+        let is_type = match k {
+            JStr::Text(t) => t == "type",
+            JStr::Wtf8(_) => return Err(Unsupported("a lone surrogate in a record's field")),
+        };
+        if is_type {
             if typed {
                 return Err(Unsupported("a key twice in one record"));
             }

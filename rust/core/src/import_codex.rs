@@ -17,7 +17,7 @@ use crate::import_run::{
 use crate::import_value::{
     canonical_bytes, parse, py_space, raw, to_ts, write_dumps, Ids, Ts, Unsupported, Value,
 };
-use crate::json::{Kind as JKind, Reader};
+use crate::json::{JStr, Kind as JKind, Reader};
 
 const SUMMARY_PREFIX: &str = "Another language model started to solve this problem and produced a summary of its thinking process. You also have access to the state of the tools that were used by that language model. Use this to build on the work that has already been done and avoid duplicating work. Here is the summary produced by the other language model, use the information in this summary to  assist with your own analysis:";
 const CONTEXTUAL: [&str; 7] = [
@@ -101,21 +101,31 @@ fn skim(text: &str) -> Result<Skim, Unsupported> {
         record_type: false,
         id_str: false,
     };
-    let mut seen: Vec<String> = Vec::new();
+    // The keys seen so far, end to end in `seen`, each ending where `ends` says.
+    let mut seen: Vec<u8> = Vec::new();
+    let mut ends: Vec<usize> = Vec::new();
     r.begin_object().map_err(bad)?;
     while let Some(k) = r.next_key(&mut scratch).map_err(bad)? {
-        let key = k.as_bytes().to_vec();
-        let key = String::from_utf8(key).map_err(|_| Unsupported("a lone surrogate in a key"))?;
-        if seen.contains(&key) {
-            return Err(Unsupported("a key twice in one record"));
+        let key: &str = match k {
+            JStr::Text(t) => t,
+            JStr::Wtf8(_) => return Err(Unsupported("a lone surrogate in a key")),
+        };
+        let mut start = 0usize;
+        for &end in &ends {
+            if seen.get(start..end) == Some(key.as_bytes()) {
+                return Err(Unsupported("a key twice in one record"));
+            }
+            start = end;
         }
-        seen.push(key.clone());
-        match key.as_str() {
+        seen.extend_from_slice(key.as_bytes());
+        ends.push(seen.len());
+        match key {
             "timestamp" => match r.peek().map_err(bad)? {
                 JKind::String => {
-                    let s = r.string(&mut scratch).map_err(bad)?;
-                    let s = std::str::from_utf8(s.as_bytes())
-                        .map_err(|_| Unsupported("a lone surrogate"))?;
+                    let s = match r.string(&mut scratch).map_err(bad)? {
+                        JStr::Text(t) => t,
+                        JStr::Wtf8(_) => return Err(Unsupported("a lone surrogate")),
+                    };
                     out.timestamp = if s.is_empty() { None } else { Some(to_ts(s)?) };
                 }
                 JKind::Number => return Err(Unsupported("a timestamp in epoch seconds")),
@@ -124,10 +134,10 @@ fn skim(text: &str) -> Result<Skim, Unsupported> {
             "type" => match r.peek().map_err(bad)? {
                 JKind::String => {
                     let s = r.string(&mut scratch).map_err(bad)?;
-                    out.kind = Some(
-                        String::from_utf8(s.as_bytes().to_vec())
-                            .map_err(|_| Unsupported("a lone surrogate"))?,
-                    );
+                    out.kind = Some(match s {
+                        JStr::Text(t) => t.to_owned(),
+                        JStr::Wtf8(_) => return Err(Unsupported("a lone surrogate")),
+                    });
                 }
                 JKind::Null => r.skip_value().map_err(bad)?,
                 _ => return Err(Unsupported("a type that is not a string")),
@@ -156,10 +166,10 @@ fn skim(text: &str) -> Result<Skim, Unsupported> {
                         typed = true;
                         if r.peek().map_err(bad)? == JKind::String {
                             let s = r.string(&mut scratch).map_err(bad)?;
-                            out.payload_type = Some(
-                                String::from_utf8(s.as_bytes().to_vec())
-                                    .map_err(|_| Unsupported("a lone surrogate"))?,
-                            );
+                            out.payload_type = Some(match s {
+                                JStr::Text(t) => t.to_owned(),
+                                JStr::Wtf8(_) => return Err(Unsupported("a lone surrogate")),
+                            });
                         } else {
                             r.skip_value().map_err(bad)?;
                         }
