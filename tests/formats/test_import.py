@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from agent_transcript import Session
 from agent_transcript.formats import UnknownFormat, detect_format, import_transcript, source_lines
 
-from .sources import BASIC, SOURCES, Source, lines
+from .sources import BASIC, PRESERVED, SOURCES, Source, lines
 
 
 def cli(*args: object) -> subprocess.CompletedProcess[str]:
@@ -320,3 +320,21 @@ def test_a_zst_that_is_not_zstd_is_one_line_and_exit_2(tmp_path: Path) -> None:
     r = cli("import", bad, "-o", tmp_path / "o.jsonl")
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rollout.jsonl.zst"]
+
+
+def test_a_kept_message_carries_the_zeroed_usage_resume_gives_it(tmp_path: Path) -> None:
+    """``claude --resume`` zeroes the token counts of the assistant messages a compaction
+    kept (compactMetadata.preservedSegment): the kept message's extras say so; the
+    others carry no usage of their own (it stays in their source lines)."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(lines(*PRESERVED))
+    import_transcript(path, tmp_path / "o.jsonl")
+    zeroed = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0,
+              "cache_read_input_tokens": 0}
+    with Session.load(tmp_path / "o.jsonl") as s:
+        usage = {e.message.content: e.extra["claude-code"].get("usage")
+                 for e in s.entries if e.message.role == "assistant"}
+        assert usage == {"keep this answer": zeroed, "ok after": None}
+        replaced = [e for e in s.events if e.type == "message" and e.payload["role"] == "assistant"
+                    and e.payload["content"] in ("done first", "done second")]
+        assert len(replaced) == 2 and all("usage" not in e.payload["claude-code"] for e in replaced)

@@ -593,6 +593,12 @@ def convert(lines: list[Line], emit: Emitter, warnings: list[str],
     return info
 
 
+#: What ``claude --resume`` sets in the ``usage`` of an assistant message a
+#: compaction kept (``compactMetadata.preservedSegment``).
+_ZEROED_USAGE = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0,
+                 "cache_read_input_tokens": 0}
+
+
 def _assistant_payload(tree: _Tree, g: _Group) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
     """An assistant group as a message payload and its tool_use blocks; None for one
     with neither text nor calls (thinking only), which Claude Code drops on resume."""
@@ -626,6 +632,11 @@ def _assistant_payload(tree: _Tree, g: _Group) -> tuple[dict[str, Any], list[dic
         cc["thinking"] = thinking
     if dropped:
         cc["blocks-dropped"] = dropped
+    if any(u in tree.preserved for u in g.uids):
+        # A message a compaction kept: resume zeroes its token counts (they
+        # counted the context before the compaction), and so do its extras.
+        usage = m.get("usage")
+        cc["usage"] = {**(usage if isinstance(usage, dict) else {}), **_ZEROED_USAGE}
     payload: dict[str, Any] = {"claude-code": cc, "role": "assistant", "content": content}
     if calls:
         payload["tool_calls"] = [
