@@ -480,7 +480,9 @@ class Session:
             with self._lock:
                 t = self._t if self._fd is not None and not self._forked else self._writable()
                 try:
-                    return t.append_message(message)
+                    return t.append_message(message.role, message.content, message.name,
+                                            message.tool_calls, message.tool_call_id,
+                                            message.sticky, message.sysprompt, message.depth)
                 except OSError as e:
                     raise _named(e, self._path)
         if not isinstance(message, Message):
@@ -513,17 +515,15 @@ class Session:
         if isinstance(messages, (Message, str, bytes, dict)):
             raise TypeError("append_messages takes an iterable of messages or (message, extra) "
                             f"pairs, not a {type(messages).__name__}")
-        payloads = []
-        for item in messages:
-            if isinstance(item, Message):
-                payloads.append(item.to_dict())
-            elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], Message):
-                payloads.append(_message_payload(item[0], item[1]))
-            else:
-                raise TypeError(f"each item is a Message or a (Message, extra) pair, not {item!r}")
+        # A Message goes to the core as its fields (the core writes its payload
+        # from them, as append_message does), any other item as its payload.
+        rows: list[tuple[Any, ...]] = [
+            (m.role, m.content, m.name, m.tool_calls, m.tool_call_id, m.sticky, m.sysprompt,
+             m.depth) if type(m) is Message else (_message_item(m),)
+            for m in messages]
         with self._lock:
             try:
-                return self._writable().append_many("message", payloads)
+                return self._writable().append_messages(rows)
             except OSError as e:
                 raise _named(e, self._path)
 
@@ -889,6 +889,16 @@ def _message_payload(message: Message, extra: dict[str, Any] | None) -> dict[str
     payload = {k: v for k, v in extra.items() if k not in MESSAGE_FIELDS}
     payload.update(message.to_dict())
     return payload
+
+
+def _message_item(item: Any) -> dict[str, Any]:
+    """The payload of one item of :meth:`Session.append_messages`: a Message (a
+    subclass's own ``to_dict()``) or a ``(message, extra)`` pair, or a TypeError."""
+    if isinstance(item, Message):
+        return item.to_dict()
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], Message):
+        return _message_payload(item[0], item[1])
+    raise TypeError(f"each item is a Message or a (Message, extra) pair, not {item!r}")
 
 
 def _replacement_payloads(replacement: Iterable[Any]) -> list[dict[str, Any]]:

@@ -64,21 +64,20 @@ pub fn write_str(out: &mut Vec<u8>, wtf8: &[u8]) {
     out.push(b'"');
     let mut rest = wtf8;
     loop {
-        // Copy up to the next byte that needs a look, eight bytes at a time
-        // (a whole word is copied, then the bytes from the flagged one on
-        // are taken back: cheaper than a copy of variable length).
-        while let Some(word) = rest.first_chunk::<8>() {
+        // Find the next byte that needs a look, eight bytes at a time, and
+        // copy the plain run before it at once.
+        let mut plain = 0;
+        while let Some(word) = rest.get(plain..).and_then(<[u8]>::first_chunk::<8>) {
             let mask = look_mask(u64::from_le_bytes(*word));
-            out.extend_from_slice(word);
-            if mask == 0 {
-                rest = rest.get(8..).unwrap_or_default();
-                continue;
+            if mask != 0 {
+                plain += (mask.trailing_zeros() / 8) as usize;
+                break;
             }
-            let plain = (mask.trailing_zeros() / 8) as usize;
-            out.truncate(out.len() - (8 - plain));
-            rest = rest.get(plain..).unwrap_or_default();
-            break;
+            plain += 8;
         }
+        let (run, after_run) = rest.split_at(plain.min(rest.len()));
+        out.extend_from_slice(run);
+        rest = after_run;
         let Some((&byte, after)) = rest.split_first() else {
             break;
         };

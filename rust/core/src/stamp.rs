@@ -58,13 +58,26 @@ impl IdGen {
 
     /// The next id.
     pub fn next_id(&mut self) -> String {
+        let id = self.next_id_at(Instant::now().millis());
+        // The digits are ASCII.
+        id.iter().map(|&b| char::from(b)).collect()
+    }
+
+    /// The next id, as its 32 ASCII digits, for an envelope stamped at Unix
+    /// millisecond `ms` (see [`Instant`]): the id and the timestamp of one
+    /// append come from one reading of the clock.
+    pub fn next_id_at(&mut self, ms: u64) -> [u8; 32] {
+        hex_digits(&self.next_bits_at(ms))
+    }
+
+    /// The next id's 128 bits (big-endian: its digits are [`hex_digits`] of them).
+    pub fn next_bits_at(&mut self, ms: u64) -> [u8; 16] {
         let forks = FORKS.load(Ordering::Relaxed);
         if forks != self.forks {
             // A forked child: same state as the parent, so the same "random" bits.
             self.state = seed();
             self.forks = forks;
         }
-        let ms = now().0 / 1000;
         if ms > self.last_ms {
             self.last_ms = ms;
             // Start low in the sequence space, leaving room to count up.
@@ -77,20 +90,29 @@ impl IdGen {
         }
         let high = (self.last_ms & 0xFFFF_FFFF_FFFF) << 16 | 0x7000 | u64::from(self.seq);
         let low = (self.next_random() & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
-        let mut id = String::with_capacity(32);
-        push_hex(&mut id, high);
-        push_hex(&mut id, low);
-        id
+        let mut bits = [0u8; 16];
+        bits[..8].copy_from_slice(&high.to_be_bytes());
+        bits[8..].copy_from_slice(&low.to_be_bytes());
+        bits
     }
 }
 
-// Sixteen lowercase hex digits of `v`; by hand, because `format!` is a
-// noticeable share of an append.
-fn push_hex(out: &mut String, v: u64) {
-    for shift in (0..16).rev() {
-        out.push(char::from(
-            b"0123456789abcdef"[((v >> (shift * 4)) & 0xF) as usize],
-        ));
+/// The 32 lowercase hex digits of an id's 128 bits.
+pub fn hex_digits(bits: &[u8; 16]) -> [u8; 32] {
+    let mut id = [0u8; 32];
+    let (a, b) = id.split_at_mut(16);
+    let (high, low) = bits.split_at(8);
+    hex16(a, u64::from_be_bytes(high.try_into().unwrap_or_default()));
+    hex16(b, u64::from_be_bytes(low.try_into().unwrap_or_default()));
+    id
+}
+
+// Sixteen lowercase hex digits of `v` into `out` (16 bytes); by hand,
+// because `format!` is a noticeable share of an append.
+fn hex16(out: &mut [u8], v: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for (i, o) in out.iter_mut().take(16).enumerate() {
+        *o = DIGITS[((v >> ((15 - i) * 4)) & 0xF) as usize];
     }
 }
 
@@ -102,10 +124,65 @@ impl Default for IdGen {
 
 // Microseconds since the epoch, and the same split as (seconds, micros).
 fn now() -> (u64, u64, u32) {
-    let d = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    (d.as_micros() as u64, d.as_secs(), d.subsec_micros())
+    let t = Instant::now();
+    (t.secs * 1_000_000 + u64::from(t.micros), t.secs, t.micros)
+}
+
+/// One reading of the clock: Unix seconds and the microseconds past them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Instant {
+    /// Whole seconds since the epoch.
+    pub secs: u64,
+    /// Microseconds past `secs`.
+    pub micros: u32,
+}
+
+impl Instant {
+    /// Now.
+    pub fn now() -> Self {
+        let d = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        Instant {
+            secs: d.as_secs(),
+            micros: d.subsec_micros(),
+        }
+    }
+
+    /// Milliseconds since the epoch.
+    pub fn millis(&self) -> u64 {
+        self.secs * 1000 + u64::from(self.micros / 1000)
+    }
+}
+
+/// Writes timestamps (`%Y-%m-%dT%H:%M:%S.%fZ`), keeping the text of the last
+/// second it wrote: appends in the same second only write their microseconds.
+#[derive(Debug, Clone, Default)]
+pub struct Stamper {
+    // The second `prefix` is the text of, plus one (0: none yet).
+    secs_plus_one: u64,
+    // `%Y-%m-%dT%H:%M:%S.` of that second.
+    prefix: [u8; 20],
+}
+
+impl Stamper {
+    /// The timestamp of `at`: what [`format_timestamp`] writes.
+    pub fn text(&mut self, at: Instant) -> [u8; 27] {
+        if self.secs_plus_one != at.secs.wrapping_add(1) {
+            let text = format_timestamp(at.secs, 0);
+            self.prefix.copy_from_slice(&text.as_bytes()[..20]);
+            self.secs_plus_one = at.secs.wrapping_add(1);
+        }
+        let mut out = [0u8; 27];
+        out[..20].copy_from_slice(&self.prefix);
+        let mut v = at.micros.min(999_999);
+        for d in out[20..26].iter_mut().rev() {
+            *d = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+        out[26] = b'Z';
+        out
+    }
 }
 
 /// Now, as the wire writes it: `%Y-%m-%dT%H:%M:%S.%fZ` in UTC.
@@ -174,6 +251,37 @@ mod tests {
             "2000-02-29T00:00:00.000001Z"
         );
         assert_eq!(utc_timestamp().len(), 27);
+    }
+
+    #[test]
+    fn the_stamper_writes_what_format_timestamp_does() {
+        let mut st = Stamper::default();
+        let cases = [
+            (0, 0),
+            (0, 999_999),
+            (1_786_281_008, 542_283),
+            (1_786_281_008, 7),
+            (1_786_281_009, 0),
+            (951_782_400, 1),
+            (253_402_300_799, 999_999),
+            (1_786_281_008, 10),
+        ];
+        for (secs, micros) in cases {
+            let out = st.text(Instant { secs, micros });
+            assert_eq!(&out[..], format_timestamp(secs, micros).as_bytes());
+        }
+    }
+
+    #[test]
+    fn ids_of_one_millisecond_count_up_and_next_id_is_next_id_at() {
+        let mut g = IdGen::new();
+        let ms = Instant::now().millis();
+        let a = g.next_id_at(ms);
+        let b = g.next_id_at(ms);
+        assert!(b > a);
+        assert_eq!(&a[..12], &b[..12]);
+        let c = g.next_id();
+        assert!(c.as_bytes() > &b[..]);
     }
 
     #[test]

@@ -28,6 +28,7 @@ use crate::envelope::{
 };
 use crate::json::string_size;
 use crate::scan::{is_blank, ReadAt};
+use crate::stamp::IdGen;
 
 /// Where one envelope is in the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -855,6 +856,17 @@ impl Keyed {
         }
     }
 
+    /// The key of the id whose 32 lowercase hex digits are those of `bits`:
+    /// [`Keyed::of`] of those digits, without reading them.
+    pub(crate) fn of_hex32_bits(bits: [u8; 16]) -> Self {
+        Keyed {
+            form: HEX32,
+            packed: bits,
+            other: None,
+            hash: hash_packed(HEX32, &bits),
+        }
+    }
+
     // The id's bytes again (for a message about it).
     fn id_bytes(&self) -> Vec<u8> {
         const DIGITS: &[u8; 16] = b"0123456789abcdef";
@@ -1014,6 +1026,27 @@ impl Accepted {
     /// The envelope.
     pub fn envelope(&self) -> &Envelope {
         &self.env
+    }
+}
+
+/// A new envelope id (32 lowercase hex digits) that no line of a transcript
+/// had when [`Transcript::fresh_id`] drew it, and its id-table key.
+#[derive(Debug, Clone)]
+pub struct FreshId {
+    id: [u8; 32],
+    key: Keyed,
+}
+
+impl FreshId {
+    /// The id's digits.
+    pub fn digits(&self) -> &[u8; 32] {
+        &self.id
+    }
+
+    /// The id, as text.
+    pub fn as_str(&self) -> &str {
+        // The digits are ASCII.
+        std::str::from_utf8(&self.id).unwrap_or_default()
     }
 }
 
@@ -1236,6 +1269,58 @@ impl Transcript {
         let key = Keyed::of(&env.id);
         self.check_keyed(&env, &key, strict)?;
         Ok(Accepted { env, key })
+    }
+
+    /// A new envelope id no envelope or replacement message of this
+    /// transcript has, drawn from `ids` for Unix millisecond `ms`, with the
+    /// key the id table finds it by (worked out once, for
+    /// [`Transcript::accept_message`]).
+    pub fn fresh_id(&self, ids: &mut IdGen, ms: u64) -> FreshId {
+        loop {
+            let bits = ids.next_bits_at(ms);
+            let id = crate::stamp::hex_digits(&bits);
+            let key = Keyed::of_hex32_bits(bits);
+            debug_assert_eq!(key, Keyed::of(&id));
+            // 32 hex digits hold no `:`: such an id never names a replacement
+            // message, so the id table alone says whether it is taken.
+            if self.ids.find(&key).is_none() {
+                return FreshId { id, key };
+            }
+        }
+    }
+
+    /// Accepts a message envelope with the fresh id `id` whose payload the
+    /// writer made itself, from what it knows of it (`role`, whether it is
+    /// `sticky` — sticky, sysprompt or a depth —, its `tool_call_id` when that
+    /// is a string), without reading the line back: exactly the envelope
+    /// [`Transcript::accept`] gets from parsing that line, checked as it
+    /// checks it.
+    pub fn accept_message(
+        &self,
+        id: &FreshId,
+        role: &str,
+        sticky: bool,
+        tool_call_id: Option<&[u8]>,
+    ) -> Result<Accepted, ReplayError> {
+        let env = Envelope {
+            id: id.id.to_vec(),
+            kind: EnvelopeType::Message,
+            other_type: None,
+            detail: Detail::Message {
+                role: role.to_owned(),
+                sticky,
+                tool_call_id: if role == "tool" {
+                    tool_call_id.map(<[u8]>::to_vec)
+                } else {
+                    None
+                },
+            },
+        };
+        self.check_keyed(&env, &id.key, true)?;
+        Ok(Accepted {
+            env,
+            key: id.key.clone(),
+        })
     }
 
     /// Adds an envelope [`Transcript::accept`] accepted, at `rec`. Nothing may
@@ -2165,6 +2250,52 @@ mod tests {
     fn load_str(lines: &[String]) -> Result<Transcript, LoadError> {
         let text = lines.join("\n") + "\n";
         load(text.as_bytes(), text.len() as u64)
+    }
+
+    #[test]
+    fn a_message_accepted_from_what_its_writer_knows_is_the_one_its_line_reads_as() {
+        let mut t = load_str(&[line("meta", "session-meta", "{}")]).unwrap();
+        let mut ids = IdGen::new();
+        let ms = crate::stamp::Instant::now().millis();
+        let cases: [(&str, &str, bool, Option<&[u8]>); 7] = [
+            ("user", "", false, None),
+            ("assistant", r#","sticky":true"#, true, None),
+            ("system", r#","sysprompt":true"#, true, None),
+            ("user", r#","depth":0"#, true, None),
+            ("tool", r#","tool_call_id":"c1""#, false, Some(b"c1")),
+            // Only a tool message answers a call.
+            ("assistant", r#","tool_call_id":"c1""#, false, Some(b"c1")),
+            ("developer", "", false, None),
+        ];
+        for (role, extra, sticky, call) in cases {
+            let fresh = t.fresh_id(&mut ids, ms);
+            assert_eq!(fresh.key, Keyed::of(fresh.digits()));
+            assert!(!t.is_taken(fresh.as_str()));
+            let text = msg(fresh.as_str(), role, extra);
+            let known = t.accept_message(&fresh, role, sticky, call).unwrap();
+            let parsed = t
+                .accept(parse_line(text.as_bytes()).unwrap(), true)
+                .unwrap();
+            assert_eq!(known.envelope(), parsed.envelope(), "{text}");
+            let rec = LineRec::new(known.envelope(), 0, text.len(), t.line_count + 1);
+            t.push_accepted(known, rec);
+            assert!(t.is_live(fresh.as_str()));
+        }
+        assert_eq!(t.live.len(), cases.len());
+        // A fresh id is never one the transcript has.
+        let taken = t.fresh_id(&mut ids, ms);
+        let again = FreshId {
+            id: taken.id,
+            key: taken.key.clone(),
+        };
+        let first = t.accept_message(&taken, "user", false, None).unwrap();
+        let rec = LineRec::new(first.envelope(), 0, 1, t.line_count + 1);
+        t.push_accepted(first, rec);
+        assert!(matches!(
+            t.accept_message(&again, "user", false, None),
+            Err(ReplayError::DuplicateId(_))
+        ));
+        assert_ne!(t.fresh_id(&mut ids, ms).id, taken.id);
     }
 
     fn live_ids(t: &Transcript, lines: &[String]) -> Vec<String> {

@@ -28,6 +28,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyString};
 use transcript_core::canonical::{self as wire, MAX_DEPTH};
+use transcript_core::json::MAX_INT_DIGITS;
 
 /// `canonical_json(value)`: see `agent_transcript.canonical_json`.
 #[pyfunction]
@@ -92,47 +93,80 @@ pub fn write_envelope(
     Ok(())
 }
 
-/// Appends the envelope line of the message `message` (a `Message`, not a
-/// subclass) to `out`, `\n` included: byte for byte what [`write_envelope`]
-/// writes of `message.to_dict()` as a `"message"` payload (role and content
-/// always, the other fields when set, in canonical key order), without
-/// building that dict.
+/// What a reader reads back from a message payload that
+/// [`write_message_envelope`] wrote, as far as the writer can tell: its
+/// `role`, whether it is sticky (`sticky`, `sysprompt` or a `depth`) and its
+/// `tool_call_id`.
+pub struct MessageRead<'py> {
+    role: Bound<'py, PyAny>,
+    tool_call_id: Bound<'py, PyAny>,
+    /// `sticky or sysprompt or depth is not None`.
+    pub sticky: bool,
+}
+
+impl MessageRead<'_> {
+    /// The role as the reader reads it, when the writer can tell: None for a
+    /// role that is not a str (the reader refuses the line) or one without a
+    /// UTF-8 form (lone surrogates), which are left to the reader.
+    pub fn role(&self) -> Option<&str> {
+        self.role.cast::<PyString>().ok()?.to_str().ok()
+    }
+
+    /// The `tool_call_id` as the reader keeps it (a str, as UTF-8; None for
+    /// anything else), or `Err(())` when the writer cannot tell (a str with
+    /// lone surrogates).
+    #[allow(clippy::result_unit_err)]
+    pub fn tool_call_id(&self) -> Result<Option<&[u8]>, ()> {
+        if self.tool_call_id.is_none() {
+            return Ok(None);
+        }
+        match self.tool_call_id.cast::<PyString>() {
+            Ok(s) => s.to_str().map(|s| Some(s.as_bytes())).map_err(|_| ()),
+            Err(_) => Ok(None), // not a string: the reader keeps none
+        }
+    }
+}
+
+/// The fields of a `Message`, in `to_dict`'s order: role, content, name,
+/// tool_calls, tool_call_id, sticky, sysprompt, depth.
+pub type MessageFields<'a, 'py> = [&'a Bound<'py, PyAny>; 8];
+
+/// Appends the envelope line of the message whose fields are `fields` (those
+/// of a `Message`, not a subclass) to `out`, `\n` included: byte for byte what
+/// [`write_envelope`] writes of `message.to_dict()` as a `"message"` payload
+/// (role and content always, the other fields when set, in canonical key
+/// order), without building that dict. `id` and `ts` are written as they are
+/// (a fresh id's hex digits, a timestamp: nothing to escape). Returns what a
+/// reader reads back from that payload.
 pub fn write_message_envelope<'py>(
     py: Python<'py>,
     out: &mut Vec<u8>,
-    id: &str,
-    message: &Bound<'py, PyAny>,
-    ts: &str,
-) -> PyResult<()> {
-    let field = |name: &Bound<'py, PyString>| message.getattr(name);
-    // Read in `to_dict`'s order (a flag's truth may run Python code).
-    let role = field(intern!(py, "role"))?;
-    let content = field(intern!(py, "content"))?;
-    let name = field(intern!(py, "name"))?;
-    let tool_calls = field(intern!(py, "tool_calls"))?;
-    let tool_call_id = field(intern!(py, "tool_call_id"))?;
-    let sticky = field(intern!(py, "sticky"))?.is_truthy()?;
-    let sysprompt = field(intern!(py, "sysprompt"))?.is_truthy()?;
-    let depth = field(intern!(py, "depth"))?;
-    out.extend_from_slice(b"{\"id\":");
-    wire::write_str(out, id.as_bytes());
-    out.extend_from_slice(b",\"payload\":{\"content\":");
+    id: &[u8],
+    fields: MessageFields<'_, 'py>,
+    ts: &[u8],
+) -> PyResult<MessageRead<'py>> {
+    let [role, content, name, tool_calls, tool_call_id, sticky, sysprompt, depth] = fields;
+    // In `to_dict`'s order (a flag's truth may run Python code).
+    let sticky = sticky.is_truthy()?;
+    let sysprompt = sysprompt.is_truthy()?;
+    out.extend_from_slice(b"{\"id\":\"");
+    out.extend_from_slice(id);
+    out.extend_from_slice(b"\",\"payload\":{\"content\":");
     let mut walker = Walker::new(py, out);
     walker.refuse_surrogate_pairs = true;
     walker.in_envelope = true;
     walker.outer_depth = 1; // the payload's own braces
-    walker.write(&content)?;
-    let optional = [
-        (&b",\"depth\":"[..], &depth),
-        (&b",\"name\":"[..], &name),
-        (&b",\"role\":"[..], &role),
-    ];
-    for (key, value) in optional {
-        if key == b",\"role\":" || !value.is_none() {
-            walker.out.extend_from_slice(key);
-            walker.write(value)?;
-        }
+    walker.write(content)?;
+    if !depth.is_none() {
+        walker.out.extend_from_slice(b",\"depth\":");
+        walker.write(depth)?;
     }
+    if !name.is_none() {
+        walker.out.extend_from_slice(b",\"name\":");
+        walker.write(name)?;
+    }
+    walker.out.extend_from_slice(b",\"role\":");
+    walker.write(role)?;
     if sticky {
         walker.out.extend_from_slice(b",\"sticky\":true");
     }
@@ -140,18 +174,22 @@ pub fn write_message_envelope<'py>(
         walker.out.extend_from_slice(b",\"sysprompt\":true");
     }
     for (key, value) in [
-        (&b",\"tool_call_id\":"[..], &tool_call_id),
-        (&b",\"tool_calls\":"[..], &tool_calls),
+        (&b",\"tool_call_id\":"[..], tool_call_id),
+        (&b",\"tool_calls\":"[..], tool_calls),
     ] {
         if !value.is_none() {
             walker.out.extend_from_slice(key);
             walker.write(value)?;
         }
     }
-    out.extend_from_slice(b"},\"ts\":");
-    wire::write_str(out, ts.as_bytes());
-    out.extend_from_slice(b",\"type\":\"message\",\"v\":1}\n");
-    Ok(())
+    out.extend_from_slice(b"},\"ts\":\"");
+    out.extend_from_slice(ts);
+    out.extend_from_slice(b"\",\"type\":\"message\",\"v\":1}\n");
+    Ok(MessageRead {
+        sticky: sticky || sysprompt || !depth.is_none(),
+        role: role.clone(),
+        tool_call_id: tool_call_id.clone(),
+    })
 }
 
 /// A buffer this large or larger is not kept for the next call.
@@ -500,7 +538,16 @@ impl<'py, 'b> Walker<'py, 'b> {
             .get_type::<PyInt>()
             .call_method1(intern!(self.py, "__repr__"), (obj,))?
             .cast_into::<PyString>()?;
-        self.out.extend_from_slice(text.to_str()?.as_bytes());
+        let text = text.to_str()?;
+        // Python's own limit may have been raised (sys.set_int_max_str_digits):
+        // a line must still read back, and the reader takes 4300 digits.
+        if self.in_envelope && text.trim_start_matches('-').len() > MAX_INT_DIGITS {
+            return Err(PyValueError::new_err(format!(
+                "an int of more than {MAX_INT_DIGITS} digits cannot be appended: \
+                 load refuses it"
+            )));
+        }
+        self.out.extend_from_slice(text.as_bytes());
         Ok(())
     }
 

@@ -11,17 +11,18 @@ use std::os::fd::{BorrowedFd, RawFd};
 
 use pyo3::exceptions::{PyIndexError, PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use transcript_core::envelope::{
     member_span_at, member_spans, parse_line, EnvelopeType, LineError, Span,
 };
 use transcript_core::json::{wtf8_from_utf16, JsonError};
 use transcript_core::scan::{tail_scan, ReadAt, Tail};
-use transcript_core::stamp::{utc_timestamp, IdGen};
+use transcript_core::stamp::{IdGen, Instant, Stamper};
 use transcript_core::transcript::{
     self as core, Index, LineRec, LoadError, ReplayError, Source, WHOLE,
 };
 
+use crate::canonical::{write_message_envelope, MessageRead};
 use crate::decode::loads;
 use crate::errors::{
     CorruptTranscript, SessionBroken, ToolOperationError, UnknownId, UnsupportedVersion,
@@ -449,6 +450,8 @@ pub struct Transcript {
     fsync: bool,
     broken: Option<String>,
     ids: IdGen,
+    // The timestamp text of the last second an append was stamped in.
+    stamps: Stamper,
     buf: Vec<u8>,
 }
 
@@ -491,6 +494,7 @@ impl Transcript {
             fsync,
             broken,
             ids: IdGen::new(),
+            stamps: Stamper::default(),
             buf: Vec::new(),
         })
     }
@@ -526,10 +530,14 @@ impl Transcript {
     }
 
     // After the lines of `written` were written (each envelope with the
-    // length of its line, in file order, the last one ending at `good_len`):
-    // checks that the file is still the one this session writes, then adds
-    // the envelopes.
-    fn after_write(&mut self, written: Vec<(core::Accepted, usize)>) -> PyResult<()> {
+    // length of its line, in file order, the last one ending at `good_len`;
+    // `total` bytes in all, each line's `\n` included): checks that the file
+    // is still the one this session writes, then adds the envelopes.
+    fn after_write(
+        &mut self,
+        total: u64,
+        written: impl IntoIterator<Item = (core::Accepted, usize)>,
+    ) -> PyResult<()> {
         // A transcript deleted, or replaced by a rename, has no name left: the
         // line just written can never be read again, so refuse it (and every
         // later one) rather than return its id. Checked after the write, so no
@@ -539,6 +547,10 @@ impl Transcript {
         // would refuse it, or the index no longer says where the lines are.
         // Whenever the check cannot vouch for the line, the session is broken:
         // the line is in the file, so an error must not let it pass as unwritten.
+        // One fstat(2) per append: Linux tells a process of another's unlink or
+        // rename only through a descriptor it must ask (inotify) or a signal,
+        // so no cheaper check still catches the deletion before the next
+        // append returns (see the README's performance notes).
         let meta = match self.file.metadata() {
             Ok(meta) => meta,
             Err(e) => {
@@ -569,7 +581,6 @@ impl Transcript {
             self.broken = Some(why.clone());
             return Err(SessionBroken::new_err(why));
         }
-        let total: u64 = written.iter().map(|(_, len)| *len as u64 + 1).sum();
         let mut offset = self.good_len - total;
         self.missing_newline = false;
         for (accepted, len) in written {
@@ -641,32 +652,62 @@ impl Transcript {
         // and finds it as it was, not PyO3's "Already mutably borrowed". No
         // Python code of this thread runs while it is borrowed (other threads
         // wait for the session's lock).
-        let (id, mut buf) = {
+        let (id, ts, mut buf) = {
             let mut t = slf.try_borrow_mut()?;
             t.refuse_if_broken()?;
+            let t = &mut *t;
+            let now = Instant::now();
             let id = match id {
                 Some(id) => id,
-                None => t.new_id(),
+                None => t
+                    .core
+                    .fresh_id(&mut t.ids, now.millis())
+                    .as_str()
+                    .to_owned(),
             };
-            (id, std::mem::take(&mut t.buf))
+            (id, t.stamps.text(now), std::mem::take(&mut t.buf))
         };
-        let ts = utc_timestamp();
+        let ts = std::str::from_utf8(&ts).unwrap_or_default();
         buf.clear();
         buf.push(b'\n'); // written only if the file's last line lacks its own
-        let written = write(&mut buf, &id, &ts);
+        let written = write(&mut buf, &id, ts);
         let mut t = slf.try_borrow_mut()?;
         let body = buf.get(1..buf.len().saturating_sub(1)).unwrap_or_default();
         let result = written
             .and_then(|()| t.refuse_if_broken())
             .and_then(|()| t.check_line(body))
             .and_then(|env| t.write_lines(py, &buf).map(|()| (env, body.len())));
+        let total = buf.len() as u64 - 1;
         // Keep the buffer for the next append, unless one huge line grew it.
         if buf.capacity() <= 1 << 20 {
             t.buf = buf;
         }
         let written = result?;
-        t.after_write(vec![written])?;
+        t.after_write(total, [written])?;
         Ok(id)
+    }
+
+    // The envelope of the message line in `body` (which `read` describes),
+    // for appending: accepted from what the writer knows when it can tell
+    // what the reader would read, else by reading the line back.
+    fn accept_message_line(
+        &self,
+        fresh: &core::FreshId,
+        read: Option<&MessageRead<'_>>,
+        body: &[u8],
+    ) -> PyResult<core::Accepted> {
+        if let Some(read) = read {
+            if let (Some(role), Ok(call)) = (read.role(), read.tool_call_id()) {
+                core::check_line_length(body.len() as u64).map_err(|e| {
+                    PyValueError::new_err(format!("the envelope cannot be written: {e}"))
+                })?;
+                return self
+                    .core
+                    .accept_message(fresh, role, read.sticky, call)
+                    .map_err(replay_error);
+            }
+        }
+        self.check_line(body)
     }
 }
 
@@ -711,17 +752,15 @@ impl Transcript {
             fsync,
             broken: None,
             ids: IdGen::new(),
+            stamps: Stamper::default(),
             buf: Vec::new(),
         })
     }
 
     /// `new_id()`: a fresh envelope id, for a payload that must name its own line.
     fn new_id(&mut self) -> String {
-        let mut id = self.ids.next_id();
-        while self.core.is_taken(&id) {
-            id = self.ids.next_id();
-        }
-        id
+        let ms = Instant::now().millis();
+        self.core.fresh_id(&mut self.ids, ms).as_str().to_owned()
     }
 
     /// `append(type, payload, id, /)`: stamp, serialise, check, write and replay
@@ -740,88 +779,157 @@ impl Transcript {
         })
     }
 
-    /// `append_message(message, /)`: `append("message", message.to_dict(),
-    /// None)` for a `Message` (not a subclass: the caller checks), its payload
-    /// written from the message's fields without building that dict.
-    #[pyo3(signature = (message, /))]
-    fn append_message(
-        slf: &Bound<'_, Self>,
-        py: Python<'_>,
-        message: &Bound<'_, PyAny>,
-    ) -> PyResult<String> {
-        Self::append_with(slf, py, None, |buf, id, ts| {
-            crate::canonical::write_message_envelope(py, buf, id, message, ts)
-        })
-    }
-
-    /// `append_many(type, payloads, /)`: stamp, serialise and check one
-    /// envelope of `type` per payload, then write them all with one write(2)
-    /// and replay them; returns their ids. Nothing is written unless replay
-    /// accepts every one, each after the ones before it (for types whose
-    /// check does not depend on earlier lines of the same call: messages).
-    #[pyo3(signature = (r#type, payloads, /))]
-    fn append_many(
-        slf: &Bound<'_, Self>,
-        py: Python<'_>,
-        r#type: &str,
-        payloads: &Bound<'_, PyList>,
-    ) -> PyResult<Vec<String>> {
-        if r#type != "message" {
-            return Err(PyValueError::new_err(
-                "append_many writes message envelopes only",
-            ));
-        }
-        if payloads.is_empty() {
-            slf.try_borrow()?.refuse_if_broken()?;
-            return Ok(Vec::new());
-        }
-        // As in `append`: no borrow is held while payloads are walked.
-        let (ids, mut buf) = {
+    /// `append_message(role, content, name, tool_calls, tool_call_id, sticky,
+    /// sysprompt, depth, /)`: `append("message", message.to_dict(), None)` for
+    /// a `Message` (not a subclass: the caller checks) with these fields, its
+    /// payload written from them without building that dict, and its envelope
+    /// indexed from what was written without reading the line back.
+    #[pyo3(signature = (role, content, name, tool_calls, tool_call_id, sticky, sysprompt, depth, /))]
+    #[allow(clippy::too_many_arguments)]
+    fn append_message<'py>(
+        slf: &Bound<'py, Self>,
+        py: Python<'py>,
+        role: &Bound<'py, PyAny>,
+        content: &Bound<'py, PyAny>,
+        name: &Bound<'py, PyAny>,
+        tool_calls: &Bound<'py, PyAny>,
+        tool_call_id: &Bound<'py, PyAny>,
+        sticky: &Bound<'py, PyAny>,
+        sysprompt: &Bound<'py, PyAny>,
+        depth: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyString>> {
+        let fields = [
+            role,
+            content,
+            name,
+            tool_calls,
+            tool_call_id,
+            sticky,
+            sysprompt,
+            depth,
+        ];
+        // As in `append`: no borrow is held while the message is walked.
+        let (fresh, ts, mut buf) = {
             let mut t = slf.try_borrow_mut()?;
             t.refuse_if_broken()?;
-            let ids: Vec<String> = (0..payloads.len()).map(|_| t.new_id()).collect();
-            (ids, std::mem::take(&mut t.buf))
+            let t = &mut *t;
+            let now = Instant::now();
+            let fresh = t.core.fresh_id(&mut t.ids, now.millis());
+            (fresh, t.stamps.text(now), std::mem::take(&mut t.buf))
         };
-        let ts = utc_timestamp();
         buf.clear();
         buf.push(b'\n'); // written only if the file's last line lacks its own
-        let mut ends = Vec::with_capacity(ids.len());
-        let mut written = Ok(());
-        for (id, payload) in ids.iter().zip(payloads.iter()) {
-            written = crate::canonical::write_envelope(py, &mut buf, id, &payload, &ts, r#type);
-            if written.is_err() {
-                break;
-            }
-            ends.push(buf.len());
-        }
+        let read = write_message_envelope(py, &mut buf, fresh.digits(), fields, &ts);
         let mut t = slf.try_borrow_mut()?;
-        let result = written.and_then(|()| t.refuse_if_broken()).and_then(|()| {
-            let mut envs = Vec::with_capacity(ends.len());
-            let mut start = 1;
-            for &end in &ends {
-                let body = buf.get(start..end - 1).unwrap_or_default();
-                envs.push((t.check_line(body)?, body.len()));
-                start = end;
-            }
-            // Fresh ids are unique among themselves; checked all the same,
-            // since each envelope was checked without the others.
-            let mut seen = std::collections::HashSet::with_capacity(envs.len());
-            for (accepted, _) in &envs {
-                if !seen.insert(accepted.envelope().id.as_slice()) {
-                    return Err(PyValueError::new_err(
-                        "two envelopes of one call share an id",
-                    ));
-                }
-            }
-            drop(seen);
+        let body = buf.get(1..buf.len().saturating_sub(1)).unwrap_or_default();
+        let result = read.and_then(|read| {
+            t.refuse_if_broken()?;
+            let accepted = t.accept_message_line(&fresh, Some(&read), body)?;
             t.write_lines(py, &buf)?;
-            Ok(envs)
+            Ok((accepted, body.len()))
         });
+        let total = buf.len() as u64 - 1;
         if buf.capacity() <= 1 << 20 {
             t.buf = buf;
         }
-        t.after_write(result?)?;
-        Ok(ids)
+        let written = result?;
+        t.after_write(total, [written])?;
+        Ok(PyString::new(py, fresh.as_str()))
+    }
+
+    /// `append_messages(rows, /)`: one message envelope per row of `rows`, all
+    /// written with one write(2), then replayed; returns their ids. A row is a
+    /// tuple of a `Message`'s eight fields (as `append_message` takes them),
+    /// written from them, or a 1-tuple of a message payload. Nothing is
+    /// written unless every payload is written and replay accepts every
+    /// envelope, each after the ones before it.
+    #[pyo3(signature = (rows, /))]
+    fn append_messages<'py>(
+        slf: &Bound<'py, Self>,
+        py: Python<'py>,
+        rows: &Bound<'py, PyList>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        // Strong references: a walk may run code that changes the list.
+        let rows: Vec<Bound<'py, PyTuple>> = rows
+            .iter()
+            .map(|row| row.cast_into_exact::<PyTuple>().map_err(PyErr::from))
+            .collect::<PyResult<_>>()?;
+        if rows.is_empty() {
+            slf.try_borrow()?.refuse_if_broken()?;
+            return Ok(PyList::empty(py));
+        }
+        // As in `append`: no borrow is held while the rows are walked.
+        let (ids, ts, mut buf) = {
+            let mut t = slf.try_borrow_mut()?;
+            t.refuse_if_broken()?;
+            let t = &mut *t;
+            let now = Instant::now();
+            let ms = now.millis();
+            let ids: Vec<core::FreshId> = rows
+                .iter()
+                .map(|_| t.core.fresh_id(&mut t.ids, ms))
+                .collect();
+            (ids, t.stamps.text(now), std::mem::take(&mut t.buf))
+        };
+        buf.clear();
+        buf.push(b'\n'); // written only if the file's last line lacks its own
+        let mut lines = Vec::with_capacity(rows.len());
+        let ts_text = std::str::from_utf8(&ts).unwrap_or_default();
+        let written = ids.iter().zip(&rows).try_for_each(|(fresh, row)| {
+            let read = if row.len() == 8 {
+                let f: Vec<Bound<'py, PyAny>> = row.iter().collect();
+                let fields = [&f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7]];
+                Some(write_message_envelope(
+                    py,
+                    &mut buf,
+                    fresh.digits(),
+                    fields,
+                    &ts,
+                )?)
+            } else {
+                let payload = row.get_item(0)?;
+                crate::canonical::write_envelope(
+                    py,
+                    &mut buf,
+                    fresh.as_str(),
+                    &payload,
+                    ts_text,
+                    "message",
+                )?;
+                None
+            };
+            lines.push((read, buf.len()));
+            Ok::<(), PyErr>(())
+        });
+        let mut t = slf.try_borrow_mut()?;
+        let result = written.and_then(|()| t.refuse_if_broken()).and_then(|()| {
+            let mut envs = Vec::with_capacity(lines.len());
+            let mut start = 1;
+            for ((read, end), fresh) in lines.iter().zip(&ids) {
+                let body = buf.get(start..end - 1).unwrap_or_default();
+                envs.push((
+                    t.accept_message_line(fresh, read.as_ref(), body)?,
+                    body.len(),
+                ));
+                start = *end;
+            }
+            // Each envelope was checked without the others: their ids must
+            // differ among themselves too (a generator's ids strictly increase).
+            if ids.windows(2).any(|w| w[0].digits() >= w[1].digits()) {
+                return Err(PyValueError::new_err(
+                    "two envelopes of one call share an id",
+                ));
+            }
+            t.write_lines(py, &buf)?;
+            Ok(envs)
+        });
+        let total = buf.len() as u64 - 1;
+        if buf.capacity() <= 1 << 20 {
+            t.buf = buf;
+        }
+        t.after_write(total, result?)?;
+        drop(t);
+        PyList::new(py, ids.iter().map(core::FreshId::as_str))
     }
 
     /// The number of envelopes.
