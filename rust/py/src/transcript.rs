@@ -877,8 +877,11 @@ impl Transcript {
         let ts_text = std::str::from_utf8(&ts).unwrap_or_default();
         let written = ids.iter().zip(&rows).try_for_each(|(fresh, row)| {
             let read = if row.len() == 8 {
-                let f: Vec<Bound<'py, PyAny>> = row.iter().collect();
-                let fields = [&f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7]];
+                let f = |i| row.get_borrowed_item(i);
+                let f = [f(0)?, f(1)?, f(2)?, f(3)?, f(4)?, f(5)?, f(6)?, f(7)?];
+                let fields = [
+                    &*f[0], &*f[1], &*f[2], &*f[3], &*f[4], &*f[5], &*f[6], &*f[7],
+                ];
                 Some(write_message_envelope(
                     py,
                     &mut buf,
