@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from agent_transcript import Session
 from agent_transcript.formats import UnknownFormat, detect_format, import_transcript, source_lines
 
-from .sources import BASIC, PRESERVED, SOURCES, Source, lines
+from .sources import BASIC, PRESERVED, SOURCES, Source, asst, lines, result, text, use, user
 
 
 def cli(*args: object) -> subprocess.CompletedProcess[str]:
@@ -338,3 +338,80 @@ def test_a_kept_message_carries_the_zeroed_usage_resume_gives_it(tmp_path: Path)
         replaced = [e for e in s.events if e.type == "message" and e.payload["role"] == "assistant"
                     and e.payload["content"] in ("done first", "done second")]
         assert len(replaced) == 2 and all("usage" not in e.payload["claude-code"] for e in replaced)
+
+
+def _subagent(uid: str, parent: str | None, ts: str, agent: str, said: str, kind: str = "user") -> dict:
+    record = user(uid, parent, ts, said) if kind == "user" else asst(uid, parent, ts, "m" + uid, text(said))
+    return {**record, "isSidechain": True, "agentId": agent}
+
+
+def test_a_folder_import_links_subagent_files_and_their_parent(tmp_path: Path) -> None:
+    """Claude Code's ``<sessionId>/subagents/agent-<agentId>.jsonl``: each subagent's
+    session-meta names its parent session (``source.parent``), the parent's lists its
+    subagents (``subagents``), each with the Task call that spawned it (from the sidecar
+    ``agent-<agentId>.meta.json``, or from the result's ``toolUseResult.agentId``);
+    neither's replay changes; a new subagent file re-imports its parent."""
+    project = tmp_path / "projects" / "-w-demo"
+    subagents = project / "s1" / "subagents"
+    subagents.mkdir(parents=True)
+    parent = [
+        user("u1", None, "00:00", "delegate twice"),
+        asst("a1", "u1", "00:01", "m1", use("toolu_a", "Task", prompt="look"), use("toolu_b", "Task", prompt="dig")),
+        user("u2", "a1", "00:04", [result("toolu_a", [text("agentId: ag1")])],
+             toolUseResult={"agentId": "ag1", "status": "completed", "totalDurationMs": 3000}),
+        user("u3", "u2", "00:05", [result("toolu_b", [text("agentId: ag2")])],
+             toolUseResult={"agentId": "ag2", "status": "completed", "totalDurationMs": 1000}),
+    ]
+    (project / "s1.jsonl").write_bytes(lines(*parent))
+    (subagents / "agent-ag1.jsonl").write_bytes(lines(_subagent("x1", None, "00:02", "ag1", "look"),
+                                                      _subagent("x2", "x1", "00:03", "ag1", "seen", "assistant")))
+    (subagents / "agent-ag1.meta.json").write_text(json.dumps({"agentType": "Explore", "description": "look"}))
+    (subagents / "agent-ag2.jsonl").write_bytes(lines(_subagent("y1", None, "00:02", "ag2", "dig"),
+                                                      _subagent("y2", "y1", "00:03", "ag2", "dug", "assistant")))
+    out = tmp_path / "out"
+    results = import_transcript(tmp_path / "projects", out)
+    assert sorted(r.dest.relative_to(out).as_posix() for r in results) == [
+        "-w-demo/s1.jsonl", "-w-demo/s1/subagents/agent-ag1.jsonl", "-w-demo/s1/subagents/agent-ag2.jsonl"]
+    with Session.load(out / "-w-demo" / "s1.jsonl") as s:
+        assert s.meta["subagents"] == [
+            {"agent-id": "ag1", "call-id": "toolu_a", "transcript": "s1/subagents/agent-ag1.jsonl"},
+            {"agent-id": "ag2", "call-id": "toolu_b", "transcript": "s1/subagents/agent-ag2.jsonl"}]
+        assert "parent" not in s.meta["source"]
+        parent_messages = shape(s.messages)
+    with Session.load(out / "-w-demo" / "s1" / "subagents" / "agent-ag1.jsonl") as s:
+        assert s.meta["source"]["parent"] == {"agent-id": "ag1", "session-id": "s1", "call-id": "toolu_a",
+                                              "transcript": "../../s1.jsonl", "agent-type": "Explore",
+                                              "description": "look"}
+        assert shape(s.messages) == [("user", "look", (), None), ("assistant", "seen", (), None)]
+        linked = (out / "-w-demo" / "s1" / "subagents" / s.meta["source"]["parent"]["transcript"]).resolve()
+        assert linked == (out / "-w-demo" / "s1.jsonl").resolve()
+    with Session.load(out / "-w-demo" / "s1" / "subagents" / "agent-ag2.jsonl") as s:
+        assert s.meta["source"]["parent"] == {"agent-id": "ag2", "session-id": "s1", "call-id": "toolu_b",
+                                              "transcript": "../../s1.jsonl"}
+    # The replay is the file's own, linked or not.
+    import_transcript(project / "s1.jsonl", tmp_path / "alone.jsonl")
+    with Session.load(tmp_path / "alone.jsonl") as s:
+        assert shape(s.messages) == parent_messages and "subagents" not in s.meta
+    assert [r.skipped for r in import_transcript(tmp_path / "projects", out)] == [True, True, True]
+    (subagents / "agent-ag3.jsonl").write_bytes(lines(_subagent("z1", None, "00:06", "ag3", "more")))
+    again = {r.dest.relative_to(out).as_posix(): r.skipped for r in import_transcript(tmp_path / "projects", out)}
+    assert again == {"-w-demo/s1.jsonl": False, "-w-demo/s1/subagents/agent-ag1.jsonl": True,
+                     "-w-demo/s1/subagents/agent-ag2.jsonl": True, "-w-demo/s1/subagents/agent-ag3.jsonl": False}
+    with Session.load(out / "-w-demo" / "s1.jsonl") as s:
+        assert [e["agent-id"] for e in s.meta["subagents"]] == ["ag1", "ag2", "ag3"]
+        assert "call-id" not in s.meta["subagents"][2]
+
+
+def test_a_subagent_file_beside_its_session_links_by_session_id(tmp_path: Path) -> None:
+    """The older layout: ``agent-<agentId>.jsonl`` beside the session files, its parent
+    the session its records' ``sessionId`` names."""
+    root = tmp_path / "projects"
+    root.mkdir()
+    (root / "s1.jsonl").write_bytes(lines(*BASIC))
+    (root / "agent-ag9.jsonl").write_bytes(lines(_subagent("x1", None, "00:02", "ag9", "look")))
+    out = tmp_path / "out"
+    import_transcript(root, out)
+    with Session.load(out / "agent-ag9.jsonl") as s:
+        assert s.meta["source"]["parent"] == {"agent-id": "ag9", "session-id": "s1", "transcript": "s1.jsonl"}
+    with Session.load(out / "s1.jsonl") as s:
+        assert s.meta["subagents"] == [{"agent-id": "ag9", "transcript": "agent-ag9.jsonl"}]

@@ -26,7 +26,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..inspect.paths import open_regular
 from ..inspect.sources import decompress, decompressed_head, is_compressed, native_import
@@ -136,8 +136,10 @@ def import_transcript(src: str | os.PathLike[str], dest: str | os.PathLike[str],
     ``dest``, its tree mirrored (each source's name with ``.jsonl``), every
     file of a known format imported and every other skipped; a source whose
     transcript there was imported from the same bytes is skipped (an
-    incremental import), one imported from other bytes re-imported. The
-    destination is written to a temporary name beside it and renamed into place.
+    incremental import), one imported from other bytes re-imported. A Claude
+    Code subagent file found with its session is linked to it both ways, in the
+    session-metas (``source.parent`` and ``subagents``: see ``_subagent_links``).
+    The destination is written to a temporary name beside it and renamed into place.
 
     Args:
         source_format: ``"claude-code"`` or ``"codex"``; None detects it from the content.
@@ -176,20 +178,139 @@ def _import_folder(source: Path, target: Path, source_format: str | None, force:
         raise UnknownFormat(f"{source}: no file in this folder is {what}")
     if target.exists() and not target.is_dir():
         raise FileExistsError(17, "the destination of a folder import is a file", str(target))
+    def dest_of(path: Path) -> Path:
+        return (target / _plain(path).relative_to(source)).with_suffix(".jsonl")
+
+    related = _subagent_links(found, dest_of)
     results = []
     for path, fmt in found:
-        dest = (target / _plain(path).relative_to(source)).with_suffix(".jsonl")
-        previous = _imported_from(dest)
-        if previous is not None and previous.get("path") == str(path.resolve()):
+        dest = dest_of(path)
+        links = related.get(path, {})
+        previous_meta = _imported_meta(dest)
+        previous = previous_meta.get("source") if previous_meta is not None else None
+        if isinstance(previous, dict) and previous.get("path") == str(path.resolve()):
             _, sha, _, _ = _digest_only(path)
             archive = previous.get("archive")
-            if (archive.get("sha256") if isinstance(archive, dict) else previous.get("sha256")) == sha:
+            same_links = (previous.get("parent") == links.get("parent")
+                          and previous_meta is not None and previous_meta.get("subagents") == links.get("subagents"))
+            if same_links and (archive.get("sha256") if isinstance(archive, dict) else previous.get("sha256")) == sha:
                 results.append(ImportResult(path, dest, fmt, [], skipped=True))
                 continue
-            results.append(_import_file(path, dest, fmt, True))
+            results.append(_import_file(path, dest, fmt, True, links))
         else:
-            results.append(_import_file(path, dest, fmt, force))
+            results.append(_import_file(path, dest, fmt, force, links))
     return results
+
+
+def _subagent_links(found: list[tuple[Path, str]], dest_of: Callable[[Path], Path]) -> dict[Path, dict[str, Any]]:
+    """What a folder import links: each Claude Code subagent file (``agent-<agentId>.jsonl``,
+    under ``<sessionId>/subagents/``, or beside the session file in the older layout)
+    to its parent session, and the parent to its subagents, by source path.
+
+    A subagent's ``source.parent`` is ``{"agent-id", "session-id", "transcript"}`` (the
+    parent's transcript, relative to the subagent's), plus ``"call-id"`` (the ``Task``
+    call that spawned it: the sidecar ``agent-<agentId>.meta.json``'s ``toolUseId``, else
+    the tool result whose ``toolUseResult.agentId`` names it) and what the sidecar says
+    (``agent-type``, ``description``, ``spawn-depth``, ``worktree-path``). The parent's
+    session-meta gets ``"subagents"``: ``[{"agent-id", "transcript", "call-id"}]``.
+    """
+    claude = {path for path, fmt in found if fmt == "claude-code"}
+    children: dict[Path, list[tuple[Path, str, dict[str, Any]]]] = {}
+    for path in sorted(claude):
+        name = _plain(path).name
+        if not (name.startswith("agent-") and name.endswith(".jsonl")):
+            continue
+        agent_id = name[len("agent-"):-len(".jsonl")]
+        parent = _parent_session(path)
+        if parent is None or parent not in claude or parent == path:
+            continue
+        sidecar = _sidecar(path)
+        children.setdefault(parent, []).append((path, agent_id, sidecar))
+    links: dict[Path, dict[str, Any]] = {}
+    for parent, kids in children.items():
+        calls = _spawning_calls(parent, {agent_id for _, agent_id, _ in kids})
+        listed = []
+        for path, agent_id, sidecar in kids:
+            call = sidecar.get("toolUseId") if isinstance(sidecar.get("toolUseId"), str) else calls.get(agent_id)
+            up = os.path.relpath(dest_of(parent), dest_of(path).parent)
+            link: dict[str, Any] = {"agent-id": agent_id, "session-id": _plain(parent).stem,
+                                    "transcript": Path(up).as_posix()}
+            for key, name in (("agentType", "agent-type"), ("description", "description"),
+                              ("spawnDepth", "spawn-depth"), ("worktreePath", "worktree-path")):
+                if key in sidecar:
+                    link[name] = sidecar[key]
+            entry: dict[str, Any] = {"agent-id": agent_id,
+                                     "transcript": dest_of(path).relative_to(dest_of(parent).parent).as_posix()}
+            if call is not None:
+                link["call-id"] = call
+                entry["call-id"] = call
+            links.setdefault(path, {})["parent"] = link
+            listed.append(entry)
+        links.setdefault(parent, {})["subagents"] = listed
+    return links
+
+
+def _parent_session(path: Path) -> Path | None:
+    """The session file a subagent file belongs to: ``<sessionId>.jsonl`` beside the
+    ``<sessionId>/`` folder holding ``subagents/``; in the older layout (the subagent
+    file beside the session files), the one its records' ``sessionId`` names."""
+    for folder in path.parents:
+        if folder.name == "subagents":
+            return folder.parent.with_name(folder.parent.name + ".jsonl")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return None
+    for raw in head.split(b"\n")[:_SCAN_LINES]:
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("sessionId"), str) and record["sessionId"]:
+            name = record["sessionId"] + ".jsonl"
+            return path.with_name(name) if "/" not in name and name not in (".jsonl", "..jsonl") else None
+    return None
+
+
+def _sidecar(path: Path) -> dict[str, Any]:
+    """The ``agent-<agentId>.meta.json`` beside a subagent file (``{}`` when there is none)."""
+    try:
+        with open(path.with_name(_plain(path).name[: -len(".jsonl")] + ".meta.json"), "rb") as f:
+            value = json.loads(f.read(1 << 20))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _spawning_calls(parent: Path, agent_ids: set[str]) -> dict[str, str]:
+    """For each of ``agent_ids``, the call id of the tool result in ``parent`` whose
+    ``toolUseResult.agentId`` names it (the first one)."""
+    calls: dict[str, str] = {}
+    try:
+        f = open(parent, "rb")
+    except OSError:
+        return calls
+    with f:
+        for raw in f:
+            if b'"agentId"' not in raw or b'"tool_result"' not in raw:
+                continue
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                continue
+            result = record.get("toolUseResult") if isinstance(record, dict) else None
+            agent_id = result.get("agentId") if isinstance(result, dict) else None
+            if not isinstance(agent_id, str) or agent_id not in agent_ids or agent_id in calls:
+                continue
+            message = record.get("message")
+            content = message.get("content") if isinstance(message, dict) else None
+            for block in content if isinstance(content, list) else ():
+                if (isinstance(block, dict) and block.get("type") == "tool_result"
+                        and isinstance(block.get("tool_use_id"), str)):
+                    calls[agent_id] = block["tool_use_id"]
+                    break
+    return calls
 
 
 def _is_source_name(path: Path) -> bool:
@@ -215,6 +336,13 @@ def _digest_only(path: Path) -> tuple[None, str, int, None]:
 
 def _imported_from(dest: Path) -> dict[str, Any] | None:
     """The ``source`` of the session-meta of a transcript this imported, or None."""
+    meta = _imported_meta(dest)
+    source = meta.get("source") if meta is not None else None
+    return source if isinstance(source, dict) else None
+
+
+def _imported_meta(dest: Path) -> dict[str, Any] | None:
+    """The session-meta payload of a transcript this imported, or None."""
     try:
         with open(dest, "rb") as f:
             first = f.readline()
@@ -225,18 +353,18 @@ def _imported_from(dest: Path) -> dict[str, Any] | None:
     except ValueError:
         return None
     payload = envelope.get("payload") if isinstance(envelope, dict) else None
-    source = payload.get("source") if isinstance(payload, dict) else None
-    return source if isinstance(source, dict) else None
+    return payload if isinstance(payload, dict) and isinstance(payload.get("source"), dict) else None
 
 
-def _import_file(source: Path, dest: Path, source_format: str | None, force: bool) -> ImportResult:
+def _import_file(source: Path, dest: Path, source_format: str | None, force: bool,
+                 links: dict[str, Any] | None = None) -> ImportResult:
     os.close(open_regular(source, os.O_RDONLY))  # a FIFO, a device: refused before anything is read
     if source.resolve() == dest.resolve():
         raise FileExistsError(17, "the destination is the source", str(dest))
     if not force and (dest.exists() or dest.is_symlink()):
         raise FileExistsError(17, "the destination exists (--force replaces it)", str(dest))
     if not is_compressed(source):
-        return _import_from(source, source, dest, source_format, force, None)
+        return _import_from(source, source, dest, source_format, force, None, links)
     # A .jsonl.zst rollout: decompressed by the core, a chunk at a time, into a
     # temporary file (never whole in memory), imported from there.
     _, archive_sha, archive_size, _ = _digest_only(source)
@@ -247,11 +375,11 @@ def _import_file(source: Path, dest: Path, source_format: str | None, force: boo
             raise UnknownFormat(f"{source}: not a zstd stream, so neither a Claude Code session "
                                 "nor a Codex rollout") from None
         return _import_from(source, Path(plain.name), dest, source_format, force,
-                            {"sha256": archive_sha, "bytes": archive_size})
+                            {"sha256": archive_sha, "bytes": archive_size}, links)
 
 
 def _import_from(source: Path, read: Path, dest: Path, source_format: str | None, force: bool,
-                 archive: dict[str, Any] | None) -> ImportResult:
+                 archive: dict[str, Any] | None, links: dict[str, Any] | None = None) -> ImportResult:
     """Imports ``source``, whose bytes are read from ``read`` (itself, or its decompressed copy)."""
     detected = detect_format(read)
     fmt = source_format or detected
@@ -260,7 +388,7 @@ def _import_from(source: Path, read: Path, dest: Path, source_format: str | None
         wanted = f", not {describe(source_format)}" if source_format and detected else ""
         raise UnknownFormat(f"{source}: {'this is ' + what if detected else what}{wanted}")
     if _NATIVE and fmt in _NATIVE_FORMATS:
-        done = _import_native(source, read, dest, fmt, detected, force, archive)
+        done = _import_native(source, read, dest, fmt, detected, force, archive, links)
         if done is not None:
             return done
     lines, sha, size, warnings = read_source(read, claude_code.slim if fmt == "claude-code" else codex.slim)
@@ -283,10 +411,12 @@ def _import_from(source: Path, read: Path, dest: Path, source_format: str | None
             meta: dict[str, Any] = {
                 "format": fmt,
                 **info,
-                "source": _source_meta(source, sha, size, len(lines), archive),
+                "source": _source_meta(source, sha, size, len(lines), archive, links),
                 "importer": importer_meta(),
                 "warnings": warnings[:_MAX_WARNINGS_IN_META],
             }
+            if links and "subagents" in links:
+                meta["subagents"] = links["subagents"]
             if len(warnings) > _MAX_WARNINGS_IN_META:
                 meta["warnings-total"] = len(warnings)
             out.write("session-meta", ids.next("meta"), emit.first_ts or _first_ts(lines), meta)
@@ -304,16 +434,20 @@ def _import_from(source: Path, read: Path, dest: Path, source_format: str | None
     return ImportResult(source, dest, fmt, warnings)
 
 
-def _source_meta(source: Path, sha: str, size: int, lines: int, archive: dict[str, Any] | None) -> dict[str, Any]:
-    """The session-meta's ``source``: the file, and for a ``.zst`` one its compressed bytes too."""
+def _source_meta(source: Path, sha: str, size: int, lines: int, archive: dict[str, Any] | None,
+                 links: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The session-meta's ``source``: the file, for a ``.zst`` one its compressed bytes too,
+    and for a subagent's file its parent session (see ``_subagent_links``)."""
     meta: dict[str, Any] = {"path": str(source.resolve()), "sha256": sha, "bytes": size, "lines": lines}
     if archive is not None:
         meta["archive"] = archive
+    if links and "parent" in links:
+        meta["parent"] = links["parent"]
     return meta
 
 
 def _import_native(source: Path, read: Path, dest: Path, fmt: str, detected: str | None, force: bool,
-                   archive: dict[str, Any] | None) -> ImportResult | None:
+                   archive: dict[str, Any] | None, links: dict[str, Any] | None = None) -> ImportResult | None:
     """The import by the Rust core's importer, or None when it does not take this source
     (the Python importer then does; both write the same bytes)."""
     out = Destination(dest, force=force)
@@ -331,10 +465,12 @@ def _import_native(source: Path, read: Path, dest: Path, fmt: str, detected: str
             meta: dict[str, Any] = {
                 "format": fmt,
                 **json.loads(info_json),
-                "source": _source_meta(source, sha, size, line_count, archive),
+                "source": _source_meta(source, sha, size, line_count, archive, links),
                 "importer": importer_meta(),
                 "warnings": warnings[:_MAX_WARNINGS_IN_META],
             }
+            if links and "subagents" in links:
+                meta["subagents"] = links["subagents"]
             if len(warnings) > _MAX_WARNINGS_IN_META:
                 meta["warnings-total"] = len(warnings)
             ids = Ids(sha, used)
