@@ -1,7 +1,7 @@
 """Import throughput and peak memory, against a plain-Python ``json.loads`` pass over
 the same file in the same run (issue 13's bench). Not a test: run it by hand.
 
-    python benches/bench_import.py [--mb 1024] [--dir /tmp/bench-import]
+    python benches/bench_import.py [--mb 1024] [--dir /tmp/bench-import] [--reuse]
 
 Writes a Claude Code session and a Codex rollout of ``--mb`` MiB with
 ``import_gen.py``, then for each runs, each in a fresh child process (so that
@@ -9,7 +9,9 @@ its peak RSS is its own): the baseline (read every line, ``json.loads`` it,
 drop it) and ``agent_transcript.formats.import_transcript``. Prints MB/s (of
 wall time, and of the child's CPU time: on a shared machine the wall time
 says as much about the neighbours) and peak RSS for both, and the peak as a
-fraction of the file.
+fraction of the file. ``--reuse`` keeps the generated sources in ``--dir``
+(``claude-code-<mb>.jsonl``, ``codex-<mb>.jsonl``) and uses them again when
+they are there (generating 1 GiB takes minutes of CPU).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mb", type=float, default=1024.0)
     parser.add_argument("--dir", default="/tmp/bench-import")
+    parser.add_argument("--reuse", action="store_true", help="keep the sources and use them again")
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
     import import_gen
@@ -67,8 +70,11 @@ def main() -> None:
     folder.mkdir(parents=True, exist_ok=True)
     rows = []
     for kind, write in (("claude-code", import_gen.write_claude_code), ("codex", import_gen.write_codex)):
-        src = folder / f"{kind}.jsonl"
-        size = write(str(src), int(args.mb * MIB))
+        src = folder / (f"{kind}-{args.mb:g}.jsonl" if args.reuse else f"{kind}.jsonl")
+        if args.reuse and src.is_file():
+            size = src.stat().st_size
+        else:
+            size = write(str(src), int(args.mb * MIB))
         base_s, base_rss, base_cpu = _child(_BASELINE, str(src))
         imp_s, imp_rss, imp_cpu = _child(_IMPORT, str(src), str(folder / f"{kind}.imported.jsonl"))
         out_size = os.path.getsize(folder / f"{kind}.imported.jsonl")
@@ -81,7 +87,8 @@ def main() -> None:
             "import peak / file": round(imp_rss / size, 2),
         })
         os.unlink(folder / f"{kind}.imported.jsonl")
-        os.unlink(src)
+        if not args.reuse:
+            os.unlink(src)
     print(json.dumps(rows, indent=2))
 
 
