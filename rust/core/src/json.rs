@@ -972,6 +972,38 @@ pub fn is_one_value(line: &[u8]) -> bool {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_plain_run_stops_where_a_byte_at_a_time_would() {
+        fn one_at_a_time(input: &[u8], at: usize) -> usize {
+            (at..input.len())
+                .find(|&i| STRING_STOP[usize::from(input[i])])
+                .unwrap_or(input.len())
+        }
+        // Every stop byte (and its neighbours, and bytes >= 0x80) at every
+        // place of runs long enough for each vector width, from every start.
+        let stops = [
+            b'"', b'\\', 0x00, 0x1f, 0x20, b'!', b'#', b'[', b']', 0x7f, 0x80, 0xe6, 0xff,
+        ];
+        for len in [0usize, 1, 15, 16, 17, 31, 32, 33, 47, 64, 65, 100] {
+            for place in 0..len.max(1) {
+                for &b in &stops {
+                    let mut input = vec![b'a'; len];
+                    if place < len {
+                        input[place] = b;
+                    }
+                    for from in [0, 1, place.saturating_sub(1), place, len] {
+                        let from = from.min(len);
+                        assert_eq!(
+                            plain_run_from(&input, from),
+                            one_at_a_time(&input, from),
+                            "byte {b:#x} at {place} of {len}, from {from}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     fn valid(s: &str) -> bool {
         is_one_value(s.as_bytes())
     }

@@ -912,18 +912,9 @@ impl IdTable {
     /// bigger than the cache does not wait on memory.
     #[inline]
     fn prefetch(&self, hash: u64) {
-        #[cfg(target_arch = "x86_64")]
         if let Some(slot) = self.slots.get(self.home(hash)) {
-            // SAFETY: a prefetch only hints the cache; it reads nothing and
-            // cannot fault, and the address is an element of `slots` anyway.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    (slot as *const u64).cast::<i8>(),
-                );
-            }
+            prefetch(slot);
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = hash;
     }
 
     /// The line of the id `key`, if an envelope has it.
@@ -1013,6 +1004,29 @@ impl IdTable {
         }
         self.place(line, key.hash);
     }
+}
+
+/// Asks the processor to bring the cache lines of `item` in (one hint per 64
+/// bytes), ahead of its use: nothing is read, nothing can fault.
+#[inline]
+fn prefetch<T>(item: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let start = (item as *const T).cast::<i8>();
+        let mut at = 0;
+        while at < std::mem::size_of::<T>().max(1) {
+            // SAFETY: a prefetch only hints the cache; it reads nothing and
+            // cannot fault; the address is inside `item` (`at` < its size).
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    start.add(at),
+                );
+            }
+            at += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = item;
 }
 
 /// An envelope [`Transcript::accept`] found may follow a transcript's lines.
@@ -2134,6 +2148,10 @@ fn load_into<R: ReadAt + Sync + ?Sized>(
         }
         let mut rows = seg.items.into_iter();
         while let Some(Row { item, mut rec }) = rows.next() {
+            // The rows a parser thread wrote are in its core's cache, not this one's.
+            if let Some(row) = rows.as_slice().get(2 * AHEAD) {
+                prefetch(row);
+            }
             if let Some(Row {
                 item: Item::Scanned(s),
                 ..
