@@ -104,7 +104,17 @@ pub struct MessageRead<'py> {
     pub sticky: bool,
 }
 
-impl MessageRead<'_> {
+impl<'py> MessageRead<'py> {
+    /// What a reader reads back from a message payload that holds these
+    /// fields of a `Message` (`sticky`: its `is_sticky`).
+    pub fn new(role: Bound<'py, PyAny>, tool_call_id: Bound<'py, PyAny>, sticky: bool) -> Self {
+        MessageRead {
+            role,
+            tool_call_id,
+            sticky,
+        }
+    }
+
     /// The role as the reader reads it, when the writer can tell: None for a
     /// role that is not a str (the reader refuses the line) or one without a
     /// UTF-8 form (lone surrogates), which are left to the reader.

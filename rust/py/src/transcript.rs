@@ -837,6 +837,57 @@ impl Transcript {
         Ok(PyString::new(py, fresh.as_str()))
     }
 
+    /// `append_message_payload(payload, role, tool_call_id, sticky, /)`:
+    /// `append("message", payload, None)` for the payload of a `Message` (not
+    /// a subclass) and its extras, whose `role`, `tool_call_id` and
+    /// `is_sticky` are given: the envelope is indexed from them, without
+    /// reading the line back.
+    #[pyo3(signature = (payload, role, tool_call_id, sticky, /))]
+    fn append_message_payload(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        payload: &Bound<'_, PyAny>,
+        role: &Bound<'_, PyAny>,
+        tool_call_id: &Bound<'_, PyAny>,
+        sticky: bool,
+    ) -> PyResult<String> {
+        let (fresh, ts, mut buf) = {
+            let mut t = slf.try_borrow_mut()?;
+            t.refuse_if_broken()?;
+            let t = &mut *t;
+            let now = Instant::now();
+            let fresh = t.core.fresh_id(&mut t.ids, now.millis());
+            (fresh, t.stamps.text(now), std::mem::take(&mut t.buf))
+        };
+        buf.clear();
+        buf.push(b'\n'); // written only if the file's last line lacks its own
+        let ts_text = std::str::from_utf8(&ts).unwrap_or_default();
+        let written = crate::canonical::write_envelope(
+            py,
+            &mut buf,
+            fresh.as_str(),
+            payload,
+            ts_text,
+            "message",
+        );
+        let read = MessageRead::new(role.clone(), tool_call_id.clone(), sticky);
+        let mut t = slf.try_borrow_mut()?;
+        let body = buf.get(1..buf.len().saturating_sub(1)).unwrap_or_default();
+        let result = written.and_then(|()| {
+            t.refuse_if_broken()?;
+            let accepted = t.accept_message_line(&fresh, Some(&read), body)?;
+            t.write_lines(py, &buf)?;
+            Ok((accepted, body.len()))
+        });
+        let total = buf.len() as u64 - 1;
+        if buf.capacity() <= 1 << 20 {
+            t.buf = buf;
+        }
+        let written = result?;
+        t.after_write(total, [written])?;
+        Ok(fresh.as_str().to_owned())
+    }
+
     /// `append_messages(rows, /)`: one message envelope per row of `rows`, all
     /// written with one write(2), then replayed; returns their ids. A row is a
     /// tuple of a `Message`'s eight fields (as `append_message` takes them),
