@@ -5,39 +5,39 @@ from __future__ import annotations
 import textwrap
 from itertools import compress, repeat
 from operator import add, gt, mul
-from dataclasses import dataclass
-from typing import Any, Callable
+from datetime import datetime, timedelta
+from typing import Any, Callable, NamedTuple
 
 from ..envelope import Envelope
-from ..inspect import Later, Reading, compact, content_size, content_text, tool_call_parts
+from ..inspect import Later, Reading, compact, content_text, tool_call_parts
 from ..inspect import excerpt as core_excerpt
-from .style import Style, clip, line_span, local_time, plural, printable, sanitized, seconds
+from .style import CANONICAL_TS, Style, clip, line_span, local_time, plural, printable, sanitized, seconds
 
 __all__ = ["Renderer"]
 
 
-@dataclass(frozen=True)
 class _View:
     """An envelope as it is shown: every string in it printable."""
 
-    id: str
-    type: str
-    ts: str
-    v: Any
-    payload: Any
-    line: int
-    #: A message's content excerpt, built by the core in place of its content.
-    excerpt: tuple[list[str], int, int] | None = None
+    __slots__ = ("id", "type", "ts", "v", "payload", "line", "excerpt", "as_is")
+
+    def __init__(self, id: str, type: str, ts: str, v: Any, payload: Any, line: int,
+                 excerpt: tuple[list[str], int, int] | None = None, as_is: bool = False) -> None:
+        self.id, self.type, self.ts, self.v, self.payload, self.line = id, type, ts, v, payload, line
+        #: A message's content excerpt, built by the core in place of its content.
+        self.excerpt = excerpt
+        #: The payload is the line's own (nothing in it had to be made printable).
+        self.as_is = as_is
 
     @classmethod
     def of(cls, env: Any, *, native: bool = True, as_is: bool = False,
            excerpt: tuple[list[str], int, int] | None = None) -> _View:
         """``env`` made printable; ``as_is``: the core found nothing in its line
-        to make printable, so its payload is shown as it is, not copied."""
+        to make printable, so it is shown as it is, not copied."""
         payload = env.payload
         if native and as_is:
-            pass
-        elif native and env.type == "message" and type(payload) is dict and isinstance(payload.get("content"), str):
+            return cls(str(env.id), str(env.type), str(env.ts), env.v, payload, env.line, excerpt, True)
+        if native and env.type == "message" and type(payload) is dict and isinstance(payload.get("content"), str):
             # A message's text is made printable where its excerpt is built
             # (Renderer._wrap), not copied here first: only the rest is.
             content = payload["content"]
@@ -47,6 +47,24 @@ class _View:
             payload = sanitized(payload)
         return cls(printable(str(env.id)), printable(str(env.type)), printable(str(env.ts)), env.v, payload, env.line,
                    excerpt)
+
+
+class _Dispatched(NamedTuple):
+    """What a settle shows of its dispatch: its tool and call id (made
+    printable), its time and its line."""
+
+    tool: Any
+    call_id: Any
+    ts: Any
+    line: int
+
+
+def _dispatched(env: Envelope, *, as_is: bool) -> _Dispatched:
+    """``env`` (a tool-dispatched envelope) as its settle shows it."""
+    p: Any = env.payload if isinstance(env.payload, dict) else {}
+    if p and not as_is:
+        p = sanitized(p)
+    return _Dispatched(p.get("tool", "?"), p.get("call-id"), env.ts, env.line)
 
 
 def _calls(payload: dict[str, Any]) -> list[Any]:
@@ -88,11 +106,21 @@ class Renderer:
         self.reading = reading
         self.replayed = reading is not None and reading.replayed
         self.dispatches: dict[str, Envelope] = {}
-        self.dispatches_as_is: set[str] = set()  # those whose payload prints as it is
         self.message_lines: dict[str, int] = {}
         self.call_tools: dict[str, str] = {}
         self.section_lines: dict[str, int] = {}
         self.last_day: str | None = None
+        self.handlers: dict[str, Callable[[_View, Envelope, int | None], list[str]]] = {}
+        #: The columns an excerpt's line has.
+        self.avail = max(20, width - len(self.INDENT))
+        #: The dispatches shown lately, for their settles (_dispatch_of).
+        self.recent_dispatches: dict[str, tuple[int, _Dispatched]] = {}
+        #: The calls (id, tool) of the assistant messages shown lately (_recent).
+        self.recent_calls: dict[int, list[tuple[str, str]]] = {}
+        #: A UTC hour's local offset and zone, a UTC minute's (day, zone,
+        #: hour:minute) in local time (_clock).
+        self.hours: dict[str, tuple[timedelta, str]] = {}
+        self.minutes: dict[str, tuple[str, str, str]] = {}
 
     # -- text helpers
 
@@ -170,17 +198,12 @@ class Renderer:
 
     def _head(self, env: Any, kind_style: tuple[str, ...], detail: str) -> list[str]:
         out: list[str] = []
-        when = local_time(env.ts)
-        if when is not None:
-            if when.year >= 1000:
-                # What strftime writes (%Y pads no year below 1000 here), without its cost.
-                day = f"{when.year}-{when.month:02d}-{when.day:02d}"
-            else:
-                day = when.strftime("%Y-%m-%d")
+        shown = self._clock(env.ts)
+        if shown is not None:
+            day, zone, clock = shown
             if day != self.last_day:
                 self.last_day = day
-                out.append(self.s(f"── {day} ({when.strftime('%Z')}) ──", "dim"))
-            clock = f"{when.hour:02d}:{when.minute:02d}:{when.second:02d}.{when.microsecond // 1000:03d}"
+                out.append(self.s(f"── {day} ({zone}) ──", "dim"))
         else:
             clock = clip(str(env.ts), 12).ljust(12)
         number = self.s(f"{env.line:>5}", "dim")
@@ -188,28 +211,87 @@ class Renderer:
         out.append(f"{number} {self.s(clock, 'dim')}  {kind}{'  ' + detail if detail else ''}")
         return out
 
+    def _clock(self, ts: Any) -> tuple[str, str, str] | None:
+        """``ts`` in local time as a block's head shows it: its day, its zone's
+        name and its clock (to the millisecond); None where it is not a time.
+
+        Asking the zone rules (``astimezone``) costs more than the rest of a
+        head, so a UTC hour whose every time has the same local zone, a whole
+        number of minutes off UTC, is asked once, and each of its minutes once
+        more cheaply: a time shows as its own seconds after its minute's.
+        """
+        canonical = isinstance(ts, str) and CANONICAL_TS(ts)
+        if canonical:
+            minute = self.minutes.get(ts[:16])
+            if minute is not None:
+                day, zone, hour_minute = minute
+                return day, zone, f"{hour_minute}:{ts[17:19]}.{ts[20:23]}"
+            hour = self.hours.get(ts[:13])
+            if hour is not None:
+                offset, zone = hour
+                try:
+                    local = datetime.fromisoformat(ts[:-1]) + offset
+                except (ValueError, OverflowError):
+                    return None  # as local_time
+                return self._minute_of(ts, local, zone)
+        when = local_time(ts)
+        if when is None:
+            return None
+        zone = when.strftime("%Z")
+        if canonical and when.year >= 1000:
+            self._keep_hour(ts[:13], when, zone)
+            return self._minute_of(ts, when.replace(tzinfo=None), zone)
+        day = when.strftime("%Y-%m-%d")  # %Y pads no year below 1000 here
+        return day, zone, f"{when.hour:02d}:{when.minute:02d}:{when.second:02d}.{when.microsecond // 1000:03d}"
+
+    def _minute_of(self, ts: str, when: datetime, zone: str) -> tuple[str, str, str]:
+        """The head's (day, zone, clock) of ``ts`` at local time ``when`` (of a
+        year of four digits); its minute kept when its hour is."""
+        day = f"{when.year}-{when.month:02d}-{when.day:02d}"
+        hour_minute = f"{when.hour:02d}:{when.minute:02d}"
+        if ts[:13] in self.hours:
+            if len(self.minutes) >= 4096:
+                self.minutes.clear()
+            self.minutes[ts[:16]] = (day, zone, hour_minute)
+        return day, zone, f"{hour_minute}:{when.second:02d}.{when.microsecond // 1000:03d}"
+
+    def _keep_hour(self, hour: str, when: datetime, zone: str) -> None:
+        """Keep the local zone of UTC ``hour`` if all of it has that of ``when``."""
+        offset = when.utcoffset()
+        if offset is None or offset.total_seconds() % 60 != 0:
+            return
+        for end in (f"{hour}:00:00.000000Z", f"{hour}:59:59.999999Z"):
+            t = local_time(end)
+            if t is None or t.utcoffset() != offset or t.strftime("%Z") != zone:
+                return
+        if len(self.hours) >= 4096:
+            self.hours.clear()
+        self.hours[hour] = (offset, zone)
+
     # -- lookups: what a block needs from elsewhere in the file
 
-    def _dispatch_of(self, op_id: Any) -> Envelope | None:
-        """The tool-dispatched envelope of operation ``op_id``, or None."""
+    def _dispatch_of(self, op_id: Any) -> _Dispatched | None:
+        """What a settle shows of the tool-dispatched envelope of operation
+        ``op_id``; None when there is none."""
         if not isinstance(op_id, str):
             return None
         if op_id in self.dispatches:
-            return self.dispatches[op_id]
+            return _dispatched(self.dispatches[op_id], as_is=False)
         r = self.reading
         at = None if r is None else r.index_of(op_id)
         if r is None or at is None or r.type_name(at) != "tool-dispatched":
             return None
+        kept = self.recent_dispatches.pop(op_id, None)
+        if kept is not None and kept[0] == at:
+            return kept[1]
         if self.native:
             # Not kept: a reading's operation is settled once, and a whole
             # file's dispatches would fill memory (follow keeps them: _remember).
-            env, as_is, _ = r.shown(at, self.INDENT, self._avail(), None)
-            if as_is:
-                self.dispatches_as_is.add(op_id)
-            return env
+            env, as_is, _ = r.shown(at, self.INDENT, self.avail, None)
+            return _dispatched(env, as_is=as_is)
         env = r.event(at)
         self.dispatches[op_id] = env
-        return env
+        return _dispatched(env, as_is=False)
 
     def _tool_of_call(self, call_id: str, index: int | None) -> str | None:
         """The tool the assistant message before envelope ``index`` called as ``call_id``."""
@@ -221,9 +303,11 @@ class Renderer:
         for j in range(index - 1, max(-1, index - 1 - self.CALL_LOOKBACK), -1):
             if r.role(j) != "assistant":
                 continue
-            p = r.payload(j)
-            for call in _calls(p if isinstance(p, dict) else {}):
-                cid, name, _ = tool_call_parts(call)
+            calls = self.recent_calls.get(j)
+            if calls is None:
+                p = r.payload(j)
+                calls = [tool_call_parts(call)[:2] for call in _calls(p if isinstance(p, dict) else {})]
+            for cid, name in calls:
                 self.call_tools.setdefault(cid, name)
             if call_id in self.call_tools:
                 return self.call_tools[call_id]
@@ -268,12 +352,8 @@ class Renderer:
             raise ValueError("block_at needs a reading")
         if not self.native:
             return self._render(self.reading.event(index), index)
-        env, as_is, excerpt = self.reading.shown(index, self.INDENT, self._avail(), None if self.full else 8)
+        env, as_is, excerpt = self.reading.shown(index, self.INDENT, self.avail, None if self.full else 8)
         return self._render(env, index, as_is, excerpt)
-
-    def _avail(self) -> int:
-        """The columns an excerpt's line has."""
-        return max(20, self.width - len(self.INDENT))
 
     def block(self, env: Envelope, *, show: bool = True) -> list[str]:
         """The lines that show ``env``, streamed (none when ``show`` is False).
@@ -303,9 +383,10 @@ class Renderer:
 
     def _render(self, env: Envelope, index: int | None, as_is: bool = False,
                 excerpt: tuple[list[str], int, int] | None = None) -> list[str]:
-        handler: Callable[[_View, Envelope, int | None], list[str]] = (
-            getattr(self, "_" + env.type.replace("-", "_")) if env.type in _KNOWN else self._unknown
-        )
+        handler = self.handlers.get(env.type)
+        if handler is None:
+            handler = getattr(self, "_" + env.type.replace("-", "_")) if env.type in _KNOWN else self._unknown
+            self.handlers[env.type] = handler
         lines = handler(_View.of(env, native=self.native, as_is=as_is, excerpt=excerpt), env, index)
         refusal = self.reading.refusal if self.reading is not None else None
         if index is not None and refusal is not None and refusal.line == env.line:
@@ -325,7 +406,24 @@ class Renderer:
 
     def _message(self, v: _View, raw: Envelope, index: int | None) -> list[str]:
         return self.message_lines_for(v, v.payload if isinstance(v.payload, dict) else {}, index=index,
-                                      excerpt=v.excerpt)
+                                      excerpt=v.excerpt, as_is=v.as_is)
+
+    def _recent_dispatch(self, op_id: str, index: int, shown: _Dispatched) -> None:
+        """Keep what the settle of dispatch ``index`` will show of it (a settle
+        comes soon after its dispatch: the last 4,096 are kept)."""
+        kept = self.recent_dispatches
+        kept[op_id] = (index, shown)
+        if len(kept) > 4096:
+            del kept[next(iter(kept))]
+
+    def _recent(self, index: int, calls: list[tuple[str, str]]) -> None:
+        """Keep the calls (id, tool) of message ``index``, shown as it is in the
+        file, for the tool messages after it (:meth:`_tool_of_call`), as long as
+        they may look back to it."""
+        kept = self.recent_calls
+        kept[index] = calls
+        while (oldest := next(iter(kept))) < index - self.CALL_LOOKBACK:
+            del kept[oldest]
 
     def message_lines_for(
         self,
@@ -336,12 +434,15 @@ class Renderer:
         replayed_note: str = "",
         later: bool = True,
         excerpt: tuple[list[str], int, int] | None = None,
+        as_is: bool = False,
     ) -> list[str]:
         """The block of one message payload ``p`` (also used for ``--replayed``).
 
         ``index`` is its envelope index in the reading (to find the tool a
         call went to); ``later`` adds what later lines did to it; ``excerpt`` is
-        the core's excerpt of its content, which ``p`` then lacks.
+        the core's excerpt of its content, which ``p`` then lacks; ``as_is``:
+        ``p`` is envelope ``index``'s payload as it is in the file, so its calls
+        are kept for the tool messages after it.
         """
         role = str(p.get("role", "?"))
         bits = [self.s(role, *_ROLE_STYLE.get(role, ("bold",)))]
@@ -371,9 +472,11 @@ class Renderer:
                 out.append(self.INDENT + self.s("(no content)", "dim"))
         else:
             out.extend(self._wrap(text))
-        for call in _calls(p):
-            call_id, name, args = tool_call_parts(call)
+        calls = [tool_call_parts(call) for call in _calls(p)]
+        for call_id, name, args in calls:
             out.append(f"{self.INDENT}{self.s('->', 'yellow')} {self.s(name, 'bold')} {self._one_line(args)}  {self.s(call_id, 'dim')}")
+        if as_is and calls and index is not None:
+            self._recent(index, [(call_id, name) for call_id, name, _ in calls])
         return out
 
     def _fate(self, done: Later) -> list[str]:
@@ -466,12 +569,10 @@ class Renderer:
         items = items if isinstance(items, list) else []
         out = self._head(v, ("magenta",), plural(len(items), "item"))
         if self.reading is not None and self.replayed and index is not None:
-            effect = self.reading.elision_effect(index)
-            for (target, before), item in zip(effect, items):
-                role = printable(str(before.get("role")))
-                call = before.get("tool_call_id")
-                who = role + (f" {printable(str(call))}" if call else "")
-                size = content_size(before.get("content"))
+            # What each message was just before, without decoding its content.
+            rows = self.reading.elision_rows(index, decoded=not self.native)
+            for (target, role, call, size), item in zip(rows, items):
+                who = printable(str(role)) + (f" {printable(str(call))}" if call else "")
                 stub = item.get("stub") if isinstance(item, dict) else None
                 out.append(
                     self._field(
@@ -496,6 +597,8 @@ class Renderer:
         args = p.get("arguments")
         out.append(self._field("arguments", self._one_line(args if isinstance(args, str) else compact(args))))
         out.append(self._field("op", self.s(v.id, "dim") + (f"  run {p['run-id']}" if p.get("run-id") else "")))
+        if self.native and index is not None and self.reading is not None:
+            self._recent_dispatch(raw.id, index, _Dispatched(p.get("tool", "?"), p.get("call-id"), raw.ts, raw.line))
         settled_line = self._later(index).settled_line
         if settled_line is not None:
             out.append(self._field("settled", f"at line {settled_line}"))
@@ -512,23 +615,19 @@ class Renderer:
         p = v.payload if isinstance(v.payload, dict) else {}
         op_id = raw.payload.get("op-id") if isinstance(raw.payload, dict) else None
         op = self._dispatch_of(op_id)
-        dp: Any = {}
-        if op is not None and isinstance(op.payload, dict):
-            dp = op.payload if op_id in self.dispatches_as_is else sanitized(op.payload)
-            self.dispatches_as_is.discard(op_id)
         outcome = str(p.get("outcome"))
         style = {"completed": ("green",), "failed": ("red", "bold"), "outcome-unknown": ("yellow", "bold")}.get(outcome, ("red",))
-        bits = [self.s(str(dp.get("tool", "?")), "bold"), self.s(outcome, *style)]
+        bits = [self.s(str("?" if op is None else op.tool), "bold"), self.s(outcome, *style)]
         duration = p.get("duration")
         if isinstance(duration, (int, float)) and not isinstance(duration, bool):
             bits.append(seconds(float(duration)))
         out = self._head(v, ("yellow",), "  ".join(bits))
         if op is not None:
             lag = ""
-            t0, t1 = local_time(op.ts), local_time(v.ts)
-            if t0 is not None and t1 is not None:
-                lag = f", {seconds((t1 - t0).total_seconds())} later"
-            out.append(self._field("dispatched", f"at line {op.line} ({dp.get('call-id')}){lag}"))
+            took = _between(op.ts, v.ts)
+            if took is not None:
+                lag = f", {seconds(took)} later"
+            out.append(self._field("dispatched", f"at line {op.line} ({op.call_id}){lag}"))
         elif self.reading is None or self.replayed:
             out.append(self._field("!!", self.s(f"settles {p.get('op-id')!r}, which this file never dispatched", "red")))
         for key in ("reason", "error"):
@@ -584,6 +683,19 @@ class Renderer:
         out = self._head(v, ("red",), self.s("(a type this version does not know; kept as it is)", "dim"))
         out.extend(self._wrap(compact(v.payload), max_lines=3))
         return out
+
+
+def _between(ts0: Any, ts1: Any) -> float | None:
+    """The seconds from ``ts0`` to ``ts1``; None unless both are local times."""
+    if (isinstance(ts0, str) and isinstance(ts1, str) and CANONICAL_TS(ts0) and CANONICAL_TS(ts1)
+            and "1000" < ts0[:4] < "9999" and "1000" < ts1[:4] < "9999"):
+        # Years no zone's offset takes out of range: their difference is UTC's.
+        try:
+            return (datetime.fromisoformat(ts1[:-1]) - datetime.fromisoformat(ts0[:-1])).total_seconds()
+        except ValueError:
+            return None
+    t0, t1 = local_time(ts0), local_time(ts1)
+    return None if t0 is None or t1 is None else (t1 - t0).total_seconds()
 
 
 _KNOWN = {"session-meta", "message", "grants", "compaction", "elision", "tool-dispatched", "tool-settled", "run-context",

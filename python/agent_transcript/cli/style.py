@@ -21,6 +21,7 @@ __all__ = [
     "plural",
     "clip",
     "local_time",
+    "CANONICAL_TS",
     "write_json",
     "json_text",
     "escaped",
@@ -107,12 +108,13 @@ def clip(text: str, limit: int) -> str:
     return text[: max(0, limit - 1)] + "…"
 
 
-_CANONICAL_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", re.ASCII).fullmatch
+#: Whether a time has the form every line's ``ts`` has (``...T12:00:00.000000Z``).
+CANONICAL_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", re.ASCII).fullmatch
 
 
 def local_time(ts: str) -> datetime | None:
     try:
-        if isinstance(ts, str) and _CANONICAL_TS(ts):
+        if isinstance(ts, str) and CANONICAL_TS(ts):
             # The form every line has, read as strptime reads it, without its cost.
             when = datetime.fromisoformat(ts[:-1])
         else:

@@ -25,6 +25,7 @@ from .._archive import is_archive, open_for_reading
 from ..envelope import Envelope, PendingToolOperation
 from ..errors import CorruptTranscript, UnsupportedVersion
 from ..peek import judge, skipped_warning
+from .values import content_size
 from ..session import pending_operations
 
 __all__ = ["Tail", "Refusal", "Reading", "read", "excerpt", "open_file", "tail", "Later", "CompactionEffect", "LiveMessage"]
@@ -96,6 +97,9 @@ class Later:
     elided_line: int | None = None
     compacted_line: int | None = None
     rewound_line: int | None = None
+
+
+_NOTHING_LATER = Later()
 
 
 @dataclass(frozen=True)
@@ -265,6 +269,19 @@ class Reading:
         self.decoded += len(effect)
         return effect
 
+    def elision_rows(self, i: int, *, decoded: bool = False) -> list[tuple[int, Any, Any, int]]:
+        """For each message elision ``i`` stubbed: its envelope index, role and
+        ``tool_call_id``, and the UTF-8 size of the content it had just before
+        (``content_size`` of it), its content decoded only where the core cannot
+        measure it (a content that is not a string), or with ``decoded`` always."""
+        if self.transcript is None:
+            return []
+        rows = self.transcript.elision_rows(i)
+        if decoded or any(size is None for *_, size in rows):
+            return [(target, before.get("role"), before.get("tool_call_id"), content_size(before.get("content")))
+                    for target, before in self.elision_effect(i)]
+        return [(target, role, call, size or 0) for target, role, call, size in rows]
+
     def elided_sizes(self, indices: list[int]) -> list[list[int | None]]:
         """For each elision in ``indices``, the UTF-8 size of each message's content
         just before it stubbed it, measured in the core without decoding (None for
@@ -305,8 +322,11 @@ class Reading:
         compaction ``i``'s replacement); nothing known for None or a refused file."""
         t = self.transcript
         if t is None or i is None:
-            return Later()
-        return Later(*(None if at is None else t.line_number(at) for at in t.later(i, part)))
+            return _NOTHING_LATER
+        found = t.later(i, part)
+        if found.count(None) == len(found):  # most envelopes: built once
+            return _NOTHING_LATER
+        return Later(*(None if at is None else t.line_number(at) for at in found))
 
     def compaction_effect(self, i: int) -> CompactionEffect | None:
         """What compaction ``i`` replaced and kept; None when load refuses the file."""

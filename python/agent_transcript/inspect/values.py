@@ -10,7 +10,12 @@ __all__ = ["compact", "content_text", "content_size", "ToolCall", "tool_call_par
 
 def compact(value: Any) -> str:
     """A JSON value on one line, readably spaced."""
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return _compact(value)
+
+
+# What json.dumps(value, ensure_ascii=False, separators=(", ", ": ")) does,
+# without building an encoder for each value.
+_compact = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
 
 
 def content_text(content: Any) -> str | None:

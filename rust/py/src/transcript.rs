@@ -259,6 +259,10 @@ fn decode_bytes<'py>(py: Python<'py>, bytes: &[u8], at: Span) -> PyResult<Bound<
     loads(py, part).map_err(crate::decode::DecodeError::into_pyerr)
 }
 
+/// What `show` says of one message an elision stubbed: its line index, role,
+/// `tool_call_id` and the size of the content it had (`elision_rows`).
+type ElisionRow<'py> = (u32, Bound<'py, PyAny>, Bound<'py, PyAny>, Option<u64>);
+
 /// A message as a payload dict: a message line's payload, a replacement
 /// message's payload, or `{"role": "user", "content": summary}` for a
 /// compaction's summary; with the stub in place of the content when an elision
@@ -1235,6 +1239,58 @@ impl Transcript {
             list.append((e.line, before))?;
         }
         Ok(list)
+    }
+
+    /// `elision_rows(index, /)`: what `show` says of each message elision
+    /// `index` stubbed, without decoding its content: `(line, role,
+    /// tool_call_id, size)`, the message's line index, its role and call id
+    /// (None where absent) and the UTF-8 size of the content it had just
+    /// before (as `elided_sizes` measures it; None for a content that is
+    /// neither a string nor null, which `elision_effect` then gives).
+    #[pyo3(signature = (index, /))]
+    fn elision_rows<'py>(&self, py: Python<'py>, index: u32) -> PyResult<Vec<ElisionRow<'py>>> {
+        let items = self
+            .history()?
+            .elisions
+            .get(&index)
+            .ok_or_else(|| PyValueError::new_err("not an elision of this transcript"))?;
+        let (core, file) = (&self.core, &self.file);
+        let sizes = py
+            .detach(|| core.elided_sizes(file, &[index]))
+            .map_err(load_error)?
+            .pop()
+            .unwrap_or_default();
+        let mut lines = Lines::new(&self.file, &self.core.index);
+        let mut rows = Vec::with_capacity(items.len());
+        for (e, size) in items.iter().zip(sizes) {
+            let (rec, bytes) = lines.get(e.line)?;
+            let (role, call) = if e.part != WHOLE {
+                let span = self
+                    .core
+                    .part(e.line, e.part)
+                    .map(|p| p.span)
+                    .ok_or_else(|| PyValueError::new_err("no such replacement message"))?;
+                let part = bytes
+                    .get(span.start as usize..span.end as usize)
+                    .unwrap_or_default();
+                (
+                    decode_at(py, &rec, part, &["role"])?,
+                    decode_at(py, &rec, part, &["tool_call_id"])?,
+                )
+            } else if rec.kind == EnvelopeType::Compaction {
+                (
+                    "user".into_pyobject(py)?.into_any(),
+                    py.None().into_bound(py),
+                )
+            } else {
+                (
+                    decode_at(py, &rec, bytes, &["payload", "role"])?,
+                    decode_at(py, &rec, bytes, &["payload", "tool_call_id"])?,
+                )
+            };
+            rows.push((e.line, role, call, size));
+        }
+        Ok(rows)
     }
 
     /// `elided_sizes(indices, /)`: for each elision in `indices`, the UTF-8
