@@ -42,11 +42,12 @@ def _envelope(fields: tuple[Any, Any, Any, Any, Any, int]) -> Envelope:
 
 def _entry(mid: str, payload: dict[str, Any], line: int, elided: bool) -> Entry:
     # Entry(...) without the frozen dataclass's object.__setattr__ a field:
-    # entries builds one a live message.
+    # entries builds one a live message. Most payloads have no extra.
+    extra = ({} if MESSAGE_FIELDS.issuperset(payload)
+             else {k: v for k, v in payload.items() if k not in MESSAGE_FIELDS})
     e = _new(Entry)
-    vars(e).update(id=mid, message=Message.from_dict(payload),
-                   extra={k: v for k, v in payload.items() if k not in MESSAGE_FIELDS},
-                   line=line, elided=elided)
+    vars(e).update(id=mid, message=Message.from_dict(payload), extra=extra, line=line,
+                   elided=elided)
     return e
 
 
