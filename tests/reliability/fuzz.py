@@ -409,6 +409,8 @@ def check(path: Path, data: bytes, counts: dict[str, int]) -> None:
 
 def main() -> None:
     folder, seconds, seed = Path(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+    # At least this many cases, however long they take on a loaded machine.
+    least = int(sys.argv[4]) if len(sys.argv) > 4 else 0
     folder.mkdir(parents=True, exist_ok=True)
     pool = seeds(folder / "seeds")
     rng = random.Random(seed)
@@ -421,7 +423,7 @@ def main() -> None:
     started = time.monotonic()
     execs = 0
     last_report = started
-    while time.monotonic() - started < seconds:
+    while time.monotonic() - started < seconds or execs < least:
         base = rng.choice(pool[1:]) if rng.random() < 0.85 else pool[0]
         data = mutate(base) if rng.random() < 0.97 else base
         current.write_bytes(data)

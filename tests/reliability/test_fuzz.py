@@ -18,13 +18,18 @@ from agent_transcript import CorruptTranscript, Message, Session
 from rkit import HERE, figure, scale, tmpfs
 
 
+LEAST = 1000
+
+
 def test_fuzz_load_repair_peek_and_tail_check() -> None:
     seconds = scale(30, 600)
     with tmpfs("256m") as fs:
         try:
+            # The time, and a number of cases the run makes however slow the
+            # machine is (the test asserts the count, never a speed).
             proc = subprocess.run([sys.executable, str(HERE / "fuzz.py"), str(fs / "fuzz"),
-                                   str(seconds), "7"], capture_output=True, text=True,
-                                  timeout=seconds + 300)
+                                   str(seconds), "7", str(LEAST)], capture_output=True, text=True,
+                                  timeout=seconds + 600)
         except subprocess.TimeoutExpired:
             current = (fs / "fuzz" / "current.bin").read_bytes()
             raise AssertionError(f"the fuzzer hung on: {current[:2000]!r}") from None
@@ -36,7 +41,7 @@ def test_fuzz_load_repair_peek_and_tail_check() -> None:
     # Every class of outcome was reached.
     assert all(counts[k] > 0 for k in ("loaded", "repaired", "corrupt", "unsupported",
                                        "repaired+corrupt")), counts
-    assert result["executions"] > seconds * 50
+    assert result["executions"] >= LEAST
     figure("7. fuzz", executions=result["executions"], seconds=result["seconds"],
            panics=0, aborts=0, hangs=0, disagreements=0, **counts)
 
