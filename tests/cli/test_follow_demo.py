@@ -24,7 +24,15 @@ def _follow(*args: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         env=env(),
+        # A suite run as a shell's background job (.ci/run runs one so) starts
+        # with SIGINT ignored, which a child inherits and Python then leaves
+        # ignored: the command is given Ctrl-C as a terminal gives it.
+        preexec_fn=_interruptible,
     )
+
+
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_follow_prints_what_is_appended_and_stops_when_idle(tmp_path: Path) -> None:
