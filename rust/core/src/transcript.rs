@@ -1082,6 +1082,11 @@ pub struct Transcript {
     part_pos: HashMap<Source, u32>,
     /// Dispatched, unsettled operations by dispatch line, in dispatch order.
     pub pending: BTreeMap<u32, PendingOp>,
+    // Call id -> the pending operations dispatched for it that no tool message
+    // has answered yet, so a tool message finds its own without a scan of them
+    // all (a writer that never settles would make that quadratic). Keyed by
+    // what the file says, hence the std map's seeded hash.
+    awaiting: std::collections::HashMap<Id, Vec<u32>>,
     /// The last grants line.
     pub grants: Option<u32>,
     /// Section digest -> the run-context line carrying its text.
@@ -1366,19 +1371,41 @@ impl Transcript {
     fn add_message(&mut self, index: u32, sticky: bool, tool_call_id: Option<&[u8]>) {
         self.live_pos[index as usize] = self.live.len() as u32;
         self.live.push(LiveMessage::new(index, WHOLE, sticky));
-        if let Some(call) = tool_call_id {
-            for op in self.pending.values_mut() {
-                if op.result.is_none() && op.call_id.as_deref() == Some(call) {
+        if let Some(ops) = tool_call_id.and_then(|call| self.awaiting.remove(call)) {
+            for op in ops {
+                if let Some(op) = self.pending.get_mut(&op) {
                     op.result = Some(index);
                 }
             }
         }
     }
 
+    // Line `index` dispatches an operation for `call_id`.
+    fn dispatch(&mut self, index: u32, call_id: Option<Id>) {
+        if let Some(call) = &call_id {
+            self.awaiting.entry(call.clone()).or_default().push(index);
+        }
+        self.pending.insert(
+            index,
+            PendingOp {
+                call_id,
+                result: None,
+            },
+        );
+    }
+
     // Settle line `index` settles the operation dispatched at `op`, if pending.
     fn settle(&mut self, index: u32, op: Option<u32>) {
         if let Some(l) = op {
-            if self.pending.remove(&l).is_some() {
+            if let Some(op) = self.pending.remove(&l) {
+                if let (Some(call), None) = (&op.call_id, op.result) {
+                    if let Some(ops) = self.awaiting.get_mut(call) {
+                        ops.retain(|&o| o != l);
+                        if ops.is_empty() {
+                            self.awaiting.remove(call);
+                        }
+                    }
+                }
                 if let Some(h) = &mut self.history {
                     h.settled_by.insert(l, index);
                 }
@@ -1402,15 +1429,7 @@ impl Transcript {
         let index = self.add_line(rec, s.key);
         match s.kind {
             EnvelopeType::Message => self.add_message(index, s.sticky, call),
-            EnvelopeType::ToolDispatched => {
-                self.pending.insert(
-                    index,
-                    PendingOp {
-                        call_id: call.map(<[u8]>::to_vec),
-                        result: None,
-                    },
-                );
-            }
+            EnvelopeType::ToolDispatched => self.dispatch(index, call.map(<[u8]>::to_vec)),
             EnvelopeType::ToolSettled => {
                 let op = ops.get(s.op as usize).and_then(|k| self.ids.find(k));
                 self.settle(index, op);
@@ -1528,15 +1547,7 @@ impl Transcript {
                     h.elisions.insert(index, elided);
                 }
             }
-            Detail::ToolDispatched { call_id } => {
-                self.pending.insert(
-                    index,
-                    PendingOp {
-                        call_id,
-                        result: None,
-                    },
-                );
-            }
+            Detail::ToolDispatched { call_id } => self.dispatch(index, call_id),
             Detail::ToolSettled { op_id } => {
                 let op = self.line_of(&op_id);
                 self.settle(index, op);
@@ -2780,6 +2791,82 @@ mod tests {
             t.check(&settle_unknown, true),
             Err(ReplayError::UnknownOperation("zz".into()))
         );
+    }
+
+    // Random runs of dispatches, tool messages (and messages of other roles
+    // naming a call) and settles, a few call ids shared among them: the
+    // pending operations and their results are the naive model's, whether the
+    // file is loaded whole or its lines are pushed one by one.
+    #[test]
+    fn a_tool_message_answers_every_pending_operation_for_its_call() {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for _ in 0..300 {
+            let mut lines = vec![line("meta", "session-meta", "{}")];
+            // (dispatch line, call id, result line, settled)
+            let mut model: Vec<(u32, Option<u64>, Option<u32>, bool)> = Vec::new();
+            for i in 0..next(40) {
+                let at = lines.len() as u32;
+                let call = next(4);
+                match next(5) {
+                    0 | 1 => {
+                        let payload = if next(6) == 0 {
+                            r#"{"tool":"t"}"#.to_string()
+                        } else {
+                            format!(r#"{{"call-id":"c{call}","tool":"t"}}"#)
+                        };
+                        lines.push(line(&format!("op{i}"), "tool-dispatched", &payload));
+                        let call = payload.contains("call-id").then_some(call);
+                        model.push((at, call, None, false));
+                    }
+                    2 | 3 => {
+                        let role = if next(4) == 0 { "assistant" } else { "tool" };
+                        let extra = format!(r#","tool_call_id":"c{call}""#);
+                        lines.push(msg(&format!("m{i}"), role, &extra));
+                        for op in &mut model {
+                            if role == "tool" && !op.3 && op.2.is_none() && op.1 == Some(call) {
+                                op.2 = Some(at);
+                            }
+                        }
+                    }
+                    _ => {
+                        let open: Vec<usize> = (0..model.len()).filter(|&k| !model[k].3).collect();
+                        if open.is_empty() {
+                            continue;
+                        }
+                        let k = open[next(open.len() as u64) as usize];
+                        let op = model[k].0 as usize;
+                        let id = lines[op][7..].split('"').next().unwrap().to_string();
+                        let payload = format!(r#"{{"op-id":"{id}","outcome":"completed"}}"#);
+                        lines.push(line(&format!("s{i}"), "tool-settled", &payload));
+                        model[k].3 = true;
+                    }
+                }
+            }
+            let want: Vec<(u32, Option<u32>)> = model
+                .iter()
+                .filter(|op| !op.3)
+                .map(|op| (op.0, op.2))
+                .collect();
+            let results = |t: &Transcript| -> Vec<(u32, Option<u32>)> {
+                t.pending.iter().map(|(l, op)| (*l, op.result)).collect()
+            };
+            assert_eq!(results(&load_str(&lines).unwrap()), want, "{lines:#?}");
+            let mut pushed = load_str(&lines[..1]).unwrap();
+            let mut offset = lines[0].len() as u64 + 1;
+            for (n, text) in lines.iter().enumerate().skip(1) {
+                let env = parse_line(text.as_bytes()).unwrap();
+                let rec = LineRec::new(&env, offset, text.len(), n as u64 + 1);
+                pushed.push(env, rec, true).unwrap();
+                offset += text.len() as u64 + 1;
+            }
+            assert_eq!(results(&pushed), want, "{lines:#?}");
+        }
     }
 
     #[test]
