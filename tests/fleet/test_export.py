@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,37 @@ def test_one_folder_of_every_fixture_at_once(tmp_path: Path) -> None:
     assert set(statuses) <= {"clean", "torn tail", "corrupt", "unsupported version", "not a transcript"}
     for path in FIXTURES:
         check_agrees_with_stats(path, out)
+
+
+def test_a_fifo_in_the_folder_is_a_row_not_a_wait(tmp_path: Path) -> None:
+    # Opening a FIFO for reading waits for a writer. A thread stands in for
+    # one after a few seconds, so an export that opens it ends, with a row
+    # that says it read nothing, instead of hanging the test.
+    folder = tmp_path / "src"
+    folder.mkdir()
+    shutil.copy(DATA / "clean.jsonl", folder / "a.jsonl")
+    fifo = folder / "b.jsonl"
+    os.mkfifo(fifo)
+    stop = threading.Event()
+
+    def writer() -> None:
+        while not stop.wait(0.1):
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:  # ENXIO: nobody reads it yet
+                continue
+
+    helper = threading.Thread(target=writer, daemon=True)
+    helper.start()
+    out = tmp_path / "out"
+    try:
+        result = export_transcripts(folder, out=out)
+    finally:
+        stop.set()
+        helper.join()
+    assert sorted(result.exported) == [folder / "a.jsonl", fifo]
+    rows = query(out, "select session, status, reason from sessions order by session")
+    assert rows == [(str(folder / "a.jsonl"), "clean", None), (str(fifo), "unreadable", "not a regular file (a FIFO)")]
 
 
 def test_pending_operations_are_there(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .. import _core
-from .._archive import is_archive, open_for_reading
+from .._archive import open_for_reading
 from ..envelope import Envelope, PendingToolOperation
 from ..errors import CorruptTranscript, UnsupportedVersion
 from ..peek import judge, skipped_warning
@@ -430,10 +430,10 @@ def open_file(path: str) -> int:
 
 def _open(path: str) -> int:
     """A read-only descriptor of ``path``; an archive (``*.jsonl.zst``) is read
-    decompressed, from an unlinked temporary file."""
-    if is_archive(path):
-        return open_for_reading(Path(path))
-    return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    decompressed, from an unlinked temporary file. What is not a regular file
+    is refused rather than opened: a FIFO would wait for a writer (a folder's
+    export or listing must not hang on one), a device may act on open."""
+    return open_for_reading(Path(path))
 
 
 def _tail(fd: int) -> tuple[Tail, bytes]:
