@@ -59,6 +59,17 @@ def test_the_server_checks_the_host_refuses_writes_and_escapes_nothing(tmp_path:
         assert status == 200 and body.startswith(b"full output") and headers["Content-Type"].startswith("text/plain")
 
 
+def test_an_events_query_out_of_range_is_a_400_before_the_stream(tmp_path: Path) -> None:
+    every_kind(tmp_path / "run.jsonl")
+    with served(tmp_path) as base:
+        for query in ("offset=-5", "offset=0&line=0", "offset=0&line=-3", "from=-1&n=2", "from=0&n=-2",
+                      "offset=x", "offset=0&line=1.5"):
+            status, headers, body = get(base, f"/e/run.jsonl?{query}")
+            assert status == 400 and not headers["Content-Type"].startswith("text/event-stream"), (query, body)
+        status, headers, _ = get(base, "/e/run.jsonl?offset=0&line=1", method="HEAD")
+        assert status == 200 and headers["Content-Type"].startswith("text/event-stream")
+
+
 def _artifact_line(path: Path) -> str:
     for line in path.read_bytes().split(b"\n"):
         if b'"artifact"' in line:

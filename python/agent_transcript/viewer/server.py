@@ -419,6 +419,11 @@ class _Handler(BaseHTTPRequestHandler):
         except (ValueError, KeyError):
             self._error(HTTPStatus.BAD_REQUEST, "offset and line are numbers")
             return
+        if pos < 0 or line < 1 or tail_n < 0 or (tail_from is not None and tail_from < 0):
+            # A page only asks from where it stopped; a seek before the file's
+            # start would fail mid-stream, after the 200 went out.
+            self._error(HTTPStatus.BAD_REQUEST, "offset, from and n are 0 or more, line 1 or more")
+            return
         self._headers(HTTPStatus.OK, "text/event-stream; charset=utf-8", None, "default-src 'none'")
         if self.command == "HEAD":
             return
