@@ -307,6 +307,47 @@ def beside(path: Path, prefix: str, suffix: str) -> Path:
     return path.with_name(os.fsdecode(head + name[:cut] + tag))
 
 
+def refuse_to_replace(path: Path) -> None:
+    """Raise (as :func:`refuse_unless_regular` does) unless ``path`` is missing,
+    a regular file or a symlink: what a writer may rename a new file over. A
+    device, FIFO or socket there is not a file this library wrote, and renaming
+    over it replaces it for every program (a page written to ``/dev/null``
+    would leave a regular file in its place)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISLNK(mode):
+        refuse_unless_regular(mode, path)
+
+
+def open_replacement(path: Path) -> tuple[int, Path]:
+    """A new, empty file to write ``path``'s next content into, and its name:
+    ``.<name>.<random>.tmp`` beside it (cut as :func:`beside` cuts), made with
+    ``O_EXCL``, so never opened through a symlink someone left there, nor shared
+    with another writer of the same ``path``. The caller renames it over
+    ``path`` with :func:`replace_with`, or unlinks it.
+
+    Raises:
+        OSError: ``path`` is something :func:`refuse_to_replace` refuses, or the
+            file cannot be created.
+    """
+    refuse_to_replace(path)
+    while True:
+        tmp = beside(path, ".", f".{os.urandom(4).hex()}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666), tmp
+        except FileExistsError:
+            continue
+
+
+def replace_with(tmp: Path, path: Path) -> None:
+    """Rename ``tmp`` over ``path`` (see :func:`open_replacement`), checking
+    again just before that ``path`` did not become something not to replace."""
+    refuse_to_replace(path)
+    os.replace(tmp, path)
+
+
 def name_max(folder: Path) -> int:
     """The longest file name, in bytes, that ``folder``'s filesystem takes."""
     try:

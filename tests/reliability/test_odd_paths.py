@@ -14,6 +14,10 @@ suffix), FIFOs and devices.
 * A ``create`` or ``fork`` that fails (a full disk) removes the folders it made.
 * ``import`` of a FIFO or a device is refused at once (it used to wait for a
   writer forever); a folder import skips them.
+* ``html -o`` and ``import --force -o`` onto a FIFO or a socket are refused and
+  leave it as it was (a page written to ``/dev/null`` used to leave a regular
+  file in its place); a symlink left where a page's temporary file goes is
+  removed, never written through.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from __future__ import annotations
 import errno
 import json
 import os
+import socket
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +40,11 @@ from agent_transcript.viewer.render import check_artifact
 from rkit import tmpfs
 
 OUTPUT = "a long tool output ✓\n" * 500
+#: A one-record Claude Code session, for ``import``.
+CLAUDE_LINE = json.dumps({"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/w",
+                          "sessionId": "s1", "version": "2.1.40", "type": "user", "uuid": "u1",
+                          "timestamp": "2026-03-01T10:00:00.000Z",
+                          "message": {"role": "user", "content": "hello"}}).encode() + b"\n"
 
 
 def cli(*args: object, cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -173,3 +184,54 @@ def test_a_create_or_fork_that_fails_leaves_no_folder_it_made(tmp_path: Path) ->
             Session.create(fs / "c" / "d" / "run.jsonl", meta={"note": "n" * 20000})
         assert e.value.errno == errno.ENOSPC
         assert sorted(p.name for p in fs.iterdir()) == ["filler"]
+
+
+def not_files(folder: Path) -> dict[str, Path]:
+    """A FIFO and a listening socket's file in ``folder``: what no writer may replace."""
+    fifo = folder / "fifo.html"
+    os.mkfifo(fifo)
+    sock = folder / "socket.html"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(sock))
+    server.close()  # the socket's file stays
+    return {"a FIFO": fifo, "a socket": sock}
+
+
+def test_html_and_a_forced_import_never_replace_a_fifo_or_a_socket(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with Session.create(path) as s:
+        s.append_message(Message.user("hello"))
+    source = tmp_path / "session.jsonl"
+    source.write_bytes(CLAUDE_LINE)
+    targets = not_files(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for kind, target in targets.items():
+        mode = os.lstat(target).st_mode
+        for args in (("html", path, "-o", target), ("html", path, "--pages", "-o", target / "x"),
+                     ("import", "--force", source, "-o", target)):
+            done = cli(*args, timeout=30)
+            assert done.returncode == 2 and done.stderr.count("\n") == 1, (args, done.stderr)
+            assert os.lstat(target).st_mode == mode, args
+        done = cli("html", path, "-o", target, timeout=30)
+        assert f"not a regular file ({kind})" in done.stderr, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing left beside them
+
+
+def test_a_symlink_where_a_page_is_made_is_not_written_through(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with Session.create(path) as s:
+        for k in range(50):
+            s.append_message(Message.user(f"turn {k}"))
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    site = tmp_path / "site"
+    for sub in ("p", "c"):
+        (site / sub).mkdir(parents=True)
+    for planted in (site / "p" / "000001.html.tmp", site / "c" / "000001.js.tmp", site / "pages.js.tmp"):
+        planted.symlink_to(victim)
+    done = cli("html", path, "--pages", "-o", site)
+    assert done.returncode == 0, done.stderr
+    assert victim.read_text() == "keep me"
+    assert "turn 49" in (site / "c" / "000001.js").read_text(encoding="utf-8")
+    assert not [p for p in site.rglob("*.tmp") if p.name != "pages.js.tmp"]
+    assert stat.S_ISREG(os.lstat(site / "index.html").st_mode)

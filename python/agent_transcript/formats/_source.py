@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterator
 
 from .. import canonical_json
-from ..inspect.paths import beside
+from ..inspect.paths import beside, refuse_to_replace, replace_with
 
 __all__ = [
     "SOURCE_LINE",
@@ -257,6 +257,7 @@ class Destination:
         self.force = force
         if not force and (dest.exists() or dest.is_symlink()):
             raise FileExistsError(17, "the destination exists (--force replaces it)", str(dest))
+        refuse_to_replace(dest)  # --force replaces a file, never a device or a FIFO
         self._made = [p for p in reversed(dest.parents) if not p.exists()]
         for parent in self._made:
             os.mkdir(parent, 0o700)
@@ -296,7 +297,7 @@ class Destination:
         self._file.close()
         try:
             if self.force:
-                os.replace(self.temp, self.dest)
+                replace_with(self.temp, self.dest)
             else:
                 os.link(self.temp, self.dest)  # fails if something took the name meanwhile
                 os.unlink(self.temp)

@@ -10,11 +10,16 @@ what they are given: one rule for all of them.
   or acting on a device.
 * :func:`name_max`: the longest file name a folder's filesystem takes, to
   refuse a name that cannot exist before anything is written.
+* :func:`open_replacement` and :func:`replace_with`: a file written whole
+  beside its path, then renamed over it; never over a device, FIFO or socket
+  (:func:`refuse_to_replace`), never through a symlink left where the new file
+  is made.
 """
 
 from __future__ import annotations
 
-from .._storage import beside, name_max, open_regular
+from .._storage import beside, name_max, open_regular, open_replacement, refuse_to_replace, replace_with
 from ..artifacts import artifacts_folder
 
-__all__ = ["artifacts_folder", "beside", "name_max", "open_regular"]
+__all__ = ["artifacts_folder", "beside", "name_max", "open_regular", "open_replacement", "refuse_to_replace",
+           "replace_with"]

@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import urllib.parse
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
 from typing import IO, Any, Callable, Iterator
@@ -35,7 +36,7 @@ from pathlib import Path
 
 from .. import canonical_json
 from ..inspect.pages import PageBytes, PageWalk, PageWriter
-from ..inspect.paths import beside, name_max
+from ..inspect.paths import name_max, open_replacement, replace_with
 from ..inspect import Reading, check_report, open_file
 from .markup import text
 from .render import BIG_LINE, MAX_BLOCK, Annotator, Outline, anchor, damaged_line, island_bytes, short_line, size_text
@@ -245,14 +246,10 @@ def write_html(reading: Reading, out: str, *, single: bool | None = None) -> Htm
     return HtmlResult(os.path.join(out, "index.html"), pages, False)
 
 
-def _atomic(path: str) -> tuple[IO[bytes], str]:
-    tmp = _temp(path)
-    return open(tmp, "wb"), tmp
-
-
-def _temp(path: str) -> str:
-    """Where ``path`` is written before its rename: ``<path>.tmp``, or for a name
-    too long for that, its cut and tagged form (``_storage.beside``).
+@contextmanager
+def _replacing(path: str) -> Iterator[IO[bytes]]:
+    """A file to write ``path``'s content into, renamed over ``path`` when the
+    block ends (``inspect.paths.open_replacement``), removed if it raises.
 
     A name longer than its folder allows is refused here, before anything is
     written, in its own words: else the page would be written to the cut
@@ -261,7 +258,14 @@ def _temp(path: str) -> str:
     where = Path(path)
     if len(os.fsencode(where.name)) > name_max(where.parent):
         raise OSError(errno.ENAMETOOLONG, "the page's name is longer than its folder allows", path)
-    return str(beside(where, "", ".tmp"))
+    fd, tmp = open_replacement(where)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+        replace_with(tmp, where)
+    except BaseException:
+        _unlink(str(tmp))
+        raise
 
 
 def _b(s: str) -> bytes:
@@ -475,23 +479,17 @@ def _write_single(reading: Reading, out: str) -> None:
     finally:
         os.close(fd)
     page_notes = notes.page(items)
-    f, tmp = _atomic(out)
-    try:
-        with f:
-            f.write(_b(head(title, csp())))
-            f.write(b"<div class=layout><main id=records>\n")
-            f.write(_b(summary_panel(reading, title)))
-            f.write(b"<div id=at-end></div>\n")
-            f.write(_b(ended_banner(reading)))
-            f.write(b"</main>\n")
-            f.write(_b(outline_nav(notes.outline)))
-            f.write(b"</div>\n")
-            f.writelines(data_islands(1, data, page_notes, {}, page.cut))
-            f.write(script_tag())
-        os.replace(tmp, out)
-    except BaseException:
-        _unlink(tmp)
-        raise
+    with _replacing(out) as f:
+        f.write(_b(head(title, csp())))
+        f.write(b"<div class=layout><main id=records>\n")
+        f.write(_b(summary_panel(reading, title)))
+        f.write(b"<div id=at-end></div>\n")
+        f.write(_b(ended_banner(reading)))
+        f.write(b"</main>\n")
+        f.write(_b(outline_nav(notes.outline)))
+        f.write(b"</div>\n")
+        f.writelines(data_islands(1, data, page_notes, {}, page.cut))
+        f.write(script_tag())
 
 
 def _unlink(path: str) -> None:
@@ -572,13 +570,10 @@ def _write_folder(reading: Reading, out: str) -> int:
         raise
     finally:
         os.close(fd)
-    with open(os.path.join(out, "pages.js"), "w", encoding="utf-8") as pf:
-        pf.write(_js_call("setPages", ranges))
-    with open(os.path.join(out, "viewer.js"), "w", encoding="utf-8") as vf:
-        vf.write(assets().js)  # once, not in every page
+    _write_whole(os.path.join(out, "pages.js"), _b(_js_call("setPages", ranges)))
+    _write_whole(os.path.join(out, "viewer.js"), _b(assets().js))  # once, not in every page
     index_path = os.path.join(out, "index.html")
-    f, tmp = _atomic(index_path)
-    with f:
+    with _replacing(index_path) as f:
         f.write(_b(head(title, policy, body_data={"index": "1", "pages": str(len(ranges)), "base": ""})))
         f.write(b"<div class=layout><main id=records>\n")
 
@@ -592,8 +587,13 @@ def _write_folder(reading: Reading, out: str) -> int:
         f.write(b"</ol></section></main>\n")
         f.write(_b(outline_nav(notes.outline, go)))
         f.write(b'</div>\n<script src="pages.js"></script>\n<script src="viewer.js"></script>\n</body></html>\n')
-    os.replace(tmp, index_path)
     return len(ranges)
+
+
+def _write_whole(path: str, data: bytes) -> None:
+    """``data`` as the file ``path``, written beside it and renamed over it."""
+    with _replacing(path) as f:
+        f.write(data)
 
 
 def _page_of(ranges: list[tuple[int, int]], line: int) -> int:

@@ -400,16 +400,38 @@ pub struct Job {
 /// How much is escaped before it is written.
 const COPY_BLOCK: usize = 1 << 20;
 
-/// Writes `job`'s file (see [`Job`]).
+/// Writes `job`'s file (see [`Job`]): into `<path>.tmp`, then renamed over
+/// `path`, unless `path` is a device, FIFO, socket or folder (not a page).
 pub fn write_job(job: &Job) -> io::Result<()> {
     let mut tmp = job.path.clone().into_os_string();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
-    let result = write_to(job, &tmp).and_then(|()| std::fs::rename(&tmp, &job.path));
+    refuse_to_replace(&job.path)?;
+    // A leftover of a killed run goes first: the new one is made with O_EXCL,
+    // so never opened through a symlink left in its place.
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let result = write_to(job, &tmp)
+        .and_then(|()| refuse_to_replace(&job.path))
+        .and_then(|()| std::fs::rename(&tmp, &job.path));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+// An error unless `path` is missing, a regular file or a symlink.
+fn refuse_to_replace(path: &std::path::Path) -> io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if !m.file_type().is_file() && !m.file_type().is_symlink() => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file, not replaced",
+        )),
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
 }
 
 // Writes `piece`, escaped if `escape` (through `out`, written when full).
@@ -429,7 +451,7 @@ fn put(f: &mut File, out: &mut Vec<u8>, piece: &[u8], escape: bool) -> io::Resul
 }
 
 fn write_to(job: &Job, tmp: &std::path::Path) -> io::Result<()> {
-    let mut f = File::create(tmp)?;
+    let mut f = File::options().write(true).create_new(true).open(tmp)?;
     let mut out = Vec::with_capacity(COPY_BLOCK * 2);
     out.extend_from_slice(&job.prefix);
     // `at`: the file offset `data[used..]` starts at.
