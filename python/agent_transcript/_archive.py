@@ -117,7 +117,9 @@ def archive(path: Path, keep: bool) -> Path:
             raise
         if not same:
             raise OSError(errno.EIO, "the archive read back differs from the transcript", str(partial))
-        os.rename(partial, dest)
+        # Never over a file put there since the check above (a copy of an
+        # older archive, say): a rename would lose it.
+        _storage.move_into_place(partial, dest)
         renamed = True
         _storage.fsync_dir(dest.parent)
         if not keep:

@@ -348,6 +348,34 @@ def replace_with(tmp: Path, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def move_into_place(tmp: Path, path: Path) -> None:
+    """Rename ``tmp`` to ``path``, never over a file there, even one made a
+    moment ago: ``FileExistsError`` then, with ``tmp`` left for the caller.
+
+    A rename replaces whatever has the name by then, so a check before it
+    leaves a window in which a file someone else made is lost; a hard link
+    fails on an existing name instead. A file system without hard links gets
+    the check and the rename (the window returns there, and only there).
+    """
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError as e:
+        if e.errno not in _NO_HARD_LINKS:
+            raise
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, "the name was taken meanwhile", str(path)) from None
+        os.rename(tmp, path)
+        return
+    os.unlink(tmp)
+
+
+# What link(2) answers where the file system has no hard links (FAT, some FUSE
+# and network mounts), or none for this file.
+_NO_HARD_LINKS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS})
+
+
 def name_max(folder: Path) -> int:
     """The longest file name, in bytes, that ``folder``'s filesystem takes."""
     try:

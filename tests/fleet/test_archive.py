@@ -86,11 +86,50 @@ def test_refuses_an_existing_archive_and_an_archive(tmp_path: Path) -> None:
         Session.archive(tmp_path / "missing.jsonl")
 
 
+def test_an_archive_made_meanwhile_is_never_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another program puts a file where the archive goes after archive checked
+    the name and before it is done: that file stays, and so does the transcript."""
+    import agent_transcript._archive as archive_module
+
+    path = copy(tmp_path, "clean.jsonl")
+    dest = tmp_path / "clean.jsonl.zst"
+    real = archive_module._core.zstd_compress
+
+    def compress_and_race(*args: Any) -> Any:
+        done = real(*args)
+        dest.write_bytes(b"someone else's archive")
+        return done
+
+    monkeypatch.setattr(archive_module._core, "zstd_compress", compress_and_race)
+    with pytest.raises(FileExistsError):
+        Session.archive(path)
+    assert dest.read_bytes() == b"someone else's archive"
+    assert path.read_bytes() == (DATA / "clean.jsonl").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clean.jsonl", "clean.jsonl.zst"]
+
+
+def test_without_hard_links_the_archive_still_goes_into_place(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file system that refuses link(2) (FAT, some network mounts) still gets
+    its archive, by the checked rename."""
+    path = copy(tmp_path, "clean.jsonl")
+    original = path.read_bytes()
+
+    def no_links(*args: Any, **kwargs: Any) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    dest = Session.archive(path)
+    monkeypatch.undo()
+    assert unpacked(dest) == original
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clean.jsonl.zst"]
+
+
 class Killed(BaseException):
     """Stands for a kill between two steps."""
 
 
-STEPS = ["zstd_compress", "sync", "zstd_matches", "rename", "fsync_dir", "unlink"]
+STEPS = ["zstd_compress", "sync", "zstd_matches", "link", "fsync_dir", "unlink"]
 
 
 @pytest.mark.parametrize("step", STEPS)
@@ -102,7 +141,7 @@ def test_a_kill_at_each_step_leaves_the_original(tmp_path: Path, monkeypatch: py
     original = path.read_bytes()
     target: Any = {"zstd_compress": archive_module._core, "zstd_matches": archive_module._core,
                    "sync": archive_module._platform, "fsync_dir": archive_module._storage,
-                   "rename": archive_module.os, "unlink": archive_module.os}[step]
+                   "link": archive_module.os, "unlink": archive_module.os}[step]
     real = getattr(target, step)
 
     def kill(*args: Any) -> Any:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterator
 
 from .. import canonical_json
-from ..inspect.paths import beside, refuse_to_replace, replace_with
+from ..inspect.paths import beside, move_into_place, refuse_to_replace, replace_with
 
 __all__ = [
     "SOURCE_LINE",
@@ -299,8 +299,7 @@ class Destination:
             if self.force:
                 replace_with(self.temp, self.dest)
             else:
-                os.link(self.temp, self.dest)  # fails if something took the name meanwhile
-                os.unlink(self.temp)
+                move_into_place(self.temp, self.dest)  # fails if something took the name meanwhile
         except BaseException:
             self.abort()
             raise

@@ -14,12 +14,15 @@ what they are given: one rule for all of them.
   beside its path, then renamed over it; never over a device, FIFO or socket
   (:func:`refuse_to_replace`), never through a symlink left where the new file
   is made.
+* :func:`move_into_place`: a file written whole beside its path, given that
+  name only if nothing has it (an import without ``--force``, an archive).
 """
 
 from __future__ import annotations
 
-from .._storage import beside, name_max, open_regular, open_replacement, refuse_to_replace, replace_with
+from .._storage import (beside, move_into_place, name_max, open_regular, open_replacement, refuse_to_replace,
+                        replace_with)
 from ..artifacts import artifacts_folder
 
-__all__ = ["artifacts_folder", "beside", "name_max", "open_regular", "open_replacement", "refuse_to_replace",
-           "replace_with"]
+__all__ = ["artifacts_folder", "beside", "move_into_place", "name_max", "open_regular", "open_replacement",
+           "refuse_to_replace", "replace_with"]
