@@ -17,6 +17,11 @@ What follow does when the file changes under it:
   line numbers from 1. The old file is read to its end before either.
 * A path that is, or becomes, something other than a regular file (a FIFO) is
   refused when following starts and ignored afterwards.
+
+The two readings from the start are told to ``on_restart`` (the CLI says them
+on stderr, as ``tail -F`` says "file truncated"): the envelopes that follow
+begin the file again, and without a word a reader would take them for new
+ones of the same run. A repair's swap is not told: reading goes on.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import errno
 import os
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,8 +59,12 @@ class _Place:
         self.kept, self.kept_number = offset, number
 
 
-def follow(path: Path, *, poll: float = 0.1, idle_timeout: float | None = None) -> Iterator[Envelope]:
-    """See :meth:`agent_transcript.Session.follow`."""
+def follow(path: Path, *, poll: float = 0.1, idle_timeout: float | None = None,
+           on_restart: Callable[[str], None] | None = None) -> Iterator[Envelope]:
+    """See :meth:`agent_transcript.Session.follow`. ``on_restart`` is called with
+    ``"truncated"`` or ``"replaced"`` when reading starts again from the start of
+    the file (see the module's docstring)."""
+    told = on_restart or (lambda why: None)
     at = _Place(open_regular(path, os.O_RDONLY))
     last_news = time.monotonic()
     try:
@@ -63,6 +72,7 @@ def follow(path: Path, *, poll: float = 0.1, idle_timeout: float | None = None) 
             size = os.fstat(at.fd).st_size
             if size < at.offset:
                 at.restart()  # truncated in place: what was read is gone
+                told("truncated")
             elif at.pending and size != at.offset + len(at.pending):
                 at.pending = b""  # the held fragment changed: read it again, whole
             if size > at.offset + len(at.pending):
@@ -81,7 +91,8 @@ def follow(path: Path, *, poll: float = 0.1, idle_timeout: float | None = None) 
                     last_news = time.monotonic()
                     yield Envelope(id_, type_, ts, v, payload, at.number)
                 continue
-            _follow_swap(path, at)
+            if _follow_swap(path, at) == "replaced":
+                told("replaced")
             if idle_timeout is not None and time.monotonic() - last_news >= idle_timeout:
                 return
             time.sleep(poll)
@@ -89,21 +100,22 @@ def follow(path: Path, *, poll: float = 0.1, idle_timeout: float | None = None) 
         os.close(at.fd)
 
 
-def _follow_swap(path: Path, at: _Place) -> None:
+def _follow_swap(path: Path, at: _Place) -> str | None:
     """Move to the file now at ``path`` if it is another one: at the end of the
-    last envelope reported after a repair's swap, at its start otherwise."""
+    last envelope reported after a repair's swap (answers ``"repaired"``), at its
+    start otherwise (``"replaced"``); None when the path still names the file."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        return
+        return None
     mine = os.fstat(at.fd)
     if (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino) or not stat.S_ISREG(st.st_mode):
-        return
+        return None
     try:
         new = open_regular(path, os.O_RDONLY)
     except OSError as e:
         if e.errno in (errno.ENOENT, errno.EISDIR, errno.EINVAL):
-            return  # gone again, or not a regular file: not a transcript to follow
+            return None  # gone again, or not a regular file: not a transcript to follow
         raise
     old, at.fd = at.fd, new
     try:
@@ -112,8 +124,9 @@ def _follow_swap(path: Path, at: _Place) -> None:
         os.close(old)
     if repaired:
         at.restart(at.kept, at.kept_number)
-    else:
-        at.restart()
+        return "repaired"
+    at.restart()
+    return "replaced"
 
 
 def _same_prefix(a: int, b: int, length: int) -> bool:

@@ -50,6 +50,44 @@ def test_follow_prints_what_is_appended_and_stops_when_idle(tmp_path: Path) -> N
     assert ANSI not in out
 
 
+def _wait_for(proc: subprocess.Popen[str], needle: str, timeout: float = 30.0) -> str:
+    """Lines of ``proc``'s stdout until one holds ``needle``; all of them."""
+    assert proc.stdout is not None
+    seen = ""
+    deadline = time.monotonic() + timeout
+    while needle not in seen and time.monotonic() < deadline:
+        seen += proc.stdout.readline()
+    assert needle in seen, seen
+    return seen
+
+
+@pytest.mark.parametrize("how", ["truncated", "rotated"])
+def test_follow_says_on_stderr_when_it_starts_the_file_again(tmp_path: Path, how: str) -> None:
+    """A truncation in place (``copytruncate``) or a new file at the path: the
+    envelopes that follow begin a file again, and ``follow`` says so, as
+    ``tail -F`` does; stdout still holds only envelopes."""
+    path = tmp_path / "live.jsonl"
+    with Session.create(path, {"agent": "first"}) as s:
+        s.append_message(Message.user("in the first file"))
+    with _follow("--json", "--idle-timeout", "2", "--poll", "0.05", str(path)) as proc:
+        _wait_for(proc, "in the first file")
+        if how == "truncated":
+            with open(path, "r+b") as f:
+                f.truncate(0)
+            time.sleep(0.5)  # seen empty, then grown again
+            Session.create(path, {"agent": "second"}).close()
+        else:
+            path.rename(tmp_path / "live.1.jsonl")
+            Session.create(path, {"agent": "second"}).close()
+        _wait_for(proc, '"second"')
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    note = "was truncated" if how == "truncated" else "is another file now"
+    assert err.count(note) == 1, err
+    assert err.startswith(f"agent-transcript: {path}: "), err
+    assert all(json.loads(line) for line in out.splitlines())
+
+
 def test_follow_json_is_one_envelope_per_line(tmp_path: Path) -> None:
     path = tmp_path / "live.jsonl"
     with Session.create(path) as s:

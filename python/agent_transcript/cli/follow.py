@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from pathlib import Path
 
-from .. import Session
-from .errors import CliError
+from ..inspect import follow_file
+from .errors import PROG, CliError
 from .reading import describe_os_error, read, require_file
 from .render import Renderer
 from .show import envelope_json, types_arg
-from .style import Style, colour_enabled, json_text, terminal_width
+from .style import Style, colour_enabled, escaped, json_text, terminal_width
 
 __all__ = ["cmd_follow"]
 
@@ -35,8 +36,20 @@ def cmd_follow(args: argparse.Namespace) -> int:
     types = types_arg(args.type)
     s = Style(colour_enabled(args.color, sys.stdout))
     renderer = Renderer(s, terminal_width(), full=args.full)
+    def restart(why: str) -> None:
+        # On stderr, flushed after what was printed of the old file: a reader of
+        # stdout alone (a pipe) still gets only envelopes.
+        sys.stdout.flush()
+        if why == "truncated":
+            note = "was truncated: following it again from its start"
+        else:
+            note = "is another file now (rotated or replaced): following that one from its start"
+        sys.stderr.write(f"{PROG}: {escaped(path)}: {note}\n")
+        sys.stderr.flush()
+
     try:
-        for env in Session.follow(path, poll=args.poll, idle_timeout=args.idle_timeout):
+        for env in follow_file(Path(path).absolute(), poll=args.poll, idle_timeout=args.idle_timeout,
+                               on_restart=restart):
             show = not types or env.type in types
             if args.json:
                 if show:
