@@ -98,3 +98,59 @@ def test_a_refused_import_leaves_the_folder_as_it_was(tmp_path: Path) -> None:
 
 def test_a_missing_folder_is_nothing_to_clean(tmp_path: Path) -> None:
     remove_dead_imports(tmp_path / "absent" / "run.jsonl")  # no error
+
+
+def test_a_live_import_in_another_pid_namespace_keeps_its_file(tmp_path: Path) -> None:
+    """An import in another container writes ``.<name>.import-<pid>.tmp`` with a
+    pid that names no process here: its lock, not its pid, says it is alive.
+    A process holding the flock on a file named with a dead pid stands for it."""
+    dest = tmp_path / "run.jsonl"
+    theirs = import_temp(dest, dead_pid())
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import fcntl, os, sys, time\n"
+         "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)\n"
+         "os.write(fd, b'their import, under way')\n"
+         "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+         "print('locked', flush=True)\n"
+         "time.sleep(60)\n", str(theirs)],
+        stdout=subprocess.PIPE, text=True)
+    with holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+            remove_dead_imports(dest)
+            assert theirs.read_bytes() == b"their import, under way"
+        finally:
+            holder.kill()
+    remove_dead_imports(dest)  # its process gone, the lock with it: now it is a dead import's
+    assert not theirs.exists()
+
+
+def test_an_import_holds_its_temporary_file_locked_until_the_rename(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import fcntl
+
+    from agent_transcript.formats import _source
+
+    src = tmp_path / "session.jsonl"
+    src.write_bytes(SESSION)
+    dest = tmp_path / "run.jsonl"
+    temp = import_temp(dest, os.getpid())
+    seen: list[bool] = []
+    real = _source.move_into_place
+
+    def check_then_move(tmp: Path, path: Path) -> None:
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            seen.append(False)
+        except BlockingIOError:
+            seen.append(True)
+        finally:
+            os.close(fd)
+        real(tmp, path)
+
+    monkeypatch.setattr(_source, "move_into_place", check_then_move)
+    import_transcript(src, dest)
+    assert seen == [True]
+    assert dest.exists() and not temp.exists()

@@ -5,6 +5,8 @@ name and renamed into place."""
 from __future__ import annotations
 
 import base64
+import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -263,8 +265,7 @@ class Destination:
             os.mkdir(parent, 0o700)
         remove_dead_imports(dest)
         self.temp = import_temp(dest, os.getpid())
-        fd = os.open(self.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
-        self._file: IO[bytes] = os.fdopen(fd, "wb", buffering=1 << 20)
+        self._file: IO[bytes] = os.fdopen(_locked_temp(self.temp), "wb", buffering=1 << 20)
 
     def write(self, type_: str, id_: str, ts: str, payload: Any) -> None:
         self._file.write(envelope_line(type_, id_, ts, payload))
@@ -294,8 +295,8 @@ class Destination:
     def commit(self) -> None:
         self._file.flush()
         os.fsync(self._file.fileno())
-        self._file.close()
         try:
+            # Still open, so still locked: a cleaner never takes it for a dead import's.
             if self.force:
                 replace_with(self.temp, self.dest)
             else:
@@ -303,6 +304,7 @@ class Destination:
         except BaseException:
             self.abort()
             raise
+        self._file.close()
         try:
             dfd = os.open(self.dest.parent, os.O_RDONLY)
         except OSError:
@@ -340,9 +342,37 @@ def import_temp(dest: Path, pid: int) -> Path:
     return beside(dest, ".", f".import-{pid:0{_PID_DIGITS}d}.tmp")
 
 
+def _locked_temp(temp: Path) -> int:
+    """A descriptor of ``temp``, created, and holding its ``flock`` (see
+    :func:`remove_dead_imports`) for as long as it is open."""
+    for _ in range(100):
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            # A cleaner may hold it a moment (it took the new file for a dead
+            # import's before it was locked): waited for, then checked.
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            st, mine = os.stat(temp), os.fstat(fd)
+            if (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino):
+                return fd
+        except FileNotFoundError:
+            pass  # that cleaner removed it: made again
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+    raise OSError(errno.EAGAIN, "the import's temporary file kept being removed", str(temp))
+
+
 def remove_dead_imports(dest: Path) -> None:
     """Delete the temporary files of imports into ``dest`` whose process is gone
-    (killed before it could clean up); a live one's, another's, are left."""
+    (killed before it could clean up); a live one's, another's, are left.
+
+    A live import holds an ``flock`` on its file from its creation to its
+    rename: a file whose lock can be taken is a dead import's. The pid in the
+    name is checked too (an import by a version before the lock holds none),
+    but alone it would be wrong across pid namespaces: an import running in
+    another container has a pid that names no process here, or another one.
+    """
     pattern = import_temp(dest, 0).name
     stem, tail = pattern[: -len(f"{0:0{_PID_DIGITS}d}.tmp")], ".tmp"
     try:
@@ -357,10 +387,24 @@ def remove_dead_imports(dest: Path) -> None:
         pid = int(digits)
         if pid == os.getpid() or _alive(pid):
             continue
-        try:
-            os.unlink(dest.parent / name)
-        except OSError:
-            pass
+        _remove_unless_locked(dest.parent / name)
+
+
+def _remove_unless_locked(temp: Path) -> None:
+    """Unlink ``temp`` if no process holds its ``flock`` (a live import does)."""
+    try:
+        fd = os.open(temp, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        st, mine = os.stat(temp), os.fstat(fd)
+        if (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino):  # not a new one made meanwhile
+            os.unlink(temp)
+    except OSError:
+        pass  # locked (a live import), gone already, or not ours to remove
+    finally:
+        os.close(fd)
 
 
 def _alive(pid: int) -> bool:
