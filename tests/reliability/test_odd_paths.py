@@ -161,12 +161,30 @@ def test_import_of_a_fifo_or_a_device_is_refused_at_once(tmp_path: Path) -> None
     assert [p.name for p in tmp_path.iterdir()] == ["session.jsonl"]
 
 
-def test_a_folder_import_skips_a_fifo(tmp_path: Path) -> None:
+def test_a_folder_import_tells_a_fifo_it_could_not_read(tmp_path: Path) -> None:
+    """Never opened (that would wait for a writer), never passed over in silence:
+    the import would look complete. Alone in the folder, it is named in the error."""
     folder = tmp_path / "sessions"
     folder.mkdir()
     os.mkfifo(folder / "a.jsonl")
     done = cli("import", folder, "-o", tmp_path / "out", timeout=30)
     assert done.returncode == 2 and "no file in this folder" in done.stderr, done.stderr
+    assert "1 could not be read" in done.stderr and "a.jsonl" in done.stderr, done.stderr
+    (folder / "b.jsonl").write_bytes(_session())
+    done = cli("import", folder, "-o", tmp_path / "out", timeout=30)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [f"warning: {folder / 'a.jsonl'}: not imported: not a regular file (a FIFO)"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["b.jsonl"]
+    results = import_transcript(folder, tmp_path / "out2")
+    assert [(r.source.name, r.source_format, r.refused) for r in results] == [
+        ("a.jsonl", "", "not a regular file (a FIFO)"), ("b.jsonl", "claude-code", None)]
+
+
+def _session() -> bytes:
+    """A small Claude Code session: one user line."""
+    record = {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s", "timestamp":
+              "2026-01-01T00:00:00.000Z", "message": {"role": "user", "content": "hello"}}
+    return json.dumps(record).encode() + b"\n"
 
 
 def test_a_create_or_fork_that_fails_leaves_no_folder_it_made(tmp_path: Path) -> None:

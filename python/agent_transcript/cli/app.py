@@ -111,7 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     fork_arguments(p)
     p.set_defaults(func=cmd_fork)
 
-    p = sub.add_parser("import", help="a Claude Code session or Codex rollout as a transcript", description="Import Claude Code sessions and Codex rollouts (a file, several, or a folder, mirrored; a folder import skips what is unchanged since its import). The format is detected unless --from says it. An existing destination is never overwritten without --force.")
+    p = sub.add_parser("import", help="a Claude Code session or Codex rollout as a transcript", description="Import Claude Code sessions and Codex rollouts (a file, several, or a folder, mirrored; a folder import skips what is unchanged since its import). The format is detected unless --from says it. An existing destination is never overwritten without --force. Exit 1 when a folder held a file that could not be read (named on stderr; the rest imported).")
     import_arguments(p)
     p.set_defaults(func=cmd_import)
 

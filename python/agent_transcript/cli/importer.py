@@ -24,7 +24,9 @@ def import_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    """``import SRC... -o DEST``: exit 0 when every source was imported, 2 on bad input."""
+    """``import SRC... -o DEST``: exit 0 when every source was imported, 1 when a
+    folder held a file it could not read (the others imported; each such file
+    named on stderr), 2 on bad input."""
     dest = Path(args.output)
     many = len(args.sources) > 1 or any(Path(s).is_dir() for s in args.sources)
     results: list[ImportResult] = []
@@ -42,12 +44,16 @@ def cmd_import(args: argparse.Namespace) -> int:
             raise CliError(f"{exc.filename}: {exc.strerror}") from None
         except OSError as exc:
             raise CliError(describe_os_error(exc, getattr(exc, "filename", None) or src)) from None
+    refused = any(r.refused is not None for r in results)
     if not args.quiet:
         for r in results:
+            if r.refused is not None:
+                sys.stderr.write(f"warning: {r.source}: not imported: {r.refused}\n")
+                continue
             if r.skipped:
                 sys.stdout.write(f"{r.source}: unchanged since its import to {r.dest}, skipped\n")
                 continue
             sys.stdout.write(f"{r.source}: {r.source_format} -> {r.dest}\n")
             for w in r.warnings:
                 sys.stderr.write(f"warning: {r.source}: {w}\n")
-    return 0
+    return 1 if refused else 0

@@ -164,18 +164,24 @@ def import_transcript(src: str | os.PathLike[str], dest: str | os.PathLike[str],
 
 def _import_folder(source: Path, target: Path, source_format: str | None, force: bool) -> list[ImportResult]:
     found: list[tuple[Path, str]] = []
-    for path in sorted(p for p in source.rglob("*") if p.is_file() and _is_source_name(p)):
+    # A source's name on what cannot be read (a FIFO, a file without read
+    # permission) is told, not passed over: the import would look complete.
+    refused: list[tuple[Path, str]] = []
+    for path in sorted(p for p in source.rglob("*") if _is_source_name(p) and not p.is_dir()):
         if is_compressed(path) and _plain(path).is_file():
             continue  # Codex reads the plain rollout when both are there
         try:
             fmt = detect_format(path)
-        except OSError:
+        except OSError as e:
+            if path.exists():  # not a link to nothing: that is no source
+                refused.append((path, e.strerror or str(e)))
             continue
         if fmt is not None and (source_format is None or fmt == source_format):
             found.append((path, fmt))
     if not found:
         what = describe(source_format) if source_format else "a Claude Code session or Codex rollout"
-        raise UnknownFormat(f"{source}: no file in this folder is {what}")
+        unread = f" ({len(refused)} could not be read: {refused[0][0]}: {refused[0][1]})" if refused else ""
+        raise UnknownFormat(f"{source}: no file in this folder is {what}{unread}")
     if target.exists() and not target.is_dir():
         raise FileExistsError(17, "the destination of a folder import is a file", str(target))
     def dest_of(path: Path) -> Path:
@@ -199,7 +205,8 @@ def _import_folder(source: Path, target: Path, source_format: str | None, force:
             results.append(_import_file(path, dest, fmt, True, links))
         else:
             results.append(_import_file(path, dest, fmt, force, links))
-    return results
+    results.extend(ImportResult(path, dest_of(path), "", refused=why) for path, why in refused)
+    return sorted(results, key=lambda r: r.source)
 
 
 def _subagent_links(found: list[tuple[Path, str]], dest_of: Callable[[Path], Path]) -> dict[Path, dict[str, Any]]:

@@ -58,6 +58,9 @@ class ImportResult:
         source_format: ``"claude-code"`` or ``"codex"``.
         warnings: what the import had to do (damaged lines kept raw, ...), one sentence each.
         skipped: a folder import found ``dest`` already imported from these exact bytes.
+        refused: why a folder import could not read this file (not a regular
+            file, no permission), or None; it then wrote nothing for it, and
+            ``source_format`` is ``""``.
     """
 
     source: Path
@@ -65,6 +68,7 @@ class ImportResult:
     source_format: str
     warnings: list[str] = field(default_factory=list)
     skipped: bool = False
+    refused: str | None = None
 
 
 @dataclass
