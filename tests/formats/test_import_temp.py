@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -154,3 +155,40 @@ def test_an_import_holds_its_temporary_file_locked_until_the_rename(tmp_path: Pa
     import_transcript(src, dest)
     assert seen == [True]
     assert dest.exists() and not temp.exists()
+
+
+def test_a_folder_import_lists_each_destination_folder_once(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its files' dead leftovers go, a live import's and a file of no destination
+    of this import stay; and the cleaning lists each destination folder once,
+    not once a file (a folder of thousands of sessions made that quadratic)."""
+    from agent_transcript.formats import _source
+
+    src = tmp_path / "src"
+    (src / "deep").mkdir(parents=True)
+    names = [f"s{i}.jsonl" for i in range(6)]
+    for name in names:
+        (src / name).write_bytes(SESSION)
+    (src / "deep" / "d.jsonl").write_bytes(SESSION)
+    out = tmp_path / "out"
+    (out / "deep").mkdir(parents=True)
+    dead = [import_temp(out / names[0], dead_pid()), import_temp(out / "deep" / "d.jsonl", dead_pid())]
+    live = import_temp(out / names[1], os.getppid())
+    neighbour = import_temp(out / "not-a-source.jsonl", dead_pid())
+    for p in (*dead, live, neighbour):
+        p.write_bytes(b"half an import")
+    listed: list[str] = []
+    real = os.listdir
+
+    def counting(path: Any = ".") -> list[str]:
+        if str(path).startswith(str(tmp_path)):  # not the interpreter's own (importlib's) listings
+            listed.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(_source.os, "listdir", counting)
+    results = import_transcript(src, out)
+    monkeypatch.undo()
+    assert [r.source.name for r in results] == ["d.jsonl", *names]
+    assert not any(p.exists() for p in dead)
+    assert live.read_bytes() == neighbour.read_bytes() == b"half an import"
+    assert sorted(listed) == sorted([str(out), str(out / "deep")])

@@ -44,6 +44,7 @@ from ._source import (
     envelope_line,
     importer_meta,
     iter_source_lines,
+    one_listing_per_folder,
     raw_lines,
     read_source,
     source_line_payload,
@@ -158,7 +159,8 @@ def import_transcript(src: str | os.PathLike[str], dest: str | os.PathLike[str],
         raise ValueError(f"source_format must be one of {', '.join(FORMATS)}, not {source_format!r}")
     source, target = Path(src), Path(dest)
     if source.is_dir():
-        return _import_folder(source, target, source_format, force)
+        with one_listing_per_folder():
+            return _import_folder(source, target, source_format, force)
     return [_import_file(source, target, source_format, force)]
 
 

@@ -5,8 +5,11 @@ name and renamed into place."""
 from __future__ import annotations
 
 import base64
+import contextlib
+import contextvars
 import errno
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -241,11 +244,17 @@ EPOCH_TS = "1970-01-01T00:00:00.000000Z"
 
 def importer_meta() -> dict[str, str]:
     """Who imported: the distribution and its version."""
+    return {"name": "agent-transcript", "version": _version()}
+
+
+@functools.cache
+def _version() -> str:
+    # Once a process: reading the installed metadata takes milliseconds, and a
+    # folder import of a few thousand sessions asked for it once a file.
     try:
-        version = metadata.version("agent-transcript")
+        return metadata.version("agent-transcript")
     except metadata.PackageNotFoundError:
-        version = "unknown"
-    return {"name": "agent-transcript", "version": version}
+        return "unknown"
 
 
 def envelope_line(type_: str, id_: str, ts: str, payload: Any) -> bytes:
@@ -367,6 +376,40 @@ def _locked_temp(temp: Path) -> int:
     raise OSError(errno.EAGAIN, "the import's temporary file kept being removed", str(temp))
 
 
+# A folder import's listings of its destination folders, each made once and
+# kept by stem (see remove_dead_imports): listed again for every file, a folder
+# of a few thousand sessions made the import quadratic.
+_LISTINGS: contextvars.ContextVar[dict[Path, dict[str, list[str]]] | None] = contextvars.ContextVar(
+    "_LISTINGS", default=None)
+
+
+@contextlib.contextmanager
+def one_listing_per_folder() -> Iterator[None]:
+    """Within it, :func:`remove_dead_imports` lists each folder once. For the
+    imports of a folder: what they look for are the leftovers of imports that
+    died before it began, and their own temporary files are never candidates."""
+    token = _LISTINGS.set({})
+    try:
+        yield
+    finally:
+        _LISTINGS.reset(token)
+
+
+def _temps_by_stem(folder: Path) -> dict[str, list[str]]:
+    """The names in ``folder`` shaped like an import's temporary file, by what
+    comes before the pid (the part that names the destination)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return {}
+    tail = len(f"{0:0{_PID_DIGITS}d}.tmp")
+    by_stem: dict[str, list[str]] = {}
+    for name in names:
+        if name.endswith(".tmp") and name[-tail:-4].isdigit() and name[-tail:-4].isascii():
+            by_stem.setdefault(name[:-tail], []).append(name)
+    return by_stem
+
+
 def remove_dead_imports(dest: Path) -> None:
     """Delete the temporary files of imports into ``dest`` whose process is gone
     (killed before it could clean up); a live one's, another's, are left.
@@ -378,17 +421,16 @@ def remove_dead_imports(dest: Path) -> None:
     another container has a pid that names no process here, or another one.
     """
     pattern = import_temp(dest, 0).name
-    stem, tail = pattern[: -len(f"{0:0{_PID_DIGITS}d}.tmp")], ".tmp"
-    try:
-        names = os.listdir(dest.parent)
-    except OSError:
-        return
-    for name in names:
-        digits = name[len(stem):-len(tail)]
-        if not (name.startswith(stem) and name.endswith(tail) and len(digits) == _PID_DIGITS
-                and digits.isdigit()):
-            continue
-        pid = int(digits)
+    stem = pattern[: -len(f"{0:0{_PID_DIGITS}d}.tmp")]
+    listings = _LISTINGS.get()
+    if listings is None:
+        by_stem = _temps_by_stem(dest.parent)
+    elif dest.parent in listings:
+        by_stem = listings[dest.parent]
+    else:
+        by_stem = listings[dest.parent] = _temps_by_stem(dest.parent)
+    for name in by_stem.get(stem, ()):
+        pid = int(name[len(stem):-len(".tmp")])
         if pid == os.getpid() or _alive(pid):
             continue
         _remove_unless_locked(dest.parent / name)
