@@ -5,6 +5,8 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::FileExt;
 
+use crate::stop::Stop;
+
 /// The zstd level `archive` writes: a good ratio on JSON lines at well over
 /// 100 MB/s on one core.
 pub const LEVEL: i32 = 9;
@@ -39,8 +41,15 @@ impl Read for At<'_> {
 
 /// Compresses the first `len` bytes of `src` into `dst` (appended at its
 /// offset) as one zstd frame with the content size in its header; returns the
-/// bytes written. Errors if `src` is shorter than `len`.
-pub fn compress(src: &File, len: u64, dst: &mut File, level: i32) -> io::Result<u64> {
+/// bytes written. Errors if `src` is shorter than `len`. `stop` is asked
+/// before each chunk.
+pub fn compress(
+    src: &File,
+    len: u64,
+    dst: &mut File,
+    level: i32,
+    stop: Stop<'_>,
+) -> io::Result<u64> {
     let mut reader = At {
         file: src,
         offset: 0,
@@ -57,6 +66,7 @@ pub fn compress(src: &File, len: u64, dst: &mut File, level: i32) -> io::Result<
     let mut buf = vec![0u8; CHUNK];
     let mut done = 0u64;
     loop {
+        stop()?;
         let n = reader.read(&mut buf)?;
         if n == 0 {
             break;
@@ -76,8 +86,8 @@ pub fn compress(src: &File, len: u64, dst: &mut File, level: i32) -> io::Result<
 
 /// Decompresses the zstd stream that is all of `src` into `dst` (appended at
 /// its offset); returns the decompressed length. A damaged or truncated
-/// archive is an `InvalidData` error.
-pub fn decompress(src: &File, dst: &mut impl Write) -> io::Result<u64> {
+/// archive is an `InvalidData` error. `stop` is asked before each chunk.
+pub fn decompress(src: &File, dst: &mut impl Write, stop: Stop<'_>) -> io::Result<u64> {
     let reader = At {
         file: src,
         offset: 0,
@@ -87,6 +97,7 @@ pub fn decompress(src: &File, dst: &mut impl Write) -> io::Result<u64> {
     let mut buf = vec![0u8; CHUNK];
     let mut done = 0u64;
     loop {
+        stop()?;
         let n = match decoder.read(&mut buf) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -103,8 +114,8 @@ pub fn decompress(src: &File, dst: &mut impl Write) -> io::Result<u64> {
 
 /// Whether the zstd stream that is all of `archive` decompresses to exactly the
 /// first `len` bytes of `original`, compared a chunk at a time as it is
-/// decompressed (nothing is written anywhere).
-pub fn matches(archive: &File, original: &File, len: u64) -> io::Result<bool> {
+/// decompressed (nothing is written anywhere). `stop` is asked before each chunk.
+pub fn matches(archive: &File, original: &File, len: u64, stop: Stop<'_>) -> io::Result<bool> {
     let mut sink = Compare {
         original,
         offset: 0,
@@ -112,7 +123,7 @@ pub fn matches(archive: &File, original: &File, len: u64) -> io::Result<bool> {
         differs: false,
         buf: Vec::new(),
     };
-    match decompress(archive, &mut sink) {
+    match decompress(archive, &mut sink, stop) {
         Ok(n) => Ok(!sink.differs && n == len),
         Err(e) if e.kind() == io::ErrorKind::InvalidData => Ok(false),
         Err(e) if sink.differs => {
@@ -183,6 +194,7 @@ impl Write for Counting<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stop::go_on;
     use std::io::{Seek, SeekFrom};
 
     fn temp(name: &str, data: &[u8]) -> io::Result<File> {
@@ -206,15 +218,15 @@ mod tests {
             .collect();
         let src = temp("src", &data)?;
         let mut packed = temp("packed", b"")?;
-        let n = compress(&src, data.len() as u64, &mut packed, LEVEL)?;
+        let n = compress(&src, data.len() as u64, &mut packed, LEVEL, &go_on)?;
         assert!(n > 0 && n < data.len() as u64 / 5);
         let mut out = Vec::new();
-        assert_eq!(decompress(&packed, &mut out)?, data.len() as u64);
+        assert_eq!(decompress(&packed, &mut out, &go_on)?, data.len() as u64);
         assert_eq!(out, data);
-        assert!(matches(&packed, &src, data.len() as u64)?);
-        assert!(!matches(&packed, &src, data.len() as u64 - 1)?);
+        assert!(matches(&packed, &src, data.len() as u64, &go_on)?);
+        assert!(!matches(&packed, &src, data.len() as u64 - 1, &go_on)?);
         let other = temp("other", &data[..data.len() - 1])?;
-        assert!(!matches(&packed, &other, data.len() as u64 - 1)?);
+        assert!(!matches(&packed, &other, data.len() as u64 - 1, &go_on)?);
         Ok(())
     }
 
@@ -223,14 +235,16 @@ mod tests {
         let data = b"{\"a\":1}\n".repeat(10_000);
         let src = temp("src2", &data)?;
         let mut packed = temp("packed2", b"")?;
-        let n = compress(&src, data.len() as u64, &mut packed, LEVEL)?;
+        let n = compress(&src, data.len() as u64, &mut packed, LEVEL, &go_on)?;
         packed.set_len(n / 2)?;
         let mut out = Vec::new();
-        let err = decompress(&packed, &mut out).err().map(|e| e.kind());
+        let err = decompress(&packed, &mut out, &go_on)
+            .err()
+            .map(|e| e.kind());
         assert_eq!(err, Some(io::ErrorKind::InvalidData));
-        assert!(!matches(&packed, &src, data.len() as u64)?);
+        assert!(!matches(&packed, &src, data.len() as u64, &go_on)?);
         let garbage = temp("garbage", b"not zstd at all")?;
-        let err = decompress(&garbage, &mut Vec::new())
+        let err = decompress(&garbage, &mut Vec::new(), &go_on)
             .err()
             .map(|e| e.kind());
         assert_eq!(err, Some(io::ErrorKind::InvalidData));
@@ -241,7 +255,39 @@ mod tests {
     fn a_short_source_is_refused() -> io::Result<()> {
         let src = temp("short", b"abc")?;
         let mut packed = temp("packed3", b"")?;
-        assert!(compress(&src, 10, &mut packed, LEVEL).is_err());
+        assert!(compress(&src, 10, &mut packed, LEVEL, &go_on).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn a_stop_ends_each_pass_within_a_chunk() -> io::Result<()> {
+        let data: Vec<u8> = (0..600_000u32)
+            .flat_map(|i| format!("{{\"n\":{i},\"pad\":\"{}\"}}\n", i % 977).into_bytes())
+            .collect();
+        assert!(data.len() > 4 * CHUNK);
+        let src = temp("stop-src", &data)?;
+        let asked = std::sync::atomic::AtomicUsize::new(0);
+        // Stops at the third question: two chunks done, no more.
+        let third = || {
+            if asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 2 {
+                return Err(io::Error::other("stopped"));
+            }
+            Ok(())
+        };
+        let mut packed = temp("stop-packed", b"")?;
+        let err = compress(&src, data.len() as u64, &mut packed, LEVEL, &third);
+        assert_eq!(err.map_err(|e| e.to_string()), Err("stopped".into()));
+        assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 3);
+        let mut whole = temp("stop-whole", b"")?;
+        compress(&src, data.len() as u64, &mut whole, LEVEL, &go_on)?;
+        asked.store(0, std::sync::atomic::Ordering::SeqCst);
+        let mut out = Vec::new();
+        let err = decompress(&whole, &mut out, &third);
+        assert_eq!(err.map_err(|e| e.to_string()), Err("stopped".into()));
+        assert!(out.len() <= 2 * CHUNK, "went on after the stop");
+        asked.store(0, std::sync::atomic::Ordering::SeqCst);
+        let err = matches(&whole, &src, data.len() as u64, &third);
+        assert_eq!(err.map_err(|e| e.to_string()), Err("stopped".into()));
         Ok(())
     }
 }

@@ -13,7 +13,8 @@ use std::io::{self, Write};
 
 use crate::canonical;
 use crate::import_run::{
-    as_text, is_blank, read_line, scan, Emitter, Imported, SourceLine, Status,
+    as_text, is_blank, read_line, scan, Emitter, EveryFewRecords, Imported, SourceLine, Status,
+    Stop,
 };
 use crate::import_value::{
     canonical_bytes, parse, py_space, when_of, write_dumps, Ids, Ts, Unsupported, Value,
@@ -496,7 +497,11 @@ impl Tree {
 /// # Errors
 ///
 /// An I/O error; `Ok(Err(Unsupported))` for a session the Python importer must take.
-pub fn import(file: &File, out: &mut impl Write) -> io::Result<Result<Imported, Unsupported>> {
+pub fn import(
+    file: &File,
+    out: &mut impl Write,
+    stop: Stop<'_>,
+) -> io::Result<Result<Imported, Unsupported>> {
     let mut uuids = Interner::default();
     let mut strings = Interner::default();
     let mut lines: Vec<SourceLine> = Vec::new();
@@ -506,7 +511,7 @@ pub fn import(file: &File, out: &mut impl Write) -> io::Result<Result<Imported, 
     let mut titles: (Option<String>, Option<String>, Option<String>) = (None, None, None);
     let mut last_mode: Option<String> = None;
     let mut summaries: Vec<(String, Option<String>)> = Vec::new();
-    let scanned = scan(file, |n, offset, raw| {
+    let scanned = scan(file, stop, |n, offset, raw| {
         let mut line = SourceLine {
             offset,
             len: raw.len() as u32,
@@ -635,6 +640,7 @@ pub fn import(file: &File, out: &mut impl Write) -> io::Result<Result<Imported, 
         }
         let mut conv = Convert {
             file,
+            stop: EveryFewRecords::new(stop),
             tree,
             lines,
             emit,
@@ -687,8 +693,9 @@ fn grants_snapshot(mode: &str) -> Vec<u8> {
     g
 }
 
-struct Convert<'f, 'i, 'w, W: Write> {
+struct Convert<'f, 'i, 'w, 's, W: Write> {
     file: &'f File,
+    stop: EveryFewRecords<'s>,
     tree: Tree,
     lines: Vec<SourceLine>,
     emit: Emitter<&'w mut W>,
@@ -722,7 +729,7 @@ impl Full {
     }
 }
 
-impl<W: Write> Convert<'_, '_, '_, W> {
+impl<W: Write> Convert<'_, '_, '_, '_, W> {
     fn full(&self, rec: u32) -> io::Result<Full> {
         let line = self
             .tree
@@ -733,6 +740,7 @@ impl<W: Write> Convert<'_, '_, '_, W> {
                 text: String::new(),
             });
         };
+        self.stop.record()?;
         let mut buf = Vec::new();
         read_line(self.file, line, &mut buf)?;
         as_text(&buf)?;

@@ -12,7 +12,8 @@ use std::io::{self, Write};
 
 use crate::canonical;
 use crate::import_run::{
-    as_text, is_blank, read_line, scan, Emitter, Imported, SourceLine, Status,
+    as_text, is_blank, read_line, scan, Emitter, EveryFewRecords, Imported, SourceLine, Status,
+    Stop,
 };
 use crate::import_value::{
     canonical_bytes, parse, py_space, raw, to_ts, write_dumps, Ids, Ts, Unsupported, Value,
@@ -200,12 +201,16 @@ fn total_tokens(body: &Value<'_>) -> Option<Vec<u8>> {
 /// # Errors
 ///
 /// An I/O error; `Ok(Err(Unsupported))` for a rollout the Python importer must take.
-pub fn import(file: &File, out: &mut impl Write) -> io::Result<Result<Imported, Unsupported>> {
+pub fn import(
+    file: &File,
+    out: &mut impl Write,
+    stop: Stop<'_>,
+) -> io::Result<Result<Imported, Unsupported>> {
     let mut lines: Vec<SourceLine> = Vec::new();
     let mut items: Vec<Item> = Vec::new();
     let mut open_compacted: Vec<usize> = Vec::new();
     let mut first = true;
-    let scanned = scan(file, |n, offset, rawline| {
+    let scanned = scan(file, stop, |n, offset, rawline| {
         let mut line = SourceLine {
             offset,
             len: rawline.len() as u32,
@@ -290,6 +295,7 @@ pub fn import(file: &File, out: &mut impl Write) -> io::Result<Result<Imported, 
     let mut info: Vec<(&'static str, Option<Value<'static>>)> = Vec::new();
     let mut facts: Vec<(&'static str, String)> = Vec::new();
     let mut buf = Vec::new();
+    let every = EveryFewRecords::new(stop);
     for item in &items {
         if item.kind == LineKind::Event && item.event == EventKind::Other {
             continue;
@@ -304,6 +310,7 @@ pub fn import(file: &File, out: &mut impl Write) -> io::Result<Result<Imported, 
             }
             continue;
         }
+        every.record()?;
         read_line(file, &line, &mut buf)?;
         let text = as_text(&buf)?;
         let record = match parse(text) {

@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 
 use crate::canonical;
 use crate::import_value::{write_canonical, Ids, Ts, Unsupported, Value, EPOCH_TS};
+pub use crate::stop::{go_on, Stop};
 
 /// What the import made of a source line (its `source-line` envelope's `status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +64,43 @@ pub struct SourceLine {
 /// How many bytes the scan reads at a time (and hands to the hashing thread).
 const SCAN_BLOCK: usize = 1 << 20;
 
+/// How many records a conversion reads again between two questions to its [`Stop`].
+const RECORDS_PER_STOP: u32 = 1 << 12;
+
+/// A [`Stop`] asked once every [`RECORDS_PER_STOP`] records.
+pub struct EveryFewRecords<'s> {
+    stop: Stop<'s>,
+    left: std::cell::Cell<u32>,
+}
+
+impl<'s> EveryFewRecords<'s> {
+    /// Asks `stop` at the first record, then every few.
+    pub fn new(stop: Stop<'s>) -> Self {
+        EveryFewRecords {
+            stop,
+            left: std::cell::Cell::new(0),
+        }
+    }
+
+    /// One more record.
+    ///
+    /// # Errors
+    ///
+    /// What the [`Stop`] answers when asked.
+    pub fn record(&self) -> io::Result<()> {
+        match self.left.get() {
+            0 => {
+                self.left.set(RECORDS_PER_STOP);
+                (self.stop)()
+            }
+            n => {
+                self.left.set(n - 1);
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Every line of `file`, in order, with the SHA-256 (`"sha256:…"`) and size of
 /// the whole: `each` sees the line's index, offset and bytes (without `\n`).
 ///
@@ -70,11 +108,14 @@ const SCAN_BLOCK: usize = 1 << 20;
 /// goes to a thread of its own that hashes it (the hash is of exactly the
 /// bytes `each` saw), so hashing and the caller's work on the lines overlap.
 ///
+/// `stop` is asked before each block.
+///
 /// # Errors
 ///
-/// An I/O error reading, or what `each` refuses.
+/// An I/O error reading, what `stop` answers, or what `each` refuses.
 pub fn scan(
     file: &File,
+    stop: Stop<'_>,
     mut each: impl FnMut(usize, u64, &[u8]) -> Result<(), Unsupported>,
 ) -> io::Result<Result<(String, u64, usize), Unsupported>> {
     let (to_hash, blocks) = mpsc::sync_channel::<(Vec<u8>, usize)>(2);
@@ -89,7 +130,7 @@ pub fn scan(
             }
             sha.finalize()
         });
-        let scanned = scan_blocks(file, &mut each, &to_hash, &returned);
+        let scanned = scan_blocks(file, stop, &mut each, &to_hash, &returned);
         drop(to_hash);
         let digest = hasher
             .join()
@@ -111,6 +152,7 @@ pub fn scan(
 /// block sent to `to_hash` after (buffers come back through `returned`).
 fn scan_blocks(
     file: &File,
+    stop: Stop<'_>,
     each: &mut impl FnMut(usize, u64, &[u8]) -> Result<(), Unsupported>,
     to_hash: &mpsc::SyncSender<(Vec<u8>, usize)>,
     returned: &mpsc::Receiver<Vec<u8>>,
@@ -129,6 +171,7 @@ fn scan_blocks(
         Ok(())
     };
     loop {
+        stop()?;
         let mut block = returned
             .try_recv()
             .unwrap_or_else(|_| vec![0u8; SCAN_BLOCK]);
@@ -703,17 +746,20 @@ fn format_batch(
 /// each line's ts its own or the one before (from `ts`).
 ///
 /// The lines go in batches; a second thread formats every other batch while
-/// this one formats the rest and writes them all, in order.
+/// this one formats the rest and writes them all, in order. `stop` is asked
+/// before each batch.
 ///
 /// # Errors
 ///
-/// An I/O error, or a line that is no longer UTF-8 (the source changed).
+/// An I/O error, what `stop` answers, or a line that is no longer UTF-8 (the
+/// source changed).
 pub fn write_source_lines(
     src: &File,
     lines: &[SourceLine],
     ids: &mut Ids,
     ts: Ts,
     out: &mut impl Write,
+    stop: Stop<'_>,
 ) -> io::Result<()> {
     let first_id = ids.n;
     let work = batches(lines, ts);
@@ -749,6 +795,7 @@ pub fn write_source_lines(
             let mut raw = Vec::new();
             let mut env = Vec::new();
             for (k, batch) in work.iter().enumerate() {
+                stop()?;
                 if k % 2 == 0 {
                     env.clear();
                     format_batch(src, lines, batch, ids, first_id, &mut raw, &mut env)?;
@@ -824,6 +871,161 @@ mod tests {
         data
     }
 
+    /// A [`Stop`] that answers an error from its `at`-th question on, and
+    /// counts the questions.
+    struct StopAt {
+        at: usize,
+        asked: std::sync::atomic::AtomicUsize,
+    }
+
+    impl StopAt {
+        fn new(at: usize) -> Self {
+            StopAt {
+                at,
+                asked: std::sync::atomic::AtomicUsize::new(0),
+            }
+        }
+
+        fn ask(&self) -> io::Result<()> {
+            let n = self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            if n >= self.at {
+                return Err(io::Error::other("stopped"));
+            }
+            Ok(())
+        }
+
+        fn asked(&self) -> usize {
+            self.asked.load(std::sync::atomic::Ordering::SeqCst)
+        }
+    }
+
+    /// `lines` Claude Code records (a user turn and an answer each) and a Codex
+    /// rollout of as many items, each line `pad` bytes of text or so.
+    fn sources(lines: usize, pad: usize) -> (Vec<u8>, Vec<u8>) {
+        let text = "x".repeat(pad);
+        let mut claude = Vec::new();
+        let mut parent = String::from("null");
+        for i in 0..lines {
+            let (kind, role) = if i % 2 == 0 {
+                ("user", "user")
+            } else {
+                ("assistant", "assistant")
+            };
+            let when = format!(
+                "2026-03-01T{:02}:{:02}:{:02}.000Z",
+                10 + i / 3600,
+                i / 60 % 60,
+                i % 60
+            );
+            claude.extend_from_slice(
+                format!(
+                    "{{\"type\":\"{kind}\",\"uuid\":\"u{i}\",\"parentUuid\":{parent},\"sessionId\":\"s\",\"timestamp\":\"{when}\",\"message\":{{\"id\":\"m{i}\",\"role\":\"{role}\",\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}]}}}}\n"
+                )
+                .as_bytes(),
+            );
+            parent = format!("\"u{i}\"");
+        }
+        let mut codex = Vec::new();
+        codex.extend_from_slice(b"{\"timestamp\":\"2026-03-01T10:00:00.000Z\",\"type\":\"session_meta\",\"payload\":{\"id\":\"s\",\"cwd\":\"/w\"}}\n");
+        for i in 0..lines {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            let kind = if i % 2 == 0 {
+                "input_text"
+            } else {
+                "output_text"
+            };
+            codex.extend_from_slice(
+                format!(
+                    "{{\"timestamp\":\"2026-03-01T10:00:00.000Z\",\"type\":\"response_item\",\"payload\":{{\"type\":\"message\",\"role\":\"{role}\",\"content\":[{{\"type\":\"{kind}\",\"text\":\"{text}\"}}]}}}}\n"
+                )
+                .as_bytes(),
+            );
+        }
+        (claude, codex)
+    }
+
+    #[test]
+    fn an_import_asks_its_stop_at_every_stretch_and_ends_when_told() -> io::Result<()> {
+        // 3 MiB of lines: four scan blocks, more than a batch of source lines,
+        // and records enough for several questions of the conversion.
+        let (claude, codex) = sources(3 * RECORDS_PER_STOP as usize, 230);
+        for (name, data) in [("claude", &claude), ("codex", &codex)] {
+            let path =
+                std::env::temp_dir().join(format!("at-import-stop-{name}-{}", std::process::id()));
+            std::fs::write(&path, data)?;
+            let file = File::open(&path)?;
+            let import = |stop: Stop<'_>, out: &mut Vec<u8>| match name {
+                "claude" => crate::import_claude::import(&file, out, stop),
+                _ => crate::import_codex::import(&file, out, stop),
+            };
+            // Undisturbed: how often each pass asks.
+            let counting = StopAt::new(usize::MAX);
+            let mut whole = Vec::new();
+            let done = match import(&|| counting.ask(), &mut whole)? {
+                Ok(done) => done,
+                Err(why) => panic!("{name}: {}", why.0),
+            };
+            let asked = counting.asked();
+            let blocks = data.len().div_ceil(SCAN_BLOCK);
+            // The scan once a block, the conversion once every few records
+            // (here three times at least).
+            assert!(asked >= blocks + 3, "{name}: asked {asked} times");
+            // Told to stop at each question in turn (the first few, and the
+            // conversion's): the import ends there, with that error, having
+            // written at most a part of what it writes undisturbed.
+            for at in (1..=blocks + 1).chain([asked - 1, asked]) {
+                let stop = StopAt::new(at);
+                let mut part = Vec::new();
+                let err = import(&|| stop.ask(), &mut part).map(|_| ());
+                assert_eq!(
+                    err.map_err(|e| e.to_string()),
+                    Err("stopped".into()),
+                    "{name}, at {at}"
+                );
+                assert_eq!(
+                    stop.asked(),
+                    at,
+                    "{name}: went on after it was told to stop"
+                );
+                assert!(part.len() < whole.len() || at == asked, "{name}, at {at}");
+            }
+            // And the source lines: asked before each batch.
+            let mut ids = Ids::new(&done.sha);
+            let counting = StopAt::new(usize::MAX);
+            let mut lines_out = Vec::new();
+            write_source_lines(
+                &file,
+                &done.lines,
+                &mut ids,
+                done.last_ts,
+                &mut lines_out,
+                &|| counting.ask(),
+            )?;
+            let batches = counting.asked();
+            assert!(
+                batches >= data.len() / LINE_BATCH as usize,
+                "{name}: {batches} batches"
+            );
+            let stop = StopAt::new(2);
+            let mut part = Vec::new();
+            let err = write_source_lines(
+                &file,
+                &done.lines,
+                &mut ids,
+                done.last_ts,
+                &mut part,
+                &|| stop.ask(),
+            );
+            assert_eq!(err.map_err(|e| e.to_string()), Err("stopped".into()));
+            assert!(
+                part.len() < lines_out.len(),
+                "{name}: wrote every line after a stop"
+            );
+            std::fs::remove_file(&path)?;
+        }
+        Ok(())
+    }
+
     #[test]
     fn scan_and_source_lines_match_a_line_by_line_reading() -> io::Result<()> {
         let path = std::env::temp_dir().join(format!("at-import-run-{}", std::process::id()));
@@ -831,7 +1033,7 @@ mod tests {
         std::fs::write(&path, &data)?;
         let file = File::open(&path)?;
         let mut seen: Vec<(u64, Vec<u8>)> = Vec::new();
-        let scanned = scan(&file, |n, offset, line| {
+        let scanned = scan(&file, &go_on, |n, offset, line| {
             assert_eq!(n, seen.len());
             seen.push((offset, line.to_vec()));
             Ok(())
@@ -871,7 +1073,7 @@ mod tests {
         let mut ids = Ids::new(&want);
         ids.n = 7;
         let mut got = Vec::new();
-        write_source_lines(&file, &lines, &mut ids, ts(9), &mut got)?;
+        write_source_lines(&file, &lines, &mut ids, ts(9), &mut got, &go_on)?;
         assert_eq!(ids.n, 7 + lines.len() as u64);
         // The same envelopes, one line at a time.
         let mut reference = Ids::new(&want);
@@ -906,7 +1108,7 @@ mod tests {
             status: Status::Used,
             when: None,
         }];
-        let err = write_source_lines(&changed, &bad, &mut ids, EPOCH_TS, &mut Vec::new());
+        let err = write_source_lines(&changed, &bad, &mut ids, EPOCH_TS, &mut Vec::new(), &go_on);
         assert_eq!(err.map_err(|e| e.kind()), Err(io::ErrorKind::InvalidData));
         std::fs::remove_file(&path)
     }

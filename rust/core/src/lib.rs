@@ -19,4 +19,5 @@ pub mod listing;
 pub mod page;
 pub mod scan;
 pub mod stamp;
+pub mod stop;
 pub mod transcript;

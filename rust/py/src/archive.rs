@@ -9,6 +9,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use transcript_core::archive;
 
+use crate::signals::Signals;
 use crate::transcript::os_error;
 
 fn borrowed_file(fd: RawFd) -> PyResult<File> {
@@ -45,8 +46,10 @@ pub fn zstd_compress(
 ) -> PyResult<u64> {
     let src = borrowed_file(src_fd)?;
     let mut dst = borrowed_file(dst_fd)?;
-    py.detach(|| archive::compress(&src, length, &mut dst, level))
-        .map_err(|e| convert(&e))
+    let signals = Signals::new();
+    let stop = || signals.check();
+    py.detach(|| archive::compress(&src, length, &mut dst, level, &stop))
+        .map_err(|e| signals.raised(&e, convert))
 }
 
 /// `zstd_decompress(src_fd, dst_fd, /)`: the zstd stream that is all of
@@ -57,12 +60,14 @@ pub fn zstd_compress(
 pub fn zstd_decompress(py: Python<'_>, src_fd: RawFd, dst_fd: RawFd) -> PyResult<u64> {
     let src = borrowed_file(src_fd)?;
     let mut dst = io::BufWriter::with_capacity(1 << 20, borrowed_file(dst_fd)?);
+    let signals = Signals::new();
+    let stop = || signals.check();
     py.detach(|| {
-        let n = archive::decompress(&src, &mut dst)?;
+        let n = archive::decompress(&src, &mut dst, &stop)?;
         io::Write::flush(&mut dst)?;
         Ok::<u64, io::Error>(n)
     })
-    .map_err(|e| convert(&e))
+    .map_err(|e| signals.raised(&e, convert))
 }
 
 /// `zstd_matches(archive_fd, original_fd, length, /)`: whether the archive
@@ -77,8 +82,10 @@ pub fn zstd_matches(
 ) -> PyResult<bool> {
     let packed = borrowed_file(archive_fd)?;
     let original = borrowed_file(original_fd)?;
-    py.detach(|| archive::matches(&packed, &original, length))
-        .map_err(|e| convert(&e))
+    let signals = Signals::new();
+    let stop = || signals.check();
+    py.detach(|| archive::matches(&packed, &original, length, &stop))
+        .map_err(|e| signals.raised(&e, convert))
 }
 
 /// The level `archive` writes.

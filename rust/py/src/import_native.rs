@@ -1,7 +1,8 @@
 //! The native importers (`transcript_core::import_claude`): one call converts a
 //! source into its derived envelopes (written to a spool descriptor) and keeps
 //! what the source lines need; a second writes the `source-line` envelopes.
-//! The GIL is released for both.
+//! The GIL is released for both; Python's signal handlers still run between
+//! stretches of the work, so a Ctrl-C stops an import of a GiB at once.
 
 use std::fs::File;
 use std::io::{self, BufWriter};
@@ -12,6 +13,7 @@ use pyo3::prelude::*;
 use transcript_core::import_run::{write_source_lines, Imported};
 use transcript_core::import_value::Ids;
 
+use crate::signals::Signals;
 use crate::transcript::os_error;
 
 fn borrowed_file(fd: RawFd) -> PyResult<File> {
@@ -89,13 +91,15 @@ impl NativeImport {
         let dest = borrowed_file(dest_fd)?;
         let src = &self.src;
         let done = &self.done;
+        let signals = Signals::new();
+        let stop = || signals.check();
         py.detach(|| {
             let mut ids = Ids::new(&done.sha);
             ids.n = ids_used;
             let mut out = BufWriter::with_capacity(1 << 20, &dest);
-            write_source_lines(src, &done.lines, &mut ids, done.last_ts, &mut out)
+            write_source_lines(src, &done.lines, &mut ids, done.last_ts, &mut out, &stop)
         })
-        .map_err(|e| convert(&e))
+        .map_err(|e| signals.raised(&e, convert))
     }
 }
 
@@ -112,12 +116,14 @@ pub fn import_native(
 ) -> PyResult<Py<PyAny>> {
     let src = borrowed_file(src_fd)?;
     let spool = borrowed_file(spool_fd)?;
+    let signals = Signals::new();
+    let stop = || signals.check();
     let result = py
         .detach(|| -> io::Result<_> {
             let mut out = BufWriter::with_capacity(1 << 20, &spool);
             let r = match format {
-                "claude-code" => transcript_core::import_claude::import(&src, &mut out)?,
-                "codex" => transcript_core::import_codex::import(&src, &mut out)?,
+                "claude-code" => transcript_core::import_claude::import(&src, &mut out, &stop)?,
+                "codex" => transcript_core::import_codex::import(&src, &mut out, &stop)?,
                 _ => Err(transcript_core::import_value::Unsupported(
                     "a format without a native importer",
                 )),
@@ -125,7 +131,7 @@ pub fn import_native(
             out.into_inner().map_err(|e| e.into_error())?;
             Ok(r)
         })
-        .map_err(|e| convert(&e))?;
+        .map_err(|e| signals.raised(&e, convert))?;
     match result {
         Ok(done) => Ok(Py::new(py, NativeImport { src, done })?.into_any()),
         Err(why) => Ok(pyo3::types::PyString::new(py, why.0).into_any().unbind()),

@@ -15,6 +15,7 @@ mod excerpt;
 mod import_native;
 mod listing;
 mod page;
+mod signals;
 mod transcript;
 
 // The canonical writer walks lists and dicts with borrowed references, which
