@@ -119,7 +119,7 @@ def _follow_swap(path: Path, at: _Place) -> str | None:
         raise
     old, at.fd = at.fd, new
     try:
-        repaired = _same_prefix(old, new, at.kept)
+        repaired = same_prefix(old, new, at.kept)
     finally:
         os.close(old)
     if repaired:
@@ -129,8 +129,10 @@ def _follow_swap(path: Path, at: _Place) -> str | None:
     return "replaced"
 
 
-def _same_prefix(a: int, b: int, length: int) -> bool:
-    """Whether the files ``a`` and ``b`` both start with the same ``length`` bytes."""
+def same_prefix(a: int, b: int, length: int) -> bool:
+    """Whether the files ``a`` and ``b`` both start with the same ``length`` bytes:
+    a file that another took the place of, and the repair of it (which renames
+    the old file's good prefix over it), do up to the last whole line."""
     done = 0
     while done < length:
         want = min(_CHUNK, length - done)

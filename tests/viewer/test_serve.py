@@ -121,6 +121,54 @@ def test_events_hold_a_half_line_and_follow_a_repair(tmp_path: Path) -> None:
         c.close()
 
 
+def _stream(base: str, name: str, offset: int, line: int) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+    port = int(base.rsplit(":", 1)[1].strip("/"))
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    c.request("GET", f"/e/{name}?offset={offset}&line={line}")
+    r = c.getresponse()
+    assert r.status == 200 and r.readline() == b"retry: 1000\n" and r.readline() == b"\n"
+    return c, r
+
+
+def test_events_reset_the_page_when_another_file_takes_the_path(tmp_path: Path) -> None:
+    """A rotation (the run renamed away, a new one begun at the path) is not a
+    repair: the page's lines are not the new file's start, so the stream says
+    reset (the page reloads) instead of sending the new file's middle as the
+    next records."""
+    src = tmp_path / "live.jsonl"
+    with Session.create(src) as s:
+        s.append_message(Message.user("the first run"))
+    size = src.stat().st_size
+    with served(tmp_path) as base:
+        c, r = _stream(base, "live.jsonl", size, 3)
+        src.rename(tmp_path / "live.1.jsonl")
+        with Session.create(src) as s:
+            s.append_message(Message.user("a second run, longer than the first one was " * 3))
+        assert _read_event(r) == {"event": "reset", "data": "{}"}
+        c.close()
+
+
+def test_events_never_wait_on_a_fifo_put_at_the_path(tmp_path: Path) -> None:
+    """Opening a FIFO waits for a writer: the stream would hang there for good.
+    It goes on with the file it has, as ``follow`` does."""
+    import os
+
+    src = tmp_path / "live.jsonl"
+    with Session.create(src) as s:
+        s.append_message(Message.user("start"))
+    size = src.stat().st_size
+    with served(tmp_path) as base:
+        c, r = _stream(base, "live.jsonl", size, 3)
+        moved = tmp_path / "moved.jsonl"
+        src.rename(moved)
+        os.mkfifo(src)
+        time.sleep(0.6)  # a few polls see the FIFO
+        append_line(moved, envelope_line(1, "still followed"))
+        event = _read_event(r)
+        assert event["event"] == "rec" and "still followed" in json.loads(event["data"])["raw"]
+        c.close()
+
+
 def _read_event(r: http.client.HTTPResponse) -> dict[str, str]:
     out: dict[str, str] = {}
     while True:

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import fleet
-from ..inspect.paths import artifacts_folder
-from ..inspect import Reading, open_file, read
+from ..inspect.paths import artifacts_folder, open_regular
+from ..inspect import Reading, open_file, read, same_prefix
 from .markup import text
 from .page import PageData, assets, csp, data_islands, ended_banner, head, records, script_tag, summary_panel, take_line, verdict
 from .render import BIG_LINE, Annotator, anchor, island_bytes, shorten, size_text
@@ -428,7 +428,13 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command == "HEAD":
             return
         self.close_connection = True
-        f = open(path, "rb")
+        try:
+            # Never blocking: the path may have become a FIFO since it was resolved.
+            f = os.fdopen(open_regular(Path(path), os.O_RDONLY), "rb")
+        except OSError:
+            self.wfile.write(b"event: reset\ndata: {}\n\n")
+            self.wfile.flush()
+            return
         try:
             ino = os.fstat(f.fileno()).st_ino
             self.wfile.write(b"retry: 1000\n\n")
@@ -446,11 +452,23 @@ class _Handler(BaseHTTPRequestHandler):
                     st = os.stat(path)
                 except OSError:
                     st = None
-                if st is not None and st.st_ino != ino:  # a repair swapped the file: follow it
-                    f.close()
-                    f = open(path, "rb")
-                    ino = os.fstat(f.fileno()).st_ino
-                    held = b""  # the held half line is read again from the new file
+                if st is not None and st.st_ino != ino:
+                    try:
+                        new = os.fdopen(open_regular(Path(path), os.O_RDONLY), "rb")
+                    except OSError:
+                        new = None  # gone again, or not a regular file (a FIFO): not followed
+                    if new is not None and not same_prefix(f.fileno(), new.fileno(), pos):
+                        # Another file (a rotation, a new run): what the page shows is
+                        # not its start, so the page starts again.
+                        new.close()
+                        self.wfile.write(b"event: reset\ndata: {}\n\n")
+                        self.wfile.flush()
+                        return
+                    if new is not None:  # a repair swapped the file: follow it
+                        f.close()
+                        f = new
+                        ino = os.fstat(f.fileno()).st_ino
+                        held = b""  # the held half line is read again from the new file
                 size = os.fstat(f.fileno()).st_size
                 if size < pos:  # cut below what was shown: the page must start again
                     self.wfile.write(b"event: reset\ndata: {}\n\n")
