@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,37 @@ def artifacts_folder(transcript: str | os.PathLike[str]) -> Path:
     if path.name.endswith(".zst"):
         path = path.with_name(path.name[: -len(".zst")])
     return _storage.beside(path.with_name(path.stem), "", ".artifacts")
+
+
+def open_stored(transcript: str | os.PathLike[str], file: str) -> int | None:
+    """A descriptor of the stored artifact ``file`` of ``transcript``, for
+    reading; None when none is there: a bad name, no such file, or in its
+    place (or the folder's) a symbolic link, a FIFO, a device. Never follows a
+    link, never blocks: a FIFO's open waits for a writer, and a link to
+    ``/dev/zero`` reads forever."""
+    try:
+        name = check_basename(file)
+    except ValueError:
+        return None
+    try:
+        folder = os.open(artifacts_folder(transcript), _FOLDER_FLAGS)
+    except OSError:
+        return None
+    try:
+        fd = os.open(name, _FILE_FLAGS, dir_fd=folder)
+    except OSError:
+        return None
+    finally:
+        os.close(folder)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
+
+
+# A stored artifact is opened as itself (never through a link), and without
+# waiting (a FIFO put in its place): a regular file ignores O_NONBLOCK.
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 class ArtifactStore:
@@ -166,7 +198,7 @@ def _read(folder: int, file: str, size: int | None = None) -> bytes | None:
     link; None when it is missing, or when ``size`` is given and it is not that
     long or is a link (to be replaced). Without ``size``, a link is ``ValueError``."""
     try:
-        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+        fd = os.open(file, _FILE_FLAGS, dir_fd=folder)
     except FileNotFoundError:
         return None
     except OSError as e:
@@ -177,7 +209,13 @@ def _read(folder: int, file: str, size: int | None = None) -> bytes | None:
         raise ValueError(f"artifact {file} is a symbolic link, not a stored artifact: "
                          "it is never followed") from None
     try:
-        if size is not None and os.fstat(fd).st_size != size:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            if size is not None:
+                return None  # replaced, never read
+            raise ValueError(f"artifact {file} is not a regular file (a FIFO or a device in its "
+                             "place): it is never read")
+        if size is not None and st.st_size != size:
             return None
         chunks = []
         while chunk := os.read(fd, 1 << 20):

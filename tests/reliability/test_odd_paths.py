@@ -253,3 +253,66 @@ def test_a_symlink_where_a_page_is_made_is_not_written_through(tmp_path: Path) -
     assert "turn 49" in (site / "c" / "000001.js").read_text(encoding="utf-8")
     assert not [p for p in site.rglob("*.tmp") if p.name != "pages.js.tmp"]
     assert stat.S_ISREG(os.lstat(site / "index.html").st_mode)
+
+
+def _with_an_artifact(folder: Path) -> tuple[Path, Path, bytes]:
+    """A transcript whose one settle names an artifact; its path, the
+    artifact's path, and its bytes."""
+    path = folder / "run.jsonl"
+    content = b"the whole tool output " * 50
+    with Session.create(path) as s:
+        s.append_message(Message.user("go"))
+        op = s.append_tool_dispatched("c1", "read", {"p": 1})
+        art = s.write_artifact(content, excerpt="the whole")
+        s.append_tool_settled(op, "completed", artifact=art)
+    return path, artifacts_folder(path) / art["file"], content
+
+
+@pytest.mark.parametrize("what", ["a FIFO", "a link to /dev/zero", "a link out of the folder"])
+def test_what_takes_an_artifacts_place_is_never_waited_on_nor_read(tmp_path: Path, what: str) -> None:
+    """``html`` hashed the artifact with a plain open and read: a FIFO in its
+    place hung it, a link to ``/dev/zero`` read forever, and ``serve`` handed
+    out whatever a link named. Now each is no stored artifact: the page says
+    missing, ``serve`` answers 404, ``read_artifact`` refuses it at once."""
+    import http.client
+
+    from viewer.serving import served
+
+    path, art, content = _with_an_artifact(tmp_path)
+    art.unlink()
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(b"not the transcript's")
+    if what == "a FIFO":
+        os.mkfifo(art)
+    else:
+        art.symlink_to("/dev/zero" if "zero" in what else secret)
+    page = cli("html", path, "-o", tmp_path / "page.html", timeout=60)
+    assert page.returncode == 0, page.stderr
+    assert "missing" in (tmp_path / "page.html").read_text(encoding="utf-8")
+    with Session.load(path) as s:
+        settle = s.events[-1].payload["artifact"]
+        with pytest.raises(ValueError, match="never"):
+            s.read_artifact(settle)
+    with served(tmp_path) as base:
+        port = int(base.rsplit(":", 1)[1].strip("/"))
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        c.request("GET", f"/a/run.jsonl?file={art.name}", headers={"Host": f"127.0.0.1:{port}"})
+        r = c.getresponse()
+        assert r.status == 404 and b"not the transcript" not in r.read()
+        c.close()
+
+
+def test_serve_sends_a_stored_artifact_whole(tmp_path: Path) -> None:
+    import http.client
+
+    from viewer.serving import served
+
+    path, art, content = _with_an_artifact(tmp_path)
+    with served(tmp_path) as base:
+        port = int(base.rsplit(":", 1)[1].strip("/"))
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        c.request("GET", f"/a/run.jsonl?file={art.name}", headers={"Host": f"127.0.0.1:{port}"})
+        r = c.getresponse()
+        assert r.status == 200 and r.getheader("Content-Length") == str(len(content))
+        assert r.read() == content
+        c.close()

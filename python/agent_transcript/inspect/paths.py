@@ -16,6 +16,8 @@ what they are given: one rule for all of them.
   is made.
 * :func:`move_into_place`: a file written whole beside its path, given that
   name only if nothing has it (an import without ``--force``, an archive).
+* :func:`open_stored_artifact`: a stored artifact's descriptor, or None when
+  what is there is no stored artifact (a link, a FIFO, a device, nothing).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 from .._storage import (beside, move_into_place, name_max, open_regular, open_replacement, refuse_to_replace,
                         replace_with)
 from ..artifacts import artifacts_folder
+from ..artifacts import open_stored as open_stored_artifact
 
 __all__ = ["artifacts_folder", "beside", "move_into_place", "name_max", "open_regular", "open_replacement",
-           "refuse_to_replace", "replace_with"]
+           "open_stored_artifact", "refuse_to_replace", "replace_with"]

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import fleet
-from ..inspect.paths import artifacts_folder, open_regular
+from ..inspect.paths import open_regular, open_stored_artifact
 from ..inspect import Reading, open_file, read, same_prefix
 from .markup import text
 from .page import PageData, assets, csp, data_islands, ended_banner, head, records, script_tag, summary_panel, take_line, verdict
@@ -391,13 +391,23 @@ class _Handler(BaseHTTPRequestHandler):
         if path is None or not file or file in (".", "..") or any(c in file for c in "/\\\x00"):
             self._error(HTTPStatus.NOT_FOUND, "no such artifact")
             return
-        try:
-            with open(artifacts_folder(path) / file, "rb") as f:
-                data = f.read()
-        except OSError:
+        # Never through a link (out of the folder, to /dev/zero), never a FIFO
+        # (its open waits for a writer): what the library itself would read.
+        fd = open_stored_artifact(path, file)
+        if fd is None:
             self._error(HTTPStatus.NOT_FOUND, "no such artifact")
             return
-        self._send(HTTPStatus.OK, data, "text/plain; charset=utf-8")
+        with os.fdopen(fd, "rb") as f:
+            size = os.fstat(fd).st_size
+            self._headers(HTTPStatus.OK, "text/plain; charset=utf-8", size, None)
+            if self.command == "HEAD":
+                return
+            # A chunk at a time, and no more than the length announced (it may grow).
+            while size > 0 and (chunk := f.read(min(size, 1 << 20))):
+                self.wfile.write(chunk)
+                size -= len(chunk)
+            if size > 0:
+                self.close_connection = True  # it shrank: short of its length, the reply ends here
 
     # -- live follow
 
