@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from pathlib import Path
 
 from ..inspect import follow_file
+from ..inspect.paths import open_regular
 from .errors import PROG, CliError
 from .reading import describe_os_error, read, require_file
 from .render import Renderer
@@ -27,7 +29,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
     st = require_file(path)
     if st.st_size > 0:
         try:
-            with open(path, "rb") as f:
+            with os.fdopen(open_regular(Path(path), os.O_RDONLY), "rb") as f:  # never a FIFO swapped in
                 head = f.read(65536)
         except OSError as exc:
             raise CliError(describe_os_error(exc, path)) from None

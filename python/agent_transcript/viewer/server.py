@@ -153,7 +153,7 @@ class ViewerServer(ThreadingHTTPServer):
         """How many lines start before offset ``upto`` of ``path`` (a count of its
         newlines), and a mark ``(line, offset)`` of a line start every few MiB; kept
         while the file's inode, size and mtime stay the same, extended when it grows."""
-        with open(path, "rb") as f:
+        with os.fdopen(open_regular(Path(path), os.O_RDONLY), "rb") as f:  # never a FIFO swapped in
             st = os.fstat(f.fileno())
             key = (st.st_ino, st.st_size, st.st_mtime_ns)
             with self._lock:
@@ -291,7 +291,7 @@ class _Handler(BaseHTTPRequestHandler):
         # indexed before the page is sent (the line numbers and what replay says of
         # these records follow on the event stream).
         try:
-            with open(path, "rb") as f:
+            with os.fdopen(open_regular(Path(path), os.O_RDONLY), "rb") as f:  # never a FIFO swapped in
                 size = os.fstat(f.fileno()).st_size
                 start, end, lines = read_tail(f.fileno(), size, TAIL_RECORDS)
         except OSError as exc:
