@@ -192,3 +192,27 @@ def test_a_folder_import_lists_each_destination_folder_once(tmp_path: Path,
     assert not any(p.exists() for p in dead)
     assert live.read_bytes() == neighbour.read_bytes() == b"half an import"
     assert sorted(listed) == sorted([str(out), str(out / "deep")])
+
+
+def test_an_import_on_a_file_system_without_locks_still_works(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """flock(2) answers ENOLCK on an NFS mount without its lock daemon: the
+    import goes on, and a leftover is judged by its pid alone, as before."""
+    import errno
+    import fcntl
+
+    from agent_transcript.formats import _source
+
+    def no_locks(fd: int, op: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    src = tmp_path / "session.jsonl"
+    src.write_bytes(SESSION)
+    dest = tmp_path / "run.jsonl"
+    dead = import_temp(dest, dead_pid())
+    dead.write_bytes(b"half an import")
+    monkeypatch.setattr(_source.fcntl, "flock", no_locks)
+    import_transcript(src, dest)
+    monkeypatch.undo()
+    assert dest.exists() and not dead.exists()
+    assert fcntl.flock is not no_locks

@@ -363,7 +363,12 @@ def _locked_temp(temp: Path) -> int:
         try:
             # A cleaner may hold it a moment (it took the new file for a dead
             # import's before it was locked): waited for, then checked.
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError as e:
+                if e.errno not in _NO_LOCKS:
+                    raise
+                return fd  # a file system without locks: the pid alone keeps it from a cleaner
             st, mine = os.stat(temp), os.fstat(fd)
             if (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino):
                 return fd
@@ -410,6 +415,11 @@ def _temps_by_stem(folder: Path) -> dict[str, list[str]]:
     return by_stem
 
 
+# What flock(2) answers where the file system has no locks (an NFS mount
+# without its lock daemon, some FUSE file systems).
+_NO_LOCKS = frozenset({errno.ENOLCK, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EINVAL})
+
+
 def remove_dead_imports(dest: Path) -> None:
     """Delete the temporary files of imports into ``dest`` whose process is gone
     (killed before it could clean up); a live one's, another's, are left.
@@ -437,13 +447,18 @@ def remove_dead_imports(dest: Path) -> None:
 
 
 def _remove_unless_locked(temp: Path) -> None:
-    """Unlink ``temp`` if no process holds its ``flock`` (a live import does)."""
+    """Unlink ``temp`` if no process holds its ``flock`` (a live import does);
+    on a file system without locks, as its pid already said."""
     try:
         fd = os.open(temp, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno not in _NO_LOCKS:
+                raise
         st, mine = os.stat(temp), os.fstat(fd)
         if (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino):  # not a new one made meanwhile
             os.unlink(temp)
