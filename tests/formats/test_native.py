@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -137,3 +138,68 @@ def test_a_signal_during_the_native_passes_stops_the_import_with_its_handlers_ex
     assert sorted(p.name for p in tmp_path.iterdir()) == ["source.jsonl"]
     import_transcript(src, dest)  # and it is done when asked again
     assert dest.exists()
+
+
+@pytest.mark.parametrize("importer", ["native", "python"])
+@pytest.mark.parametrize("change", ["cut", "replaced"])
+def test_a_source_cut_or_replaced_during_the_import_is_not_imported(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, importer: str, change: str) -> None:
+    """Both importers read the source again after their first pass (the native
+    one at the offsets it found, the Python one by path): a source another
+    program cut or replaced in between gave an import that was not of its
+    source (the Python one wrote fewer source lines than it counted, or
+    another file's). It is an OSError now, and nothing is written; a source
+    that only grew (a live session) is imported as far as it was read."""
+    src = tmp_path / "session.jsonl"
+    src.write_bytes(lines(*BASIC))
+    dest = tmp_path / "out" / "run.jsonl"
+
+    def change_it() -> None:
+        if change == "cut":
+            with open(src, "r+b") as f:
+                f.truncate(40)
+        else:
+            other = tmp_path / "other.jsonl"
+            other.write_bytes(lines(*BASIC[:2]))
+            other.replace(src)
+
+    if importer == "python":
+        monkeypatch.setattr(formats, "_NATIVE", False)
+        real_lines = formats.raw_lines
+
+        def raw_lines_after_a_change(path: Path) -> Any:
+            change_it()
+            return real_lines(path)
+
+        monkeypatch.setattr(formats, "raw_lines", raw_lines_after_a_change)
+    else:
+        real_native = formats.native_import
+
+        def native_then_a_change(*args: Any) -> Any:
+            run = real_native(*args)
+            assert not isinstance(run, str)
+            change_it()
+            return run
+
+        monkeypatch.setattr(formats, "native_import", native_then_a_change)
+    with pytest.raises(OSError, match="cut or replaced while it was imported"):
+        import_transcript(src, dest)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["session.jsonl"]
+
+
+def test_a_source_that_grew_during_the_import_is_imported_as_far_as_it_was_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = tmp_path / "session.jsonl"
+    first = lines(*BASIC[:3])
+    src.write_bytes(first)
+    real_native = formats.native_import
+
+    def native_then_an_append(*args: Any) -> Any:
+        run = real_native(*args)
+        with open(src, "ab") as f:
+            f.write(lines(*BASIC[3:]))
+        return run
+
+    monkeypatch.setattr(formats, "native_import", native_then_an_append)
+    import_transcript(src, tmp_path / "run.jsonl")
+    assert b"\n".join(formats.source_lines(tmp_path / "run.jsonl")) + b"\n" == first

@@ -22,6 +22,7 @@ another package, never a front end.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -396,8 +397,9 @@ def _import_from(source: Path, read: Path, dest: Path, source_format: str | None
         what = describe(detected) if detected else "neither a Claude Code session nor a Codex rollout"
         wanted = f", not {describe(source_format)}" if source_format and detected else ""
         raise UnknownFormat(f"{source}: {'this is ' + what if detected else what}{wanted}")
+    began = os.stat(read)
     if _NATIVE and fmt in _NATIVE_FORMATS:
-        done = _import_native(source, read, dest, fmt, detected, force, archive, links)
+        done = _import_native(source, read, dest, fmt, detected, force, archive, links, began)
         if done is not None:
             return done
     lines, sha, size, warnings = read_source(read, claude_code.slim if fmt == "claude-code" else codex.slim)
@@ -431,9 +433,14 @@ def _import_from(source: Path, read: Path, dest: Path, source_format: str | None
             out.write("session-meta", ids.next("meta"), emit.first_ts or _first_ts(lines), meta)
             out.copy_from(spool)
         ts = emit.ts
+        written = 0
         for line, raw in zip(lines, raw_lines(read)):
             ts = line.when or ts
             out.write(SOURCE_LINE, ids.next("line"), ts, source_line_payload(line, raw))
+            written += 1
+        # The lines were read again by path: a source cut or replaced meanwhile
+        # gave fewer, or another file's, and the import would not be its source.
+        _still_the_source(source, read, began, size, written == len(lines))
         out.commit()
     except BaseException:
         out.abort()
@@ -455,8 +462,24 @@ def _source_meta(source: Path, sha: str, size: int, lines: int, archive: dict[st
     return meta
 
 
+def _still_the_source(source: Path, read: Path, began: os.stat_result, size: int, whole: bool = True) -> None:
+    """Raise unless ``read`` is still the file the import began with, no shorter
+    than it was then nor than the ``size`` bytes read (a live session that grew
+    is still its source), and read ``whole``: another program cut, rewrote or
+    replaced it during the import."""
+    try:
+        now = os.stat(read)
+    except FileNotFoundError:
+        now = None
+    if (not whole or now is None or (now.st_dev, now.st_ino) != (began.st_dev, began.st_ino)
+            or now.st_size < max(size, began.st_size)):
+        raise OSError(errno.EAGAIN, "the source was cut or replaced while it was imported; nothing was "
+                      "written (import it again)", str(source))
+
+
 def _import_native(source: Path, read: Path, dest: Path, fmt: str, detected: str | None, force: bool,
-                   archive: dict[str, Any] | None, links: dict[str, Any] | None = None) -> ImportResult | None:
+                   archive: dict[str, Any] | None, links: dict[str, Any] | None = None,
+                   began: os.stat_result | None = None) -> ImportResult | None:
     """The import by the Rust core's importer, or None when it does not take this source
     (the Python importer then does; both write the same bytes)."""
     out = Destination(dest, force=force)
@@ -485,7 +508,15 @@ def _import_native(source: Path, read: Path, dest: Path, fmt: str, detected: str
             ids = Ids(sha, used)
             out.write("session-meta", ids.next("meta"), first_ts or first_line_ts or EPOCH_TS, meta)
             out.copy_from(spool)
-            run.write_lines(out.flushed_fileno(), used + 1)
+            try:
+                run.write_lines(out.flushed_fileno(), used + 1)
+            except (OSError, ValueError) as e:
+                # Its lines are read again at their offsets: a source cut meanwhile
+                # ends short, one rewritten holds other bytes there (ValueError).
+                _still_the_source(source, read, began or os.fstat(src.fileno()), size,
+                                  whole=not isinstance(e, ValueError))
+                raise
+            _still_the_source(source, read, began or os.fstat(src.fileno()), size)
         out.commit()
     except BaseException:
         out.abort()
