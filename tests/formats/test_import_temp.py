@@ -216,3 +216,43 @@ def test_an_import_on_a_file_system_without_locks_still_works(tmp_path: Path,
     monkeypatch.undo()
     assert dest.exists() and not dead.exists()
     assert fcntl.flock is not no_locks
+
+
+@pytest.mark.parametrize("force", [True, False])
+def test_threads_importing_into_one_destination_take_turns(tmp_path: Path, force: bool) -> None:
+    """The temporary name is the process's for that destination: threads met
+    each other's file and failed with a bare 'File exists'. They take turns:
+    with force each import replaces the last (all the same bytes), without it
+    the first is written and the others are told the destination exists."""
+    import threading
+
+    from agent_transcript.formats import _source
+
+    src = tmp_path / "session.jsonl"
+    src.write_bytes(SESSION)
+    alone = tmp_path / "alone.jsonl"
+    import_transcript(src, alone)
+    dest = tmp_path / "run.jsonl"
+    errors: list[BaseException] = []
+    start = threading.Barrier(6)
+
+    def one() -> None:
+        start.wait()
+        try:
+            import_transcript(src, dest, force=force)
+        except BaseException as e:  # noqa: BLE001 - kept for the assertion
+            errors.append(e)
+
+    threads = [threading.Thread(target=one) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert dest.read_bytes() == alone.read_bytes()
+    if force:
+        assert errors == []
+    else:
+        assert len(errors) == 5
+        assert all(isinstance(e, FileExistsError) and e.filename == str(dest) for e in errors)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["alone.jsonl", "run.jsonl", "session.jsonl"]
+    assert _source._TURNS == {}

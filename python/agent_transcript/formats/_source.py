@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import threading
 import uuid
 from importlib import metadata
 from dataclasses import dataclass, field
@@ -270,15 +271,27 @@ class Destination:
     def __init__(self, dest: Path, *, force: bool) -> None:
         self.dest = dest
         self.force = force
-        if not force and (dest.exists() or dest.is_symlink()):
-            raise FileExistsError(17, "the destination exists (--force replaces it)", str(dest))
-        refuse_to_replace(dest)  # --force replaces a file, never a device or a FIFO
-        self._made = [p for p in reversed(dest.parents) if not p.exists()]
-        for parent in self._made:
-            os.mkdir(parent, 0o700)
-        remove_dead_imports(dest)
         self.temp = import_temp(dest, os.getpid())
-        self._file: IO[bytes] = os.fdopen(_locked_temp(self.temp), "wb", buffering=1 << 20)
+        # The temporary name is this process's for this destination: two threads
+        # importing into it take turns (the second met the first's file: EEXIST).
+        self._turn: threading.Lock | None = _take_turn(self.temp)
+        try:
+            if not force and (dest.exists() or dest.is_symlink()):
+                raise FileExistsError(17, "the destination exists (--force replaces it)", str(dest))
+            refuse_to_replace(dest)  # --force replaces a file, never a device or a FIFO
+            self._made = [p for p in reversed(dest.parents) if not p.exists()]
+            for parent in self._made:
+                os.mkdir(parent, 0o700)
+            remove_dead_imports(dest)
+            self._file: IO[bytes] = os.fdopen(_locked_temp(self.temp), "wb", buffering=1 << 20)
+        except BaseException:
+            self._end_turn()
+            raise
+
+    def _end_turn(self) -> None:
+        if self._turn is not None:
+            _end_turn(self.temp, self._turn)
+            self._turn = None
 
     def write(self, type_: str, id_: str, ts: str, payload: Any) -> None:
         self._file.write(envelope_line(type_, id_, ts, payload))
@@ -318,6 +331,7 @@ class Destination:
             self.abort()
             raise
         self._file.close()
+        self._end_turn()
         try:
             dfd = os.open(self.dest.parent, os.O_RDONLY)
         except OSError:
@@ -343,6 +357,41 @@ class Destination:
                 os.rmdir(parent)
             except OSError:
                 break
+        self._end_turn()
+
+
+# The destinations this process is importing into, by temporary file: a lock
+# each, and how many threads hold or wait for it (removed at none).
+_TURNS: dict[Path, tuple[threading.Lock, int]] = {}
+_TURNS_GUARD = threading.Lock()
+
+
+def _take_turn(temp: Path) -> threading.Lock:
+    with _TURNS_GUARD:
+        lock, users = _TURNS.get(temp, (threading.Lock(), 0))
+        _TURNS[temp] = (lock, users + 1)
+    lock.acquire()
+    return lock
+
+
+def _end_turn(temp: Path, lock: threading.Lock) -> None:
+    lock.release()
+    with _TURNS_GUARD:
+        _, users = _TURNS[temp]
+        if users == 1:
+            del _TURNS[temp]
+        else:
+            _TURNS[temp] = (lock, users - 1)
+
+
+def _forget_turns() -> None:
+    # A child of fork() has none of its parent's threads: their turns are not its.
+    global _TURNS_GUARD
+    _TURNS.clear()
+    _TURNS_GUARD = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_turns)
 
 
 _PID_DIGITS = 10  # every pid, fixed width: the names of one destination differ only there
