@@ -316,3 +316,36 @@ def test_serve_sends_a_stored_artifact_whole(tmp_path: Path) -> None:
         assert r.status == 200 and r.getheader("Content-Length") == str(len(content))
         assert r.read() == content
         c.close()
+
+
+@pytest.mark.parametrize("what", ["a file", "a folder"])
+def test_an_import_by_relative_paths_survives_a_chdir_during_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                what: str) -> None:
+    """Another thread's chdir just before the rename: the import's temporary
+    file was named relative to the old working directory, so the rename failed
+    and left it behind. The paths are made absolute first; the results still
+    name them as given."""
+    from agent_transcript.formats import _source
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "s.jsonl").write_bytes(_session())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    real = _source.move_into_place
+
+    def chdir_then_move(tmp: Path, path: Path) -> None:
+        os.chdir(elsewhere)
+        real(tmp, path)
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(_source, "move_into_place", chdir_then_move)
+    src, dest = (Path("src/s.jsonl"), Path("out.jsonl")) if what == "a file" else (Path("src"), Path("out"))
+    results = import_transcript(src, dest)
+    monkeypatch.undo()
+    expected = (tmp_path / "out.jsonl") if what == "a file" else (tmp_path / "out" / "s.jsonl")
+    assert expected.is_file()
+    assert [(r.source, r.dest) for r in results] == (
+        [(src, dest)] if what == "a file" else [(src / "s.jsonl", dest / "s.jsonl")])
+    assert list(elsewhere.iterdir()) == []
+    leftovers = [p.name for p in tmp_path.rglob("*.tmp")]
+    assert leftovers == []

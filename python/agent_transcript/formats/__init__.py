@@ -22,6 +22,7 @@ another package, never a front end.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -159,10 +160,17 @@ def import_transcript(src: str | os.PathLike[str], dest: str | os.PathLike[str],
     if source_format is not None and source_format not in FORMATS:
         raise ValueError(f"source_format must be one of {', '.join(FORMATS)}, not {source_format!r}")
     source, target = Path(src), Path(dest)
+    # Worked on as absolute paths, so that a chdir meanwhile (another thread's)
+    # moves neither the source, the destination nor its temporary file; the
+    # results name them as the caller did.
+    here_source, here_target = source.absolute(), target.absolute()
     if source.is_dir():
         with one_listing_per_folder():
-            return _import_folder(source, target, source_format, force)
-    return [_import_file(source, target, source_format, force)]
+            done = _import_folder(here_source, here_target, source_format, force)
+        return [dataclasses.replace(r, source=source / r.source.relative_to(here_source),
+                                    dest=target / r.dest.relative_to(here_target)) for r in done]
+    return [dataclasses.replace(_import_file(here_source, here_target, source_format, force),
+                                source=source, dest=target)]
 
 
 def _import_folder(source: Path, target: Path, source_format: str | None, force: bool) -> list[ImportResult]:
