@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from agent_transcript import Message, Session, SessionLocked, _core
+from interrupt import stopped_by_a_signal
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "cli"
 READABLE = ["clean.jsonl", "pending.jsonl", "torn.jsonl", "records.jsonl", "corrupt_mid.jsonl",
@@ -286,10 +287,6 @@ def test_a_symlink_archives_the_file_it_names(tmp_path: Path) -> None:
     assert not target.exists() and unpacked(dest) == (DATA / "clean.jsonl").read_bytes()
 
 
-class Stopped(Exception):
-    """What the test's signal handler raises."""
-
-
 def test_a_signal_during_the_compression_stops_it_with_its_handlers_exception(tmp_path: Path) -> None:
     """The core asks Python's signal handlers between chunks (its own tests count
     the questions): a Ctrl-C stops an archive of a GiB at once instead of a
@@ -298,19 +295,8 @@ def test_a_signal_during_the_compression_stops_it_with_its_handlers_exception(tm
     path = tmp_path / "run.jsonl"
     big_transcript(path, 30_000)
     original = path.read_bytes()
-
-    def stop(signum: int, frame: object) -> None:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        raise Stopped
-
-    previous = signal.signal(signal.SIGALRM, stop)
-    try:
-        signal.setitimer(signal.ITIMER_REAL, 0.001, 0.001)
-        with pytest.raises(Stopped):
-            Session.archive(path)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    with stopped_by_a_signal() as stopped, pytest.raises(stopped):
+        Session.archive(path)
     assert path.read_bytes() == original
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.jsonl"]
     assert unpacked(Session.archive(path)) == original  # and it is done when asked again

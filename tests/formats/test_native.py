@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from agent_transcript.inspect.sources import native_import
 from agent_transcript import formats
 from agent_transcript.formats import import_transcript
+from interrupt import stopped_by_a_signal
 
 from .sources import ABORTED, BASIC, G2, PARALLEL, REPLACEMENT, ROLLBACK, SIDECHAIN, SOURCES, Source, lines
 
@@ -106,10 +107,6 @@ def test_native_output_equals_python_output_on_generated_rollouts(
     assert native == python
 
 
-class Stopped(Exception):
-    """What the test's signal handler raises."""
-
-
 @pytest.mark.parametrize("fmt", ["claude-code", "codex"])
 def test_a_signal_during_the_native_passes_stops_the_import_with_its_handlers_exception(
         tmp_path: Path, fmt: str) -> None:
@@ -117,24 +114,11 @@ def test_a_signal_during_the_native_passes_stops_the_import_with_its_handlers_ex
     Rust tests count the questions): the handler's own exception, as raised (a
     Ctrl-C's KeyboardInterrupt, or this one), ends the import, which leaves
     nothing behind."""
-    import signal
-
     src = tmp_path / "source.jsonl"
     (import_gen.write_claude_code if fmt == "claude-code" else import_gen.write_codex)(str(src), 16 << 20)
     dest = tmp_path / "out" / "imported.jsonl"
-
-    def stop(signum: int, frame: object) -> None:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        raise Stopped
-
-    previous = signal.signal(signal.SIGALRM, stop)
-    try:
-        signal.setitimer(signal.ITIMER_REAL, 0.001, 0.001)
-        with pytest.raises(Stopped):
-            import_transcript(src, dest)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    with stopped_by_a_signal() as stopped, pytest.raises(stopped):
+        import_transcript(src, dest)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["source.jsonl"]
     import_transcript(src, dest)  # and it is done when asked again
     assert dest.exists()
