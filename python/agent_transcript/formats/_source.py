@@ -330,8 +330,10 @@ class Destination:
         except BaseException:
             self.abort()
             raise
-        self._file.close()
-        self._end_turn()
+        try:
+            self._file.close()
+        finally:
+            self._end_turn()
         try:
             dfd = os.open(self.dest.parent, os.O_RDONLY)
         except OSError:
@@ -345,19 +347,21 @@ class Destination:
 
     def abort(self) -> None:
         try:
-            self._file.close()
-        except OSError:
-            pass
-        try:
-            os.unlink(self.temp)
-        except FileNotFoundError:
-            pass
-        for parent in reversed(self._made):  # the folders made for it, if still empty
             try:
-                os.rmdir(parent)
+                self._file.close()
             except OSError:
-                break
-        self._end_turn()
+                pass
+            try:
+                os.unlink(self.temp)
+            except FileNotFoundError:
+                pass
+            for parent in reversed(self._made):  # the folders made for it, if still empty
+                try:
+                    os.rmdir(parent)
+                except OSError:
+                    break
+        finally:
+            self._end_turn()
 
 
 # The destinations this process is importing into, by temporary file: a lock
