@@ -6,8 +6,11 @@ What follow does when the file changes under it:
   held, not reported; whenever the file's size changes while one is held, it
   is read again from the file, so bytes a writer cut back (a failed append
   truncated to its last good length) are never glued onto the next line.
-* It shrinks below what was read (truncated in place, ``copytruncate``): it is
-  read again from its start.
+* It shrinks below what was read (truncated in place, ``copytruncate``), or
+  the bytes already read change (emptied and written again past that point
+  between two polls, so that its size never showed it): it is read again from
+  its start. The first and the last bytes read are compared at each poll
+  (:class:`ReadEdges`).
 * Another file appears at the path (a different inode). A tail repair renames
   the good prefix of the old file over it, byte for byte: when the new file
   starts with the same bytes as the old one up to the end of the last envelope
@@ -31,7 +34,7 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import _core
@@ -41,6 +44,42 @@ from .errors import CorruptTranscript
 
 _BLANK = b" \t\r"
 _CHUNK = 1 << 20
+# Bytes kept of the start and of the end of what was read: a new transcript's
+# first line has an id and a time of its own, and the end of the last line
+# read names that line's.
+_EDGE = 256
+
+
+class ReadEdges:
+    """The first and the last bytes read of a file that is read as it grows, to
+    tell a file rewritten in place (the same inode, at least as long) from one
+    that only grew: a writer that appends never changes a byte already read."""
+
+    def __init__(self) -> None:
+        self.end = 0          # where what was read ends
+        self.head = b""       # its first bytes (up to _EDGE)
+        self.tail = b""       # its last bytes, ending at `end` (up to _EDGE)
+
+    def reset(self, fd: int, end: int) -> None:
+        """Takes the file's first ``end`` bytes as read (nothing, for 0)."""
+        edge = min(_EDGE, end)
+        self.end = end
+        self.head = os.pread(fd, edge, 0) if edge else b""
+        self.tail = os.pread(fd, edge, end - edge) if edge else b""
+
+    def read(self, data: bytes | memoryview, n: int) -> None:
+        """Takes the first ``n`` bytes of ``data``, which starts at :attr:`end`, as read."""
+        if self.end < _EDGE and len(self.head) == self.end:
+            self.head += bytes(data[:min(n, _EDGE - self.end)])
+        self.tail = (self.tail + bytes(data[max(0, n - _EDGE):n]))[-_EDGE:]
+        self.end += n
+
+    def changed(self, fd: int) -> bool:
+        """Whether the file at ``fd`` no longer holds what was read, as it was."""
+        if not self.end:
+            return False
+        return (os.pread(fd, len(self.head), 0) != self.head
+                or os.pread(fd, len(self.tail), self.end - len(self.tail)) != self.tail)
 
 
 @dataclass
@@ -53,10 +92,12 @@ class _Place:
     pending: bytes = b""    # what follows `offset`: the start of a line whose "\n" has not arrived
     kept: int = 0           # the end of the last envelope reported (its "\n" included)
     kept_number: int = 0    # and its line number
+    edges: ReadEdges = field(default_factory=ReadEdges)  # of the bytes before `offset`
 
     def restart(self, offset: int = 0, number: int = 0) -> None:
         self.offset, self.number, self.pending = offset, number, b""
         self.kept, self.kept_number = offset, number
+        self.edges.reset(self.fd, offset)
 
 
 def follow(path: Path, *, poll: float = 0.1, idle_timeout: float | None = None,
@@ -70,14 +111,15 @@ def follow(path: Path, *, poll: float = 0.1, idle_timeout: float | None = None,
     try:
         while True:
             size = os.fstat(at.fd).st_size
-            if size < at.offset:
-                at.restart()  # truncated in place: what was read is gone
+            if size < at.offset or at.edges.changed(at.fd):
+                at.restart()  # truncated or rewritten in place: what was read is gone
                 told("truncated")
             elif at.pending and size != at.offset + len(at.pending):
                 at.pending = b""  # the held fragment changed: read it again, whole
             if size > at.offset + len(at.pending):
                 data = at.pending + os.pread(at.fd, _CHUNK, at.offset + len(at.pending))
                 *whole, at.pending = data.split(b"\n")
+                at.edges.read(data, len(data) - len(at.pending))
                 for line in whole:
                     at.offset += len(line) + 1
                     at.number += 1

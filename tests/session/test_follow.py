@@ -249,3 +249,27 @@ def test_follow_after_an_in_place_truncation_reads_from_the_start(tmp_path: Path
     finally:
         stop(gen)
     assert [(e.id, e.line) for e in got] == [("meta2", 1), ("n1", 2)]
+
+
+@pytest.mark.parametrize("longer", [True, False], ids=["outgrew-what-was-read", "same-size"])
+def test_follow_after_an_in_place_rewrite_between_polls_reads_from_the_start(
+        tmp_path: Path, longer: bool) -> None:
+    # Emptied and written again in place between two polls, to at least the
+    # length already read: the size alone never goes below the offset.
+    from agent_transcript.follow import follow
+    p = tmp_path / "run.jsonl"
+    old = write(p, meta("meta1"), msg("m1"), msg("m2"))
+    told: list[str] = []
+    gen = follow(p, poll=0.01, idle_timeout=5, on_restart=told.append)
+    try:
+        assert [next(gen).id for _ in range(3)] == ["meta1", "m1", "m2"]
+        new = [meta("meta9"), msg("n1"), msg("n2")] + ([msg("n3", content="more " * 40)] if longer else [])
+        with open(p, "r+b") as f:            # the same inode, never shorter than what was read
+            f.write(b"".join(new))
+        assert os.path.getsize(p) >= len(old)
+        got = [next(gen) for _ in range(len(new))]
+    finally:
+        stop(gen)
+    assert [(e.id, e.line) for e in got] == [(e, n) for n, e in enumerate(
+        ["meta9", "n1", "n2", "n3"][:len(new)], 1)]
+    assert told == ["truncated"]

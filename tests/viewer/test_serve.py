@@ -148,6 +148,39 @@ def test_events_reset_the_page_when_another_file_takes_the_path(tmp_path: Path) 
         c.close()
 
 
+def test_events_reset_the_page_when_the_file_is_written_again_in_place(tmp_path: Path) -> None:
+    """Emptied and written again in place (the same inode), past what the page
+    shows, between two polls: its size never went below the page's end, but
+    the page's lines are not in it any more."""
+    src = tmp_path / "live.jsonl"
+    with Session.create(src) as s:
+        s.append_message(Message.user("the first run"))
+    size = src.stat().st_size
+    with served(tmp_path) as base:
+        c, r = _stream(base, "live.jsonl", size, 3)
+        other = tmp_path / "other.jsonl"
+        with Session.create(other) as s:
+            s.append_message(Message.user("a second run, longer than the first one was " * 3))
+        with open(src, "r+b") as f:
+            f.write(other.read_bytes())
+        assert _read_event(r) == {"event": "reset", "data": "{}"}
+        c.close()
+
+
+def test_events_send_every_line_of_a_big_append_once(tmp_path: Path) -> None:
+    src = tmp_path / "live.jsonl"
+    with Session.create(src) as s:
+        s.append_message(Message.user("start"))
+    size = src.stat().st_size
+    with served(tmp_path) as base:
+        c, r = _stream(base, "live.jsonl", size, 3)
+        append_line(src, b"".join(envelope_line(i, f"line {i}") for i in range(1, 2001)))
+        got = [json.loads(_read_event(r)["data"]) for _ in range(2000)]
+        assert [d["line"] for d in got] == list(range(3, 2003))
+        assert [json.loads(d["raw"])["payload"]["content"] for d in got] == [f"line {i}" for i in range(1, 2001)]
+        c.close()
+
+
 def test_events_never_wait_on_a_fifo_put_at_the_path(tmp_path: Path) -> None:
     """Opening a FIFO waits for a writer: the stream would hang there for good.
     It goes on with the file it has, as ``follow`` does."""

@@ -10,7 +10,8 @@ many files at once (:mod:`.ends`: ``read_ends``), the counts and sizes (:mod:`.s
 file's rows as columns for an export (:mod:`.columns`), ``follow_file``
 (``Session.follow`` that also tells when it starts the file again: a
 truncation, a rotation; ``same_prefix``, how it tells a repair's swap from a
-rotation), and where the files
+rotation; ``ReadEdges``, how it tells a file rewritten in place from one that
+grew), and where the files
 that belong to a transcript go (:mod:`.paths`: ``beside``, ``artifacts_folder``,
 ``open_regular``). Every
 verdict and replayed state is the core's, from the code load itself runs.
@@ -28,7 +29,7 @@ from __future__ import annotations
 from .check import CheckReport, check_path, check_report
 from .columns import ColumnBatch, ColumnData, FileColumns, status_of
 from .ends import Ends, read_ends
-from ..follow import follow as follow_file, same_prefix
+from ..follow import ReadEdges, follow as follow_file, same_prefix
 from .files import Unreadable, describe_os_error, os_error_reason, require_file
 from .reader import CompactionEffect, Later, LiveMessage, Reading, Refusal, RewindEffect, Tail, excerpt, open_file, read, tail
 from .stats import (
@@ -48,6 +49,7 @@ from .values import ToolCall, compact, content_size, content_text, tool_call_par
 __all__ = [
     "follow_file",
     "same_prefix",
+    "ReadEdges",
     "Reading",
     "read",
     "excerpt",

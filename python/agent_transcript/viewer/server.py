@@ -32,7 +32,7 @@ from typing import Any
 
 from .. import fleet
 from ..inspect.paths import open_regular, open_stored_artifact
-from ..inspect import Reading, open_file, read, same_prefix
+from ..inspect import ReadEdges, Reading, open_file, read, same_prefix
 from .markup import text
 from .page import PageData, assets, csp, data_islands, ended_banner, head, records, script_tag, summary_panel, take_line, verdict
 from .render import BIG_LINE, Annotator, anchor, island_bytes, shorten, size_text
@@ -447,6 +447,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             ino = os.fstat(f.fileno()).st_ino
+            edges = ReadEdges()  # of what the page shows, to tell a rewrite in place
+            edges.reset(f.fileno(), pos)
             self.wfile.write(b"retry: 1000\n\n")
             self.wfile.flush()
             if tail_from is not None:
@@ -478,9 +480,12 @@ class _Handler(BaseHTTPRequestHandler):
                         f.close()
                         f = new
                         ino = os.fstat(f.fileno()).st_ino
+                        edges.reset(f.fileno(), pos)
                         held = b""  # the held half line is read again from the new file
                 size = os.fstat(f.fileno()).st_size
-                if size < pos:  # cut below what was shown: the page must start again
+                if size < pos or edges.changed(f.fileno()):
+                    # Cut below what was shown, or written again in place past it: the
+                    # page must start again.
                     self.wfile.write(b"event: reset\ndata: {}\n\n")
                     self.wfile.flush()
                     return
@@ -489,9 +494,10 @@ class _Handler(BaseHTTPRequestHandler):
                 if size > pos + len(held):
                     f.seek(pos + len(held))
                     held += f.read(min(size - pos - len(held), 8 << 20))
+                    edges.read(held, held.rfind(b"\n") + 1)
                     sent = False
-                    while b"\n" in held:
-                        raw, held = held.split(b"\n", 1)
+                    *whole, held = held.split(b"\n")  # one split: not one copy of the rest per line
+                    for raw in whole:
                         pos += len(raw) + 1
                         if raw.strip():
                             self._send_event("rec", {"line": line, "raw": _text(raw)}, f"{pos}.{line}")
