@@ -9,7 +9,10 @@ its peak RSS is its own): the baseline (read every line, ``json.loads`` it,
 drop it) and ``agent_transcript.formats.import_transcript``. Prints MB/s (of
 wall time, and of the child's CPU time: on a shared machine the wall time
 says as much about the neighbours) and peak RSS for both, and the peak as a
-fraction of the file. ``--reuse`` keeps the generated sources in ``--dir``
+fraction of the file. Beside them, the write floor: the imported file's bytes
+copied into a new file and fsynced, nothing converted (no import can be
+faster than writing what it writes), with the import's MB/s as a fraction of
+the floor's. ``--reuse`` keeps the generated sources in ``--dir``
 (``claude-code-<mb>.jsonl``, ``codex-<mb>.jsonl``) and uses them again when
 they are there (generating 1 GiB takes minutes of CPU).
 """
@@ -49,6 +52,21 @@ u = resource.getrusage(resource.RUSAGE_SELF)
 print(time.perf_counter() - t, u.ru_maxrss * 1024, u.ru_utime + u.ru_stime)
 """
 
+# The import's output written again to a new file, as the import writes it (a
+# MiB at a time, then fsync): what the machine's page cache and disk allow.
+_WRITE_FLOOR = """
+import os, resource, sys, time
+src, dest = sys.argv[1], sys.argv[2]
+t = time.perf_counter()
+with open(src, "rb") as f, open(dest, "wb") as out:
+    while chunk := f.read(1 << 20):
+        out.write(chunk)
+    out.flush()
+    os.fsync(out.fileno())
+u = resource.getrusage(resource.RUSAGE_SELF)
+print(time.perf_counter() - t, u.ru_maxrss * 1024, u.ru_utime + u.ru_stime)
+"""
+
 
 def _child(code: str, *args: str) -> tuple[float, int, float]:
     """Wall seconds, peak RSS and CPU seconds (user + system: the machine may be shared) of ``code``."""
@@ -78,6 +96,8 @@ def main() -> None:
         base_s, base_rss, base_cpu = _child(_BASELINE, str(src))
         imp_s, imp_rss, imp_cpu = _child(_IMPORT, str(src), str(folder / f"{kind}.imported.jsonl"))
         out_size = os.path.getsize(folder / f"{kind}.imported.jsonl")
+        floor_s, _, _ = _child(_WRITE_FLOOR, str(folder / f"{kind}.imported.jsonl"), str(folder / f"{kind}.floor"))
+        os.unlink(folder / f"{kind}.floor")
         rows.append({
             "format": kind, "source-bytes": size, "imported-bytes": out_size,
             "json.loads MB/s": round(size / MIB / base_s, 1), "json.loads peak RSS MiB": round(base_rss / MIB, 1),
@@ -85,6 +105,8 @@ def main() -> None:
             "import MB/s": round(size / MIB / imp_s, 1), "import peak RSS MiB": round(imp_rss / MIB, 1),
             "import MB/s of CPU": round(size / MIB / imp_cpu, 1),
             "import peak / file": round(imp_rss / size, 2),
+            "write floor MB/s": round(size / MIB / floor_s, 1),
+            "import / write floor": round(floor_s / imp_s, 2),
         })
         os.unlink(folder / f"{kind}.imported.jsonl")
         if not args.reuse:

@@ -256,3 +256,37 @@ def test_threads_importing_into_one_destination_take_turns(tmp_path: Path, force
         assert all(isinstance(e, FileExistsError) and e.filename == str(dest) for e in errors)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["alone.jsonl", "run.jsonl", "session.jsonl"]
     assert _source._TURNS == {}
+
+
+@settings(max_examples=60, deadline=None)
+@given(spool_bytes=st.binary(max_size=4000), stretch=st.integers(1, 700),
+       in_kernel=st.booleans(), after=st.binary(max_size=50))
+def test_the_spool_is_copied_whole_and_in_order_and_left_empty(
+        tmp_path_factory: pytest.TempPathFactory, spool_bytes: bytes, stretch: int, in_kernel: bool,
+        after: bytes) -> None:
+    # Copied from its end backwards, a stretch at a time, each cut off the spool:
+    # the destination must still be the envelope before it, the spool, in order,
+    # then what is written after it (at the end, not where the last copy was).
+    import contextlib
+    import tempfile
+    from unittest import mock
+
+    from agent_transcript.formats import _source
+
+    folder = tmp_path_factory.mktemp("spool")
+    dest = folder / "out.jsonl"
+    with contextlib.ExitStack() as patched:
+        patched.enter_context(mock.patch.object(_source, "_SPOOL_STRETCH", stretch))
+        if not in_kernel:  # a file system where copy_file_range cannot copy
+            patched.enter_context(mock.patch.object(os, "copy_file_range",
+                                                    side_effect=OSError(18, "Invalid cross-device link")))
+        out = _source.Destination(dest, force=False)
+        out.write("session-meta", "m", "2026-01-01T00:00:00.000000Z", {})
+        with tempfile.TemporaryFile(dir=folder) as spool:
+            spool.write(spool_bytes)
+            out.copy_from(spool)
+            assert os.fstat(spool.fileno()).st_size == 0
+        os.write(out.flushed_fileno(), after)
+        out.commit()
+    head = b'{"id":"m","payload":{},"ts":"2026-01-01T00:00:00.000000Z","type":"session-meta","v":1}\n'
+    assert dest.read_bytes() == head + spool_bytes + after
