@@ -1,36 +1,14 @@
 //! The `.jsonl.zst` archive calls: compress and decompress between descriptors,
 //! the GIL released for the byte work.
 
-use std::fs::File;
 use std::io;
-use std::os::fd::{BorrowedFd, RawFd};
+use std::os::fd::RawFd;
 
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use transcript_core::archive;
 
+use crate::fds::{dup, pass_error};
 use crate::signals::Signals;
-use crate::transcript::os_error;
-
-fn borrowed_file(fd: RawFd) -> PyResult<File> {
-    if fd < 0 {
-        return Err(PyValueError::new_err("invalid file descriptor"));
-    }
-    // SAFETY: the caller keeps `fd` open for this call; it is only duplicated.
-    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
-    borrowed
-        .try_clone_to_owned()
-        .map(File::from)
-        .map_err(|e| os_error(&e))
-}
-
-fn convert(e: &io::Error) -> PyErr {
-    if e.kind() == io::ErrorKind::InvalidData {
-        PyValueError::new_err(e.to_string())
-    } else {
-        os_error(e)
-    }
-}
 
 /// `zstd_compress(src_fd, length, dst_fd, level, /)`: the first `length` bytes
 /// of `src_fd`'s file (read with pread) as one zstd frame appended to
@@ -44,12 +22,12 @@ pub fn zstd_compress(
     dst_fd: RawFd,
     level: i32,
 ) -> PyResult<u64> {
-    let src = borrowed_file(src_fd)?;
-    let mut dst = borrowed_file(dst_fd)?;
+    let src = dup(src_fd)?;
+    let mut dst = dup(dst_fd)?;
     let signals = Signals::new();
     let stop = || signals.check();
     py.detach(|| archive::compress(&src, length, &mut dst, level, &stop))
-        .map_err(|e| signals.raised(&e, convert))
+        .map_err(|e| signals.raised(&e, pass_error))
 }
 
 /// `zstd_decompress(src_fd, dst_fd, /)`: the zstd stream that is all of
@@ -58,8 +36,8 @@ pub fn zstd_compress(
 #[pyfunction]
 #[pyo3(signature = (src_fd, dst_fd, /))]
 pub fn zstd_decompress(py: Python<'_>, src_fd: RawFd, dst_fd: RawFd) -> PyResult<u64> {
-    let src = borrowed_file(src_fd)?;
-    let mut dst = io::BufWriter::with_capacity(1 << 20, borrowed_file(dst_fd)?);
+    let src = dup(src_fd)?;
+    let mut dst = io::BufWriter::with_capacity(1 << 20, dup(dst_fd)?);
     let signals = Signals::new();
     let stop = || signals.check();
     py.detach(|| {
@@ -67,7 +45,7 @@ pub fn zstd_decompress(py: Python<'_>, src_fd: RawFd, dst_fd: RawFd) -> PyResult
         io::Write::flush(&mut dst)?;
         Ok::<u64, io::Error>(n)
     })
-    .map_err(|e| signals.raised(&e, convert))
+    .map_err(|e| signals.raised(&e, pass_error))
 }
 
 /// `zstd_matches(archive_fd, original_fd, length, /)`: whether the archive
@@ -80,12 +58,12 @@ pub fn zstd_matches(
     original_fd: RawFd,
     length: u64,
 ) -> PyResult<bool> {
-    let packed = borrowed_file(archive_fd)?;
-    let original = borrowed_file(original_fd)?;
+    let packed = dup(archive_fd)?;
+    let original = dup(original_fd)?;
     let signals = Signals::new();
     let stop = || signals.check();
     py.detach(|| archive::matches(&packed, &original, length, &stop))
-        .map_err(|e| signals.raised(&e, convert))
+        .map_err(|e| signals.raised(&e, pass_error))
 }
 
 /// The level `archive` writes.

@@ -6,35 +6,14 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter};
-use std::os::fd::{BorrowedFd, RawFd};
+use std::os::fd::RawFd;
 
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use transcript_core::import_run::{write_source_lines, Imported};
 use transcript_core::import_value::Ids;
 
+use crate::fds::{dup, pass_error};
 use crate::signals::Signals;
-use crate::transcript::os_error;
-
-fn borrowed_file(fd: RawFd) -> PyResult<File> {
-    if fd < 0 {
-        return Err(PyValueError::new_err("invalid file descriptor"));
-    }
-    // SAFETY: the caller keeps `fd` open for this call; it is only duplicated.
-    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
-    borrowed
-        .try_clone_to_owned()
-        .map(File::from)
-        .map_err(|e| os_error(&e))
-}
-
-fn convert(e: &io::Error) -> PyErr {
-    if e.kind() == io::ErrorKind::InvalidData {
-        PyValueError::new_err(e.to_string())
-    } else {
-        os_error(e)
-    }
-}
 
 fn ts_text(ts: &[u8; 27]) -> String {
     String::from_utf8_lossy(ts).into_owned()
@@ -88,7 +67,7 @@ impl NativeImport {
     /// to `dest_fd`'s file; `ids_used` is how many ids the file has so far.
     #[pyo3(signature = (dest_fd, ids_used, /))]
     fn write_lines(&self, py: Python<'_>, dest_fd: RawFd, ids_used: u64) -> PyResult<()> {
-        let dest = borrowed_file(dest_fd)?;
+        let dest = dup(dest_fd)?;
         let src = &self.src;
         let done = &self.done;
         let signals = Signals::new();
@@ -99,7 +78,7 @@ impl NativeImport {
             let mut out = BufWriter::with_capacity(1 << 20, &dest);
             write_source_lines(src, &done.lines, &mut ids, done.last_ts, &mut out, &stop)
         })
-        .map_err(|e| signals.raised(&e, convert))
+        .map_err(|e| signals.raised(&e, pass_error))
     }
 }
 
@@ -114,8 +93,8 @@ pub fn import_native(
     src_fd: RawFd,
     spool_fd: RawFd,
 ) -> PyResult<Py<PyAny>> {
-    let src = borrowed_file(src_fd)?;
-    let spool = borrowed_file(spool_fd)?;
+    let src = dup(src_fd)?;
+    let spool = dup(spool_fd)?;
     let signals = Signals::new();
     let stop = || signals.check();
     let result = py
@@ -131,7 +110,7 @@ pub fn import_native(
             out.into_inner().map_err(|e| e.into_error())?;
             Ok(r)
         })
-        .map_err(|e| signals.raised(&e, convert))?;
+        .map_err(|e| signals.raised(&e, pass_error))?;
     match result {
         Ok(done) => Ok(Py::new(py, NativeImport { src, done })?.into_any()),
         Err(why) => Ok(pyo3::types::PyString::new(py, why.0).into_any().unbind()),
@@ -143,9 +122,9 @@ pub fn import_native(
 #[pyfunction]
 #[pyo3(signature = (src_fd, limit, /))]
 pub fn zstd_head(py: Python<'_>, src_fd: RawFd, limit: usize) -> PyResult<Py<PyAny>> {
-    let src = borrowed_file(src_fd)?;
+    let src = dup(src_fd)?;
     let head = py
         .detach(|| transcript_core::import_run::zstd_head(&src, limit))
-        .map_err(|e| convert(&e))?;
+        .map_err(|e| pass_error(&e))?;
     Ok(pyo3::types::PyBytes::new(py, &head).into_any().unbind())
 }

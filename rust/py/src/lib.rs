@@ -12,6 +12,7 @@ mod columns;
 mod decode;
 mod errors;
 mod excerpt;
+mod fds;
 mod import_native;
 mod listing;
 mod page;

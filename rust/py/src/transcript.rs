@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::fd::{BorrowedFd, RawFd};
+use std::os::fd::RawFd;
 
 use pyo3::exceptions::{PyIndexError, PyOSError, PyValueError};
 use pyo3::prelude::*;
@@ -27,6 +27,7 @@ use crate::decode::loads;
 use crate::errors::{
     CorruptTranscript, SessionBroken, ToolOperationError, UnknownId, UnsupportedVersion,
 };
+use crate::fds::dup;
 
 /// An `OSError` that keeps errno, so Python picks the right subclass, and says
 /// what Python's own would (`strerror`), without Rust's " (os error N)".
@@ -40,19 +41,6 @@ pub fn os_error(e: &io::Error) -> PyErr {
         }
         None => PyOSError::new_err(text),
     }
-}
-
-fn dup(fd: RawFd) -> PyResult<File> {
-    if fd < 0 {
-        return Err(PyValueError::new_err("invalid file descriptor"));
-    }
-    // SAFETY: the caller passes a descriptor it keeps open for this call; we
-    // only borrow it long enough to duplicate it into one we own.
-    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
-    borrowed
-        .try_clone_to_owned()
-        .map(File::from)
-        .map_err(|e| os_error(&e))
 }
 
 fn file_size(file: &File) -> PyResult<u64> {
