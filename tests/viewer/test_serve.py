@@ -7,6 +7,8 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from agent_transcript import Message, Session, canonical_json
 from agent_transcript.viewer.server import picker_row
 
@@ -121,6 +123,14 @@ def test_events_hold_a_half_line_and_follow_a_repair(tmp_path: Path) -> None:
         c.close()
 
 
+def _live(tmp_path: Path, first: str = "start") -> tuple[Path, int]:
+    """A transcript ``live.jsonl`` of one user message, and its size: where a page ends."""
+    src = tmp_path / "live.jsonl"
+    with Session.create(src) as s:
+        s.append_message(Message.user(first))
+    return src, src.stat().st_size
+
+
 def _stream(base: str, name: str, offset: int, line: int) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
     port = int(base.rsplit(":", 1)[1].strip("/"))
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
@@ -130,48 +140,31 @@ def _stream(base: str, name: str, offset: int, line: int) -> tuple[http.client.H
     return c, r
 
 
-def test_events_reset_the_page_when_another_file_takes_the_path(tmp_path: Path) -> None:
-    """A rotation (the run renamed away, a new one begun at the path) is not a
-    repair: the page's lines are not the new file's start, so the stream says
-    reset (the page reloads) instead of sending the new file's middle as the
-    next records."""
-    src = tmp_path / "live.jsonl"
-    with Session.create(src) as s:
-        s.append_message(Message.user("the first run"))
-    size = src.stat().st_size
-    with served(tmp_path) as base:
-        c, r = _stream(base, "live.jsonl", size, 3)
-        src.rename(tmp_path / "live.1.jsonl")
-        with Session.create(src) as s:
-            s.append_message(Message.user("a second run, longer than the first one was " * 3))
-        assert _read_event(r) == {"event": "reset", "data": "{}"}
-        c.close()
-
-
-def test_events_reset_the_page_when_the_file_is_written_again_in_place(tmp_path: Path) -> None:
-    """Emptied and written again in place (the same inode), past what the page
-    shows, between two polls: its size never went below the page's end, but
-    the page's lines are not in it any more."""
-    src = tmp_path / "live.jsonl"
-    with Session.create(src) as s:
-        s.append_message(Message.user("the first run"))
-    size = src.stat().st_size
+@pytest.mark.parametrize("how", ["rotated", "rewritten-in-place"])
+def test_events_reset_the_page_when_another_run_takes_the_path(tmp_path: Path, how: str) -> None:
+    """Another run at the path, whether the old one was renamed away (a
+    rotation, not a repair) or the file was emptied and written again in place
+    past the page's end between two polls (its size never went below it): the
+    page's lines are not the new file's start, so the stream says reset (the
+    page reloads) instead of sending the new file's middle as the next records."""
+    src, size = _live(tmp_path, "the first run")
     with served(tmp_path) as base:
         c, r = _stream(base, "live.jsonl", size, 3)
         other = tmp_path / "other.jsonl"
         with Session.create(other) as s:
             s.append_message(Message.user("a second run, longer than the first one was " * 3))
-        with open(src, "r+b") as f:
-            f.write(other.read_bytes())
+        if how == "rotated":
+            src.rename(tmp_path / "live.1.jsonl")
+            other.rename(src)
+        else:
+            with open(src, "r+b") as f:  # the same inode
+                f.write(other.read_bytes())
         assert _read_event(r) == {"event": "reset", "data": "{}"}
         c.close()
 
 
 def test_events_send_every_line_of_a_big_append_once(tmp_path: Path) -> None:
-    src = tmp_path / "live.jsonl"
-    with Session.create(src) as s:
-        s.append_message(Message.user("start"))
-    size = src.stat().st_size
+    src, size = _live(tmp_path)
     with served(tmp_path) as base:
         c, r = _stream(base, "live.jsonl", size, 3)
         append_line(src, b"".join(envelope_line(i, f"line {i}") for i in range(1, 2001)))
@@ -186,10 +179,7 @@ def test_events_never_wait_on_a_fifo_put_at_the_path(tmp_path: Path) -> None:
     It goes on with the file it has, as ``follow`` does."""
     import os
 
-    src = tmp_path / "live.jsonl"
-    with Session.create(src) as s:
-        s.append_message(Message.user("start"))
-    size = src.stat().st_size
+    src, size = _live(tmp_path)
     with served(tmp_path) as base:
         c, r = _stream(base, "live.jsonl", size, 3)
         moved = tmp_path / "moved.jsonl"
