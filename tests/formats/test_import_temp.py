@@ -290,3 +290,46 @@ def test_the_spool_is_copied_whole_and_in_order_and_left_empty(
         out.commit()
     head = b'{"id":"m","payload":{},"ts":"2026-01-01T00:00:00.000000Z","type":"session-meta","v":1}\n'
     assert dest.read_bytes() == head + spool_bytes + after
+
+
+def test_a_folder_import_syncs_each_folder_once_at_its_end(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each file's bytes are synced before its rename; the folders' names once
+    # each, after the last file: made folders in their parents too, deepest first.
+    from agent_transcript.formats import _source
+
+    src = tmp_path / "src"
+    for name in ("a/one.jsonl", "a/two.jsonl", "b/c/three.jsonl"):
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_bytes(SESSION)
+    out = tmp_path / "out"
+    synced: list[tuple[Path, int]] = []
+    real = _source._sync_names
+    monkeypatch.setattr(_source, "_sync_names", lambda folder: (
+        synced.append((folder, len(list(out.rglob("*.jsonl"))))), real(folder))[-1])
+    import_transcript(src, out)
+    assert sorted(f for f, _ in synced) == sorted({out, out / "a", out / "b", out / "b" / "c", tmp_path})
+    assert len(synced) == len({f for f, _ in synced})          # once each
+    assert all(files == 3 for _, files in synced)              # after every rename
+    depths = [len(f.parts) for f, _ in synced]
+    assert depths == sorted(depths, reverse=True)
+    synced.clear()
+    import_transcript(src / "a" / "one.jsonl", tmp_path / "single" / "one.jsonl")
+    assert [f for f, _ in synced] == [tmp_path / "single", tmp_path]  # a single file: at once
+
+
+def test_a_folder_import_that_fails_still_syncs_the_folders_of_what_it_imported(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_transcript.formats import _source
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("a.jsonl", "b.jsonl"):
+        (src / name).write_bytes(SESSION)
+    out = tmp_path / "out"
+    (out / "b.jsonl").mkdir(parents=True)   # the second destination cannot be written
+    synced: list[Path] = []
+    monkeypatch.setattr(_source, "_sync_names", synced.append)
+    with pytest.raises(OSError):
+        import_transcript(src, out)
+    assert (out / "a.jsonl").is_file() and synced == [out]

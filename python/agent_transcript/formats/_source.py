@@ -366,16 +366,14 @@ class Destination:
             self._file.close()
         finally:
             self._end_turn()
-        try:
-            dfd = os.open(self.dest.parent, os.O_RDONLY)
-        except OSError:
+        # The new name, and the folders made for it, each in its own parent.
+        folders = [self.dest.parent, *(p.parent for p in self._made)]
+        deferred = _NAMES_TO_SYNC.get()
+        if deferred is not None:
+            deferred.update(folders)
             return
-        try:
-            os.fsync(dfd)
-        except OSError:
-            pass
-        finally:
-            os.close(dfd)
+        for folder in folders:
+            _sync_names(folder)
 
     def abort(self) -> None:
         try:
@@ -471,6 +469,45 @@ def _locked_temp(temp: Path) -> int:
 # of a few thousand sessions made the import quadratic.
 _LISTINGS: contextvars.ContextVar[dict[Path, dict[str, list[str]]] | None] = contextvars.ContextVar(
     "_LISTINGS", default=None)
+
+
+# Folders whose new names are made durable once, when the folder import ends
+# (see one_fsync_per_folder), or None: each import makes its own at once.
+_NAMES_TO_SYNC: contextvars.ContextVar[set[Path] | None] = contextvars.ContextVar(
+    "agent_transcript_names_to_sync", default=None)
+
+
+def _sync_names(folder: Path) -> None:
+    """fsync ``folder``, so that the names renamed or made in it last; where a
+    folder cannot be opened or synced (some file systems), the data is already."""
+    try:
+        dfd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+
+
+@contextlib.contextmanager
+def one_fsync_per_folder() -> Iterator[None]:
+    """Within it, an import's :meth:`Destination.commit` leaves the fsync of
+    its folder to the end, when each folder is synced once, whatever ends it.
+    For the imports of a folder: every file's own bytes are synced before its
+    rename, so a crash before the end can lose only some new names, and the
+    next import of the folder imports those sources again."""
+    token = _NAMES_TO_SYNC.set(set())
+    try:
+        yield
+    finally:
+        folders = _NAMES_TO_SYNC.get() or set()
+        _NAMES_TO_SYNC.reset(token)
+        # Deepest first: a folder's own name is in its parent.
+        for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
+            _sync_names(folder)
 
 
 @contextlib.contextmanager
