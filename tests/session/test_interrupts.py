@@ -193,3 +193,67 @@ def test_close(fast_tmp: Path, durability: str) -> None:
 
     # The closed session's reader is new, so descriptors are counted after the retry.
     every_interrupt(prepare, lambda s: s.close(), after, check_leaks=False)
+
+
+def _bytes_read() -> int:
+    """What this process has read so far (``rchar``: every read and pread)."""
+    with open("/proc/self/io") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
+
+
+@pytest.fixture(scope="module")
+def big_transcript(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """128 MiB of messages: a pass over it takes long beside the few
+    milliseconds between two looks at the signal handlers, on a fast machine too."""
+    p = tmp_path_factory.mktemp("big") / "big.jsonl"
+    filler = "x" * 4000
+    write(p, meta(), *(msg(f"m{i}", content=filler) for i in range(32_000)))
+    return p
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="needs Linux's per-process I/O counts")
+@pytest.mark.parametrize("reader", ["load", "peek", "check"])
+def test_a_signal_ends_the_native_pass_of_a_big_transcript_where_it_is(big_transcript: Path, reader: str) -> None:
+    """The GIL is released while the core reads, so a Ctrl-C waited for the end
+    of the pass (1-2 s for 1.7 GiB). The core now runs Python's handlers
+    between stretches of a MiB (every 10 ms at most): the handler's exception
+    comes out of the native call before the file is all read, and nothing is
+    left held (the same call then succeeds)."""
+    import linecache
+    import signal
+
+    from agent_transcript.inspect import check_path
+
+    p = big_transcript
+    size = p.stat().st_size
+    call: Callable[[], Any] = {
+        "load": lambda: Session.load(p).close(),
+        "peek": lambda: Session.peek(p),
+        "check": lambda: check_path(p),
+    }[reader]
+
+    class Stopped(Exception):
+        pass
+
+    read_when_stopped: list[int] = []
+
+    def stop(signum: int, frame: Any) -> None:
+        # Only while a call into the core is the line being run: a signal
+        # heard in the Python around it proves nothing, and is let pass.
+        if frame is not None and "_core." in linecache.getline(frame.f_code.co_filename, frame.f_lineno):
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            read_when_stopped.append(_bytes_read() - before)
+            raise Stopped
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    try:
+        before = _bytes_read()
+        signal.setitimer(signal.ITIMER_REAL, 0.002, 0.002)
+        with pytest.raises(Stopped):
+            call()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    # Heard after the pass, the handler would find the whole file read (and more).
+    assert read_when_stopped and read_when_stopped[0] < size, (read_when_stopped, size)
+    call()

@@ -2061,6 +2061,7 @@ fn each_segment<R, E, F>(
     size: u64,
     lenient: bool,
     keyed: bool,
+    stop: crate::stop::Stop<'_>,
     mut take: F,
 ) -> Result<(), E>
 where
@@ -2104,6 +2105,7 @@ where
         }
         let result = (|| -> Result<(), E> {
             for (k, &(start, end)) in stretches.iter().enumerate() {
+                stop()?;
                 let seg = match from.get(k % parsers) {
                     Some(Some(get)) => get
                         .recv()
@@ -2130,17 +2132,36 @@ where
 /// replay must accept it. The tail must already have been repaired. Lines are
 /// parsed on every core; replay then runs over them in file order.
 pub fn load<R: ReadAt + Sync + ?Sized>(src: &R, size: u64) -> Result<Transcript, LoadError> {
-    load_into(Transcript::default(), src, size)
+    load_or_stop(src, size, &crate::stop::go_on)
+}
+
+/// [`load`], asking `stop` before each stretch of about a MiB (an error it
+/// answers ends the load as [`LoadError::Io`]).
+pub fn load_or_stop<R: ReadAt + Sync + ?Sized>(
+    src: &R,
+    size: u64,
+    stop: crate::stop::Stop<'_>,
+) -> Result<Transcript, LoadError> {
+    load_into(Transcript::default(), src, size, stop)
 }
 
 /// [`load`], keeping the [`History`] of what replay did: for a reader that shows
 /// a transcript (what each compaction replaced, which settle settled a dispatch).
 pub fn inspect<R: ReadAt + Sync + ?Sized>(src: &R, size: u64) -> Result<Transcript, LoadError> {
+    inspect_or_stop(src, size, &crate::stop::go_on)
+}
+
+/// [`inspect`], asking `stop` as [`load_or_stop`] does.
+pub fn inspect_or_stop<R: ReadAt + Sync + ?Sized>(
+    src: &R,
+    size: u64,
+    stop: crate::stop::Stop<'_>,
+) -> Result<Transcript, LoadError> {
     let t = Transcript {
         history: Some(History::default()),
         ..Transcript::default()
     };
-    load_into(t, src, size)
+    load_into(t, src, size, stop)
 }
 
 /// How many lines ahead replay asks for the id table's slots of a line: about
@@ -2151,9 +2172,10 @@ fn load_into<R: ReadAt + Sync + ?Sized>(
     mut t: Transcript,
     src: &R,
     size: u64,
+    stop: crate::stop::Stop<'_>,
 ) -> Result<Transcript, LoadError> {
     let mut before = 0; // lines in the segments already replayed
-    each_segment(src, size, false, true, |seg: Segment| {
+    each_segment(src, size, false, true, stop, |seg: Segment| {
         if before == 0 {
             t.reserve(estimated_lines(&seg, size));
         }
@@ -2229,30 +2251,46 @@ pub struct Peeked {
 /// Reads the first `size` bytes of `src` as peek does: no replay, and a line
 /// that is not an envelope is skipped and reported.
 pub fn peek<R: ReadAt + Sync + ?Sized>(src: &R, size: u64) -> Result<Peeked, io::Error> {
+    peek_or_stop(src, size, &crate::stop::go_on)
+}
+
+/// [`peek`], asking `stop` as [`load_or_stop`] does.
+pub fn peek_or_stop<R: ReadAt + Sync + ?Sized>(
+    src: &R,
+    size: u64,
+    stop: crate::stop::Stop<'_>,
+) -> Result<Peeked, io::Error> {
     let mut p = Peeked::default();
     let mut before = 0;
-    each_segment(src, size, true, false, |seg: Segment| -> io::Result<bool> {
-        if before == 0 {
-            p.index.reserve(estimated_lines(&seg, size));
-        }
-        for Row { item, mut rec } in seg.items {
-            rec.number += before;
-            match item {
-                Item::Scanned(_) => p.index.push_rec(rec),
-                Item::Full(env) => p.index.push(rec, &env),
+    each_segment(
+        src,
+        size,
+        true,
+        false,
+        stop,
+        |seg: Segment| -> io::Result<bool> {
+            if before == 0 {
+                p.index.reserve(estimated_lines(&seg, size));
             }
-        }
-        for (n, e) in seg.bad {
-            if p.skipped.len() < SKIPPED_KEPT {
-                p.skipped.push((before + n, e.to_string()));
-            } else {
-                p.skipped_more += 1;
+            for Row { item, mut rec } in seg.items {
+                rec.number += before;
+                match item {
+                    Item::Scanned(_) => p.index.push_rec(rec),
+                    Item::Full(env) => p.index.push(rec, &env),
+                }
             }
-        }
-        p.skipped_more += seg.bad_more;
-        before += seg.lines;
-        Ok(true)
-    })?;
+            for (n, e) in seg.bad {
+                if p.skipped.len() < SKIPPED_KEPT {
+                    p.skipped.push((before + n, e.to_string()));
+                } else {
+                    p.skipped_more += 1;
+                }
+            }
+            p.skipped_more += seg.bad_more;
+            before += seg.lines;
+            Ok(true)
+        },
+    )?;
     p.line_count = before;
     Ok(p)
 }
@@ -3112,6 +3150,59 @@ mod tests {
         assert_eq!(skipped, vec![2 * 12_000 + 2, 2 * 12_000 + 4]);
         assert_eq!(p.index.len(), 12_000 + 2);
         assert_eq!(p.line_count, 2 * 12_000 + 4);
+    }
+
+    #[test]
+    fn a_load_a_read_and_a_peek_stop_at_the_stretch_their_stop_refuses() {
+        // A Ctrl-C must end a GiB's load after the stretch being replayed, not at
+        // its end: each asks its Stop before every stretch, and ends at a refusal.
+        let mut lines = vec![line("meta", "session-meta", "{}")];
+        let filler = "x".repeat(2000);
+        for i in 0..4_000 {
+            lines.push(msg(&format!("m{i}-{filler}"), "user", ""));
+        }
+        let text = lines.join("\n") + "\n";
+        let size = text.len() as u64;
+        assert!(size > 6 * STRETCH, "big enough to be cut in stretches");
+        for refuse_at in [1usize, 2, 5] {
+            let asked = std::sync::atomic::AtomicUsize::new(0);
+            let stop = || {
+                let n = asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                if n == refuse_at {
+                    Err(io::Error::other("stop here"))
+                } else {
+                    Ok(())
+                }
+            };
+            let refused = |e: &io::Error| e.to_string() == "stop here";
+            let n = || asked.swap(0, std::sync::atomic::Ordering::SeqCst);
+            assert!(
+                matches!(load_or_stop(text.as_bytes(), size, &stop), Err(LoadError::Io(e)) if refused(&e))
+            );
+            assert_eq!(n(), refuse_at);
+            assert!(
+                matches!(inspect_or_stop(text.as_bytes(), size, &stop), Err(LoadError::Io(e)) if refused(&e))
+            );
+            assert_eq!(n(), refuse_at);
+            assert!(matches!(peek_or_stop(text.as_bytes(), size, &stop), Err(e) if refused(&e)));
+            assert_eq!(n(), refuse_at);
+        }
+        // Asked once a stretch, and never refusing, it loads what load loads.
+        let asked = std::sync::atomic::AtomicUsize::new(0);
+        let count = || {
+            asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(())
+        };
+        let t = load_or_stop(text.as_bytes(), size, &count).unwrap();
+        assert_eq!(
+            t.index.records(),
+            load(text.as_bytes(), size).unwrap().index.records()
+        );
+        let stretches = asked.load(std::sync::atomic::Ordering::SeqCst) as u64;
+        assert!(
+            stretches >= size / STRETCH / 2 && stretches <= size / STRETCH + 2,
+            "{stretches}"
+        );
     }
 
     #[test]

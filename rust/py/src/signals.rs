@@ -1,25 +1,63 @@
 //! Python's signal handlers, heard from inside a native pass (the core's `Stop`).
 
 use std::io;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
+
+/// How often at most a pass takes the GIL to run the handlers: often enough
+/// that a Ctrl-C is heard at once, seldom enough that a pass never waits for
+/// the GIL long (another thread running Python holds it up to its switch
+/// interval, 5 ms).
+const EVERY: Duration = Duration::from_millis(10);
 
 /// The Python signal handlers, run from inside a native pass: a `Ctrl-C` (or
 /// any handler's exception) is kept, and stops the pass; [`Signals::raised`]
 /// then hands the exception on, as if Python had been running all along.
-pub struct Signals(std::sync::Mutex<Option<PyErr>>);
+pub struct Signals {
+    raised: Mutex<Option<PyErr>>,
+    /// When the handlers last ran; None on a thread that never runs them
+    /// (Python runs signal handlers in the main thread only).
+    last: Option<Mutex<Instant>>,
+}
 
 impl Signals {
-    pub fn new() -> Self {
-        Signals(std::sync::Mutex::new(None))
+    /// For a pass about to start on this thread (with the GIL).
+    pub fn new(py: Python<'_>) -> Self {
+        let main = py
+            .import("threading")
+            .and_then(|t| {
+                let main = t.call_method0("main_thread")?.getattr("ident")?;
+                main.eq(t.call_method0("get_ident")?)
+            })
+            .unwrap_or(true);
+        let long_ago = Instant::now()
+            .checked_sub(EVERY)
+            .unwrap_or_else(Instant::now);
+        Signals {
+            raised: Mutex::new(None),
+            last: main.then(|| Mutex::new(long_ago)),
+        }
     }
 
-    /// For the core's `Stop`: runs the handlers (with the GIL, a moment).
+    /// For the core's `Stop`: runs the handlers (with the GIL, a moment), at
+    /// most every few milliseconds, and only on the thread they run in.
     pub fn check(&self) -> io::Result<()> {
+        let Some(last) = &self.last else {
+            return Ok(());
+        };
+        if let Ok(mut last) = last.lock() {
+            let now = Instant::now();
+            if now.duration_since(*last) < EVERY {
+                return Ok(());
+            }
+            *last = now;
+        }
         match Python::attach(|py| py.check_signals()) {
             Ok(()) => Ok(()),
             Err(e) => {
-                if let Ok(mut slot) = self.0.lock() {
+                if let Ok(mut slot) = self.raised.lock() {
                     *slot = Some(e);
                 }
                 Err(io::Error::other("interrupted by a signal"))
@@ -30,7 +68,7 @@ impl Signals {
     /// The error to raise for `e`: the handler's exception when there is
     /// one, else `e` as `convert` makes it.
     pub fn raised(&self, e: &io::Error, convert: impl FnOnce(&io::Error) -> PyErr) -> PyErr {
-        match self.0.lock().ok().and_then(|mut slot| slot.take()) {
+        match self.raised.lock().ok().and_then(|mut slot| slot.take()) {
             Some(raised) => raised,
             None => convert(e),
         }

@@ -28,6 +28,7 @@ use crate::errors::{
     CorruptTranscript, SessionBroken, ToolOperationError, UnknownId, UnsupportedVersion,
 };
 use crate::fds::dup;
+use crate::signals::Signals;
 
 /// An `OSError` that keeps errno, so Python picks the right subclass, and says
 /// what Python's own would (`strerror`), without Rust's " (os error N)".
@@ -470,14 +471,20 @@ impl Transcript {
         broken: Option<String>,
         history: bool,
     ) -> PyResult<Self> {
+        // A Ctrl-C is heard between stretches of a MiB, not when a GiB is read.
+        let signals = Signals::new(py);
+        let stop = || signals.check();
         let loaded = py.detach(|| {
             if history {
-                core::inspect(&file, size)
+                core::inspect_or_stop(&file, size, &stop)
             } else {
-                core::load(&file, size)
+                core::load_or_stop(&file, size, &stop)
             }
         });
-        let core = loaded.map_err(load_error)?;
+        let core = loaded.map_err(|e| match e {
+            LoadError::Io(io) => signals.raised(&io, os_error),
+            other => load_error(other),
+        })?;
         Ok(Transcript {
             core,
             file,
@@ -1418,9 +1425,11 @@ impl Peeked {
     fn open(py: Python<'_>, fd: RawFd) -> PyResult<Self> {
         let file = dup(fd)?;
         let size = file_size(&file)?;
+        let signals = Signals::new(py);
+        let stop = || signals.check();
         let p = py
-            .detach(|| core::peek(&file, size))
-            .map_err(|e| os_error(&e))?;
+            .detach(|| core::peek_or_stop(&file, size, &stop))
+            .map_err(|e| signals.raised(&e, os_error))?;
         Ok(Peeked {
             file,
             index: p.index,
