@@ -266,7 +266,7 @@ def envelope_line(type_: str, id_: str, ts: str, payload: Any) -> bytes:
 # How much of a spool is copied before it is cut back (see Destination.copy_from).
 _SPOOL_STRETCH = 32 << 20
 # What copy_file_range answers where it cannot copy between these files.
-_NO_COPY_RANGE = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF}
+_NO_COPY_RANGE = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP}
 
 
 def _copy_range(src: int, dst: int, start: int, end: int, base: int) -> None:
