@@ -4,6 +4,7 @@ tool lifecycle, nothing lost, deterministic, bad input refused (issue 13)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tempfile
 import sys
@@ -415,3 +416,62 @@ def test_a_subagent_file_beside_its_session_links_by_session_id(tmp_path: Path) 
         assert s.meta["source"]["parent"] == {"agent-id": "ag9", "session-id": "s1", "transcript": "s1.jsonl"}
     with Session.load(out / "s1.jsonl") as s:
         assert s.meta["subagents"] == [{"agent-id": "ag9", "transcript": "agent-ag9.jsonl"}]
+
+
+def _family(project: Path) -> Path:
+    """A session ``s1`` that spawned one subagent ``ag1`` (its Task call ``toolu_a``),
+    in Claude Code's layout; answers the subagent's file."""
+    subagents = project / "s1" / "subagents"
+    subagents.mkdir(parents=True)
+    (project / "s1.jsonl").write_bytes(lines(
+        user("u1", None, "00:00", "delegate"),
+        asst("a1", "u1", "00:01", "m1", use("toolu_a", "Task", prompt="look")),
+        user("u2", "a1", "00:04", [result("toolu_a", [text("agentId: ag1")])],
+             toolUseResult={"agentId": "ag1", "status": "completed"})))
+    child = subagents / "agent-ag1.jsonl"
+    child.write_bytes(lines(_subagent("x1", None, "00:02", "ag1", "look"),
+                            _subagent("x2", "x1", "00:03", "ag1", "seen", "assistant")))
+    return child
+
+
+def test_a_subagent_file_imported_alone_names_its_parent(tmp_path: Path) -> None:
+    """As a folder import links it, but for ``transcript``: where the parent's own
+    import is, if it has one, is not this import's to know."""
+    child = _family(tmp_path / "-w-demo")
+    child.with_name("agent-ag1.meta.json").write_text(json.dumps({"agentType": "Explore"}))
+    import_transcript(child, tmp_path / "ag1.jsonl")
+    with Session.load(tmp_path / "ag1.jsonl") as s:
+        assert s.meta["source"]["parent"] == {"agent-id": "ag1", "session-id": "s1", "call-id": "toolu_a",
+                                              "agent-type": "Explore"}
+        assert shape(s.messages) == [("user", "look", (), None), ("assistant", "seen", (), None)]
+    # Its parent's file gone: what the subagent's own place and sidecar say.
+    (tmp_path / "-w-demo" / "s1.jsonl").unlink()
+    import_transcript(child, tmp_path / "ag1b.jsonl")
+    with Session.load(tmp_path / "ag1b.jsonl") as s:
+        assert s.meta["source"]["parent"] == {"agent-id": "ag1", "session-id": "s1", "agent-type": "Explore"}
+    # A session file alone names no parent.
+    (tmp_path / "-w-demo" / "s1.jsonl").write_bytes(lines(*BASIC))
+    import_transcript(tmp_path / "-w-demo" / "s1.jsonl", tmp_path / "s1.jsonl")
+    with Session.load(tmp_path / "s1.jsonl") as s:
+        assert "parent" not in s.meta["source"]
+
+
+@pytest.mark.parametrize("fifo", ["sidecar", "parent"])
+@pytest.mark.parametrize("how", ["folder", "alone"])
+def test_a_fifo_beside_a_subagent_file_is_never_waited_on(tmp_path: Path, fifo: str, how: str) -> None:
+    """The sidecar ``agent-<id>.meta.json`` and the parent session are read to link a
+    subagent file: a FIFO in either place was opened for reading, which waits for a
+    writer for good. It is passed over (in a child process, so that a wait fails
+    the test instead of hanging it)."""
+    project = tmp_path / "projects" / "-w-demo"
+    child = _family(project)
+    if fifo == "sidecar":
+        os.mkfifo(child.with_name("agent-ag1.meta.json"))
+    else:
+        (project / "s1.jsonl").unlink()
+        os.mkfifo(project / "s1.jsonl")
+    src = tmp_path / "projects" if how == "folder" else child
+    run = subprocess.run([sys.executable, "-c", "import sys\nfrom agent_transcript.formats import import_transcript\n"
+                          "import_transcript(sys.argv[1], sys.argv[2])", str(src), str(tmp_path / "out")],
+                         capture_output=True, text=True, timeout=30)
+    assert run.returncode == 0, run.stderr

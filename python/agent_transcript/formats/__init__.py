@@ -142,8 +142,9 @@ def import_transcript(src: str | os.PathLike[str], dest: str | os.PathLike[str],
     transcript there was imported from the same bytes is skipped (an
     incremental import), one imported from other bytes re-imported. A Claude
     Code subagent file found with its session is linked to it both ways, in the
-    session-metas (``source.parent`` and ``subagents``: see ``_subagent_links``).
-    The destination is written to a temporary name beside it and renamed into place.
+    session-metas (``source.parent`` and ``subagents``: see ``_subagent_links``);
+    one imported alone names its parent too (``source.parent`` without
+    ``transcript``). The destination is written to a temporary name beside it and renamed into place.
 
     Args:
         source_format: ``"claude-code"`` or ``"codex"``; None detects it from the content.
@@ -170,7 +171,8 @@ def import_transcript(src: str | os.PathLike[str], dest: str | os.PathLike[str],
             done = _import_folder(here_source, here_target, source_format, force)
         return [dataclasses.replace(r, source=source / r.source.relative_to(here_source),
                                     dest=target / r.dest.relative_to(here_target)) for r in done]
-    return [dataclasses.replace(_import_file(here_source, here_target, source_format, force),
+    links = _lone_subagent_links(here_source) if source_format in (None, "claude-code") else None
+    return [dataclasses.replace(_import_file(here_source, here_target, source_format, force, links),
                                 source=source, dest=target)]
 
 
@@ -269,6 +271,29 @@ def _subagent_links(found: list[tuple[Path, str]], dest_of: Callable[[Path], Pat
     return links
 
 
+def _lone_subagent_links(path: Path) -> dict[str, Any] | None:
+    """What an import of ``path`` alone links: a Claude Code subagent file to its
+    parent session, as a folder import does (``source.parent``: see
+    ``_subagent_links``) but for ``transcript``, since where the parent's own
+    import is, if it has one, is not this import's to know. None for any other file."""
+    name = _plain(path).name
+    if not (name.startswith("agent-") and name.endswith(".jsonl")):
+        return None
+    try:
+        if detect_format(path) != "claude-code":
+            return None
+    except OSError:
+        return None  # the import itself says why it cannot read it
+    parent = _parent_session(path)
+    if parent is None or parent == path:
+        return None
+    link = _subagent_links([(path, "claude-code"), (parent, "claude-code")], lambda p: p).get(path, {}).get("parent")
+    if link is None:
+        return None
+    link.pop("transcript", None)
+    return {"parent": link}
+
+
 def _parent_session(path: Path) -> Path | None:
     """The session file a subagent file belongs to: ``<sessionId>.jsonl`` beside the
     ``<sessionId>/`` folder holding ``subagents/``; in the older layout (the subagent
@@ -277,7 +302,7 @@ def _parent_session(path: Path) -> Path | None:
         if folder.name == "subagents":
             return folder.parent.with_name(folder.parent.name + ".jsonl")
     try:
-        with open(path, "rb") as f:
+        with os.fdopen(open_regular(path, os.O_RDONLY), "rb") as f:
             head = f.read(1 << 16)
     except OSError:
         return None
@@ -293,9 +318,11 @@ def _parent_session(path: Path) -> Path | None:
 
 
 def _sidecar(path: Path) -> dict[str, Any]:
-    """The ``agent-<agentId>.meta.json`` beside a subagent file (``{}`` when there is none)."""
+    """The ``agent-<agentId>.meta.json`` beside a subagent file (``{}`` when there is
+    none, or it is not a regular file: a FIFO would wait for a writer)."""
     try:
-        with open(path.with_name(_plain(path).name[: -len(".jsonl")] + ".meta.json"), "rb") as f:
+        with os.fdopen(open_regular(path.with_name(_plain(path).name[: -len(".jsonl")] + ".meta.json"),
+                                    os.O_RDONLY), "rb") as f:
             value = json.loads(f.read(1 << 20))
     except (OSError, ValueError):
         return {}
@@ -307,7 +334,7 @@ def _spawning_calls(parent: Path, agent_ids: set[str]) -> dict[str, str]:
     ``toolUseResult.agentId`` names it (the first one)."""
     calls: dict[str, str] = {}
     try:
-        f = open(parent, "rb")
+        f = os.fdopen(open_regular(parent, os.O_RDONLY), "rb")  # never a FIFO's wait
     except OSError:
         return calls
     with f:
