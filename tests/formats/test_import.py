@@ -475,3 +475,26 @@ def test_a_fifo_beside_a_subagent_file_is_never_waited_on(tmp_path: Path, fifo: 
                           "import_transcript(sys.argv[1], sys.argv[2])", str(src), str(tmp_path / "out")],
                          capture_output=True, text=True, timeout=30)
     assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.parametrize("call", ["folder import onto it", "source_lines of it"])
+def test_a_fifo_where_an_imported_transcript_is_read_is_never_waited_on(tmp_path: Path, call: str) -> None:
+    """A folder import reads each destination's session-meta (is it this
+    source's import already?), and ``source_lines`` reads an imported
+    transcript: a FIFO there was opened for reading, which waits for a writer
+    for good. Now it is refused without blocking (run in a child process, so
+    that a wait fails the test instead of hanging it)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "s1.jsonl").write_bytes(lines(*BASIC))
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / "s1.jsonl")
+    code = ("import sys\nfrom agent_transcript.formats import import_transcript, source_lines\n"
+            + ("import_transcript(sys.argv[1], sys.argv[2])" if call.startswith("folder")
+               else "list(source_lines(sys.argv[2] + '/s1.jsonl'))"))
+    run = subprocess.run([sys.executable, "-c", code, str(src), str(out)],
+                         capture_output=True, text=True, timeout=30)
+    assert run.returncode == 1 and run.stderr.strip().splitlines()[-1].startswith(
+        ("FileExistsError", "OSError")), run.stderr
+    assert (out / "s1.jsonl").is_fifo()

@@ -373,7 +373,7 @@ def _digest_only(path: Path) -> tuple[None, str, int, None]:
 
     sha = hashlib.sha256()
     size = 0
-    with open(path, "rb") as f:
+    with os.fdopen(open_regular(path, os.O_RDONLY), "rb") as f:
         while chunk := f.read(1 << 20):
             sha.update(chunk)
             size += len(chunk)
@@ -390,7 +390,8 @@ def _imported_from(dest: Path) -> dict[str, Any] | None:
 def _imported_meta(dest: Path) -> dict[str, Any] | None:
     """The session-meta payload of a transcript this imported, or None."""
     try:
-        with open(dest, "rb") as f:
+        # Never blocking: a FIFO where a transcript goes would wait for a writer.
+        with os.fdopen(open_regular(dest, os.O_RDONLY), "rb") as f:
             first = f.readline()
     except OSError:
         return None

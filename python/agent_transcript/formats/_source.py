@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterator
 
 from .. import canonical_json
-from ..inspect.paths import beside, move_into_place, refuse_to_replace, replace_with
+from ..inspect.paths import beside, move_into_place, open_regular, refuse_to_replace, replace_with
 
 __all__ = [
     "SOURCE_LINE",
@@ -152,7 +152,7 @@ def read_source(path: Path, keep: Callable[[dict[str, Any]], dict[str, Any] | No
     warnings: list[str] = []
     sha = hashlib.sha256()
     size = 0
-    with open(path, "rb") as f:
+    with os.fdopen(open_regular(path, os.O_RDONLY), "rb") as f:
         for number, chunk in enumerate(f, 1):
             sha.update(chunk)
             raw = chunk[:-1] if chunk.endswith(b"\n") else chunk
@@ -190,7 +190,7 @@ class Records:
 
 def raw_lines(path: Path) -> Iterator[bytes]:
     """The lines of ``path`` as bytes, each without its ``\\n``."""
-    with open(path, "rb") as f:
+    with os.fdopen(open_regular(path, os.O_RDONLY), "rb") as f:
         for chunk in f:
             yield chunk[:-1] if chunk.endswith(b"\n") else chunk
 
@@ -604,7 +604,7 @@ def _alive(pid: int) -> bool:
 def iter_source_lines(path: Path) -> Iterator[bytes]:
     """The source lines an imported transcript carries, in source order (see
     ``formats.source_lines``): the importer writes them in that order."""
-    with open(path, "rb") as f:
+    with os.fdopen(open_regular(path, os.O_RDONLY), "rb") as f:
         for chunk in f:
             if b'"type":"source-line"' not in chunk:
                 continue

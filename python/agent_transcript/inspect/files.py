@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
+
+from .._storage import open_regular
 
 __all__ = ["Unreadable", "os_error_reason", "describe_os_error", "require_file"]
 
@@ -55,8 +58,8 @@ def require_file(path: str) -> os.stat_result:
     if not stat.S_ISREG(st.st_mode):
         raise Unreadable(path, "not a regular file")
     try:
-        with open(path, "rb"):
-            pass
+        # Without blocking: it may have become a FIFO since the stat.
+        os.close(open_regular(Path(path), os.O_RDONLY))
     except OSError as exc:
         raise Unreadable(path, os_error_reason(exc)) from None
     return st
