@@ -177,7 +177,7 @@ class Records:
     """The whole records of a source's lines, read again from the file when asked."""
 
     def __init__(self, path: Path) -> None:
-        self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        self._fd = open_regular(path, os.O_RDONLY)
 
     def full(self, line: Line) -> dict[str, Any]:
         raw = os.pread(self._fd, line.length, line.offset)
@@ -481,7 +481,7 @@ def _sync_names(folder: Path) -> None:
     """fsync ``folder``, so that the names renamed or made in it last; where a
     folder cannot be opened or synced (some file systems), the data is already."""
     try:
-        dfd = os.open(folder, os.O_RDONLY)
+        dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return
     try:

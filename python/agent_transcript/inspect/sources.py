@@ -14,6 +14,7 @@ from typing import Protocol
 
 from .. import _core
 from .._archive import is_archive
+from .._storage import open_regular
 
 __all__ = ["NativeImport", "decompress", "decompressed_head", "is_compressed", "native_import"]
 
@@ -54,7 +55,7 @@ def decompress(path: Path, dest_fd: int) -> None:
         OSError: ``path`` cannot be read, or ``dest_fd`` written.
         ValueError: ``path`` is not a whole zstd stream.
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    fd = open_regular(path, os.O_RDONLY)  # never a FIFO's wait
     try:
         _core.zstd_decompress(fd, dest_fd)
     finally:
@@ -68,7 +69,7 @@ def decompressed_head(path: Path, size: int) -> bytes:
         OSError: ``path`` cannot be read.
         ValueError: ``path`` does not start a zstd stream.
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    fd = open_regular(path, os.O_RDONLY)  # never a FIFO's wait
     try:
         return _core.zstd_head(fd, size)
     finally:
