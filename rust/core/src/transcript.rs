@@ -2054,8 +2054,9 @@ const STRETCH: u64 = 1 << 20;
 // file order and hands each to `take` while the parsers read the next ones;
 // no more than a stretch a parser, and the one being taken, are ever held.
 // `take` returns false to stop (the parsers then stop after the stretch they
-// are in). A parser thread that cannot be started leaves its stretches to
-// this thread.
+// are in), and `stop` is asked before each stretch (its error ends it all the
+// same way: a Ctrl-C). A parser thread that cannot be started leaves its
+// stretches to this thread.
 fn each_segment<R, E, F>(
     src: &R,
     size: u64,
