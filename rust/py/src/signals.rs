@@ -24,21 +24,24 @@ pub struct Signals {
 
 impl Signals {
     /// For a pass about to start on this thread (with the GIL).
-    pub fn new(py: Python<'_>) -> Self {
-        let main = py
-            .import("threading")
-            .and_then(|t| {
-                let main = t.call_method0("main_thread")?.getattr("ident")?;
-                main.eq(t.call_method0("get_ident")?)
-            })
-            .unwrap_or(true);
+    ///
+    /// Telling the main thread runs Python code (`threading.main_thread`), where
+    /// a pending signal's handler may run too: its exception (a Ctrl-C's
+    /// `KeyboardInterrupt`) is returned, never taken for an answer, since the
+    /// handler has run and would not be heard again.
+    pub fn new(py: Python<'_>) -> PyResult<Self> {
+        let threading = py.import("threading")?;
+        let main = threading
+            .call_method0("main_thread")?
+            .getattr("ident")?
+            .eq(threading.call_method0("get_ident")?)?;
         let long_ago = Instant::now()
             .checked_sub(EVERY)
             .unwrap_or_else(Instant::now);
-        Signals {
+        Ok(Signals {
             raised: Mutex::new(None),
             last: main.then(|| Mutex::new(long_ago)),
-        }
+        })
     }
 
     /// For the core's `Stop`: runs the handlers (with the GIL, a moment), at
