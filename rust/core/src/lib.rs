@@ -10,6 +10,7 @@ pub mod columns;
 pub mod digest;
 pub mod envelope;
 pub mod excerpt;
+pub mod file_state;
 pub mod import_claude;
 pub mod import_codex;
 pub mod import_run;

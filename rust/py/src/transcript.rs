@@ -546,11 +546,13 @@ impl Transcript {
         // would refuse it, or the index no longer says where the lines are.
         // Whenever the check cannot vouch for the line, the session is broken:
         // the line is in the file, so an error must not let it pass as unwritten.
-        // One fstat(2) per append: Linux tells a process of another's unlink or
+        // One statx(2) per append: Linux tells a process of another's unlink or
         // rename only through a descriptor it must ask (inotify) or a signal,
         // so no cheaper check still catches the deletion before the next
-        // append returns (see the README's performance notes).
-        let meta = match self.file.metadata() {
+        // append returns (see the README's performance notes). It asks for
+        // the link count and the length only: asking for the times too would
+        // make every next write stamp and journal the inode (file_state).
+        let meta = match transcript_core::file_state::links_and_length(&self.file) {
             Ok(meta) => meta,
             Err(e) => {
                 self.broken = Some(format!(
@@ -559,19 +561,17 @@ impl Transcript {
                 return Err(os_error(&e));
             }
         };
-        let changed = if std::os::unix::fs::MetadataExt::nlink(&meta) == 0 {
+        let changed = if meta.links == 0 {
             Some("the transcript was deleted or replaced under the session".to_string())
-        } else if meta.len() < self.good_len {
+        } else if meta.len < self.good_len {
             Some(format!(
                 "the transcript was truncated under the session ({} bytes, {} expected)",
-                meta.len(),
-                self.good_len
+                meta.len, self.good_len
             ))
-        } else if meta.len() > self.good_len {
+        } else if meta.len > self.good_len {
             Some(format!(
                 "another program wrote to the transcript under the session ({} bytes, {} expected)",
-                meta.len(),
-                self.good_len
+                meta.len, self.good_len
             ))
         } else {
             None
