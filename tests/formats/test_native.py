@@ -124,28 +124,6 @@ def test_a_signal_during_the_native_passes_stops_the_import_with_its_handlers_ex
     assert dest.exists()
 
 
-def test_a_handlers_exception_raised_as_the_native_import_starts_is_not_lost(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """As for load and archive (tests/session/test_interrupts.py): the lookup of
-    the main thread before a native pass runs Python code, where a signal's
-    handler may run; what it raises ends the import instead of being dropped."""
-    import threading
-
-    class HandlersException(Exception):
-        pass
-
-    def a_handler_ran() -> threading.Thread:
-        raise HandlersException
-
-    src = tmp_path / "session.jsonl"
-    src.write_bytes(lines(*BASIC))
-    monkeypatch.setattr(threading, "main_thread", a_handler_ran)
-    with pytest.raises(HandlersException):
-        import_transcript(src, tmp_path / "out" / "run.jsonl")
-    monkeypatch.undo()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["session.jsonl"]
-
-
 @pytest.mark.parametrize("importer", ["native", "python"])
 @pytest.mark.parametrize("change", ["cut", "replaced"])
 def test_a_source_cut_or_replaced_during_the_import_is_not_imported(

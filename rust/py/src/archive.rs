@@ -24,7 +24,7 @@ pub fn zstd_compress(
 ) -> PyResult<u64> {
     let src = dup(src_fd)?;
     let mut dst = dup(dst_fd)?;
-    let signals = Signals::new(py)?;
+    let signals = Signals::new(py);
     let stop = || signals.check();
     py.detach(|| archive::compress(&src, length, &mut dst, level, &stop))
         .map_err(|e| signals.raised(&e, pass_error))
@@ -38,7 +38,7 @@ pub fn zstd_compress(
 pub fn zstd_decompress(py: Python<'_>, src_fd: RawFd, dst_fd: RawFd) -> PyResult<u64> {
     let src = dup(src_fd)?;
     let mut dst = io::BufWriter::with_capacity(1 << 20, dup(dst_fd)?);
-    let signals = Signals::new(py)?;
+    let signals = Signals::new(py);
     let stop = || signals.check();
     py.detach(|| {
         let n = archive::decompress(&src, &mut dst, &stop)?;
@@ -60,7 +60,7 @@ pub fn zstd_matches(
 ) -> PyResult<bool> {
     let packed = dup(archive_fd)?;
     let original = dup(original_fd)?;
-    let signals = Signals::new(py)?;
+    let signals = Signals::new(py);
     let stop = || signals.check();
     py.detach(|| archive::matches(&packed, &original, length, &stop))
         .map_err(|e| signals.raised(&e, pass_error))

@@ -70,7 +70,7 @@ impl NativeImport {
         let dest = dup(dest_fd)?;
         let src = &self.src;
         let done = &self.done;
-        let signals = Signals::new(py)?;
+        let signals = Signals::new(py);
         let stop = || signals.check();
         py.detach(|| {
             let mut ids = Ids::new(&done.sha);
@@ -95,7 +95,7 @@ pub fn import_native(
 ) -> PyResult<Py<PyAny>> {
     let src = dup(src_fd)?;
     let spool = dup(spool_fd)?;
-    let signals = Signals::new(py)?;
+    let signals = Signals::new(py);
     let stop = || signals.check();
     let result = py
         .detach(|| -> io::Result<_> {

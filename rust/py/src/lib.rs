@@ -27,6 +27,7 @@ mod transcript;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The package's version, from the Cargo workspace: its only source.
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    signals::learn_main_thread(m.py())?;
     m.add_function(wrap_pyfunction!(canonical::canonical_json, m)?)?;
     m.add_function(wrap_pyfunction!(canonical::envelope_line, m)?)?;
     m.add_function(wrap_pyfunction!(digest, m)?)?;
@@ -54,10 +55,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// `after_fork()`: in a forked child, make every id generator reseed itself.
+/// `after_fork()`: in a forked child, make every id generator reseed itself,
+/// and learn the thread that forked as the main one.
 #[pyfunction]
 fn after_fork() {
     transcript_core::stamp::forked();
+    signals::forked();
 }
 
 /// `"sha256:" + hexdigest` of `data` (a `str` is UTF-8 encoded first).

@@ -1,6 +1,7 @@
 //! Python's signal handlers, heard from inside a native pass (the core's `Stop`).
 
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -22,26 +23,49 @@ pub struct Signals {
     last: Option<Mutex<Instant>>,
 }
 
+/// The thread Python runs signal handlers in (its `threading.main_thread`'s
+/// identifier), learned once, when the module is imported, and again in a
+/// forked child, where the thread that forked becomes the main one: a pass
+/// then tells without running Python code, where a pending handler would run
+/// (and its exception, a Ctrl-C's, could be lost).
+static MAIN_THREAD: AtomicU64 = AtomicU64::new(0);
+
+/// Learns the main thread; at the module's import.
+pub fn learn_main_thread(py: Python<'_>) -> PyResult<()> {
+    let ident: u64 = py
+        .import("threading")?
+        .call_method0("main_thread")?
+        .getattr("ident")?
+        .extract()?;
+    MAIN_THREAD.store(ident, Ordering::SeqCst);
+    Ok(())
+}
+
+/// In a forked child: the thread that forked is the main thread now.
+pub fn forked() {
+    MAIN_THREAD.store(this_thread(), Ordering::SeqCst);
+}
+
+/// This thread, as Python identifies it (`threading.get_ident()`).
+pub fn this_thread() -> u64 {
+    // SAFETY: a plain query with no precondition.
+    let ident = unsafe { pyo3::ffi::PyThread_get_thread_ident() };
+    // A c_ulong: 64 bits here, 32 where a long is.
+    #[allow(clippy::useless_conversion)]
+    u64::from(ident)
+}
+
 impl Signals {
     /// For a pass about to start on this thread (with the GIL).
-    ///
-    /// Telling the main thread runs Python code (`threading.main_thread`), where
-    /// a pending signal's handler may run too: its exception (a Ctrl-C's
-    /// `KeyboardInterrupt`) is returned, never taken for an answer, since the
-    /// handler has run and would not be heard again.
-    pub fn new(py: Python<'_>) -> PyResult<Self> {
-        let threading = py.import("threading")?;
-        let main = threading
-            .call_method0("main_thread")?
-            .getattr("ident")?
-            .eq(threading.call_method0("get_ident")?)?;
+    pub fn new(_py: Python<'_>) -> Self {
+        let main = MAIN_THREAD.load(Ordering::SeqCst) == this_thread();
         let long_ago = Instant::now()
             .checked_sub(EVERY)
             .unwrap_or_else(Instant::now);
-        Ok(Signals {
+        Signals {
             raised: Mutex::new(None),
             last: main.then(|| Mutex::new(long_ago)),
-        })
+        }
     }
 
     /// For the core's `Stop`: runs the handlers (with the GIL, a moment), at

@@ -472,7 +472,7 @@ impl Transcript {
         history: bool,
     ) -> PyResult<Self> {
         // A Ctrl-C is heard between stretches of a MiB, not when a GiB is read.
-        let signals = Signals::new(py)?;
+        let signals = Signals::new(py);
         let stop = || signals.check();
         let loaded = py.detach(|| {
             if history {
@@ -1425,7 +1425,7 @@ impl Peeked {
     fn open(py: Python<'_>, fd: RawFd) -> PyResult<Self> {
         let file = dup(fd)?;
         let size = file_size(&file)?;
-        let signals = Signals::new(py)?;
+        let signals = Signals::new(py);
         let stop = || signals.check();
         let p = py
             .detach(|| core::peek_or_stop(&file, size, &stop))
