@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -61,7 +60,7 @@ def _named(e: OSError, path: Path) -> OSError:
         e.filename = str(path)
     return e
 
-class Session:
+class Session(_core.SessionBase):
     """A transcript open for reading and appending: the one writer of its file.
 
     Make one with :meth:`create`, :meth:`load` or :meth:`open`; read a file
@@ -69,6 +68,10 @@ class Session:
     one whole line with one ``write(2)`` before it returns. Every method is safe
     to call from any thread.
     """
+
+    # From the native base (rust/py/src/session.rs): ``_lock``, the reentrant
+    # lock every method holds while it uses the writer, and ``_append_fields``,
+    # append_message's usual case in one native call.
 
     def __init__(self, path: Path, fd: _storage.Descriptor, core: _core.Transcript,
                  warnings: list[str]) -> None:
@@ -78,12 +81,12 @@ class Session:
         self._fd: int | None = None
         self._t = core
         self._warnings = warnings
-        self._lock = threading.RLock()
         self._artifacts = ArtifactStore(path)
         self._meta: Any = None
         self._forked = False
         self._opener = os.getpid()
         self._core_fd = core.fileno()
+        self._bind(core)  # _append_fields appends through it
         _OPEN.add(self)
         self._fd, fd.fd = fd.fd, -1
 
@@ -331,6 +334,7 @@ class Session:
         with self._lock:
             if self._fd is None:
                 return
+            self._stop_native_appends()
             # Reads go on through a fresh, unlocked descriptor of the same inode
             # (even if the path was renamed or deleted meanwhile): the lock dies
             # with the last descriptor of the locked open file, ours and the core's.
@@ -356,7 +360,8 @@ class Session:
         on through it) and the session's own copy is closed.
         """
         # A thread of the parent may have held the lock at the fork; it is not here.
-        self._lock = threading.RLock()
+        self._lock.reset_after_fork()
+        self._stop_native_appends()
         self._forked = True
         fd, self._fd = self._fd, None
         _OPEN.discard(self)
@@ -476,16 +481,14 @@ class Session:
         it a ``tool_call_id``.
         """
         if extra is None and type(message) is Message:
-            # The usual case, in one native call that writes the payload from
-            # the message's fields (a subclass may have its own to_dict()).
-            with self._lock:
-                t = self._t if self._fd is not None and not self._forked else self._writable()
-                try:
-                    return t.append_message(message.role, message.content, message.name,
-                                            message.tool_calls, message.tool_call_id,
-                                            message.sticky, message.sysprompt, message.depth)
-                except OSError as e:
-                    raise _named(e, self._path)
+            # The usual case, in one native call that takes the lock and writes
+            # the payload from the fields (a subclass may have its own
+            # to_dict()); None once the session is closed or forked away.
+            appended = self._append_fields(message.role, message.content, message.name,
+                                           message.tool_calls, message.tool_call_id,
+                                           message.sticky, message.sysprompt, message.depth)
+            if appended is not None:
+                return appended
         if not isinstance(message, Message):
             raise TypeError(f"append_message takes a Message, not {type(message).__name__}")
         payload = _message_payload(message, extra)

@@ -6,6 +6,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agent_transcript import Message, Session, digest
 
 from ._helpers import parsed
@@ -196,3 +198,90 @@ def test_python_code_run_by_an_append_may_read_the_session(tmp_path: Path) -> No
     s.close()
     with Session.load(tmp_path / "run.jsonl") as again:
         assert again.message_ids == [first, second] and again.grants == {"a": 1}
+
+
+def test_the_session_lock_is_one_threads_at_a_time_and_reentrant(tmp_path: Path) -> None:
+    """The native lock every method holds (rust/py/src/session.rs): a thread
+    holding it keeps every other thread's append out, its own appends and
+    close included go through (it is reentrant), and only its holder may let
+    go of it."""
+    import time
+
+    p = tmp_path / "run.jsonl"
+    s = Session.create(p)
+    held, done = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def other() -> None:
+        held.wait(10)
+        s.append_message(Message.user("other"))  # the native path: waits for the holder
+        order.append("other")
+        done.set()
+
+    t = threading.Thread(target=other)
+    t.start()
+    with s._lock:
+        with s._lock:
+            held.set()
+            assert not done.wait(0.3), "another thread appended while this one held the lock"
+            s.append_message(Message.user("holder"))
+            order.append("holder")
+        errors: list[BaseException] = []
+        not_the_holder = threading.Thread(target=_record, args=(errors, s._lock.release))
+        not_the_holder.start()
+        not_the_holder.join()
+        assert [type(e) for e in errors] == [RuntimeError]
+        time.sleep(0.05)
+        assert not done.is_set()
+    t.join(10)
+    assert order == ["holder", "other"]
+    with s._lock:
+        s.close()  # reentrant: close takes it again
+    assert [m.content for m in Session.peek(p).messages] == ["holder", "other"]
+
+
+def _record(errors: list[BaseException], call: Any) -> None:
+    try:
+        call()
+    except BaseException as e:
+        errors.append(e)
+
+
+def test_a_signal_ends_a_wait_for_the_session_lock(tmp_path: Path) -> None:
+    """A thread waiting for the lock waits without the GIL, and hears the
+    signal handlers as threading.RLock's acquire does: a Ctrl-C ends the
+    wait (the handler's exception comes out, nothing is written), and the
+    lock works on afterwards."""
+    import signal
+
+    class Stopped(Exception):
+        pass
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Stopped
+
+    p = tmp_path / "run.jsonl"
+    s = Session.create(p)
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with s._lock:
+            held.set()
+            release.wait(20)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    held.wait(10)
+    previous = signal.signal(signal.SIGALRM, stop)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        with pytest.raises(Stopped):
+            s.append_message(Message.user("waited"))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        release.set()
+        t.join(10)
+    s.append_message(Message.user("after"))
+    s.close()
+    assert [m.content for m in Session.peek(p).messages] == ["after"]

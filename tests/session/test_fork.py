@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agent_transcript import Message, Session, SessionBroken, SessionLocked
 
 
@@ -164,3 +166,41 @@ def test_ids_drawn_after_a_fork_differ(tmp_path: Path) -> None:
         got = in_child(lambda: [core.new_id() for _ in range(50)])["value"]
         mine = [core.new_id() for _ in range(50)]
         assert not {i[16:] for i in got} & {i[16:] for i in mine}
+
+
+def test_the_session_lock_a_parent_thread_held_at_the_fork_is_free_in_the_child(tmp_path: Path) -> None:
+    """A thread of the parent held the session's lock when another forked: that
+    thread is not in the child, so nothing there would ever let go of it. The
+    child's fork handler frees it, and the child's close (which takes it)
+    returns instead of waiting for good."""
+    import signal
+    import threading
+
+    p = tmp_path / "run.jsonl"
+    s = Session.create(p)
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with s._lock:
+            held.set()
+            release.wait(30)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    try:
+        assert held.wait(10)
+
+        def child() -> Any:
+            signal.alarm(20)  # a lock never freed would hang the child: end it
+            s.close()
+            with pytest.raises(SessionBroken):
+                s.append_message(Message.user("not in the child"))
+            return "closed"
+
+        assert in_child(child)["value"] == "closed"
+    finally:
+        release.set()
+        t.join(10)
+    s.append_message(Message.user("the parent's"))
+    s.close()
+    assert [m.content for m in Session.peek(p).messages] == ["the parent's"]

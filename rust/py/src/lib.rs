@@ -16,6 +16,7 @@ mod fds;
 mod import_native;
 mod listing;
 mod page;
+mod session;
 mod signals;
 mod transcript;
 
@@ -45,6 +46,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(listing::list_rows, m)?)?;
     m.add_function(wrap_pyfunction!(excerpt::excerpt, m)?)?;
     m.add_class::<transcript::Transcript>()?;
+    m.add_class::<session::SessionBase>()?;
+    m.add_class::<session::SessionLock>()?;
     m.add_class::<transcript::Peeked>()?;
     m.add_class::<columns::ExportBatch>()?;
     m.add_class::<columns::ColumnBuffer>()?;

@@ -584,7 +584,7 @@ impl Transcript {
         self.missing_newline = false;
         for (accepted, len) in written {
             let number = self.core.line_count + 1;
-            let rec = LineRec::new(accepted.envelope(), offset, len, number);
+            let rec = accepted.line_rec(offset, len, number);
             offset += len as u64 + 1;
             // Checked before the write, against this same state.
             self.core.push_accepted(accepted, rec);
@@ -785,7 +785,7 @@ impl Transcript {
     /// indexed from what was written without reading the line back.
     #[pyo3(signature = (role, content, name, tool_calls, tool_call_id, sticky, sysprompt, depth, /))]
     #[allow(clippy::too_many_arguments)]
-    fn append_message<'py>(
+    pub(crate) fn append_message<'py>(
         slf: &Bound<'py, Self>,
         py: Python<'py>,
         role: &Bound<'py, PyAny>,
