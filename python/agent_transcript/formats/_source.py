@@ -319,9 +319,12 @@ class Destination:
             raise
 
     def _end_turn(self) -> None:
-        if self._turn is not None:
-            _end_turn(self.temp, self._turn)
-            self._turn = None
+        # Forgotten in the same line it is taken back: an interrupt after the
+        # release would have had the abort that follows release it again
+        # (RuntimeError: release unlocked lock, in place of the Ctrl-C).
+        turn, self._turn = self._turn, None
+        if turn is not None:
+            _end_turn(self.temp, turn)
 
     def write(self, type_: str, id_: str, ts: str, payload: Any) -> None:
         self._file.write(envelope_line(type_, id_, ts, payload))
