@@ -146,23 +146,19 @@ impl SessionLock {
         Ok(true)
     }
 
+    /// Lets go; None, so an exception in the block goes on.
     #[pyo3(signature = (*_exc))]
-    fn __exit__(&self, _exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        self.give_back()?;
-        Ok(false)
+    fn __exit__(&self, _exc: &Bound<'_, PyTuple>) -> PyResult<()> {
+        self.give_back()
     }
 
     /// `reset_after_fork()`: in a forked child, free the lock whoever held it
-    /// (a thread of the parent that is not in the child).
+    /// (a thread of the parent that is not in the child). `parked` is held
+    /// only for a look at the owner and the start of a wait, never across one.
     fn reset_after_fork(&self) {
         self.owner.store(0, Ordering::SeqCst);
         self.depth.store(0, Ordering::SeqCst);
         self.waiting.store(0, Ordering::SeqCst);
-    }
-
-    /// `held()`: whether this thread holds the lock.
-    fn held(&self) -> bool {
-        self.owner.load(Ordering::SeqCst) == this_thread()
     }
 }
 
@@ -173,8 +169,8 @@ pub struct SessionBase {
     /// The writer, once the Python constructor binds it.
     bound: OnceLock<Py<Transcript>>,
     /// Whether `_append_fields` may append: false until bound, and once the
-    /// session is closed or forked away (`Session._append_message` then
-    /// raises what it must).
+    /// session is closed or forked away (`Session.append_message`'s general
+    /// path then raises what it must).
     appendable: AtomicBool,
 }
 
