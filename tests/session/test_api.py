@@ -58,6 +58,24 @@ def test_message_constructors() -> None:
         None, None, None, None, False, False, None)
 
 
+def test_a_messages_defaults_are_its_own_not_its_class_attributes() -> None:
+    """CPython 3.12+ does not specialise an instance attribute's load when the
+    class has an attribute of that name, which a dataclass makes of each
+    default (message.content took 47 ns there, 6 without): the class keeps
+    none, and the defaults still hold everywhere a dataclass uses them."""
+    import copy
+    import pickle
+
+    assert [f.name for f in dataclasses.fields(Message) if f.name in vars(Message)] == []
+    m = Message(role="user")
+    assert dataclasses.replace(m, content="x") == Message.user("x")
+    assert pickle.loads(pickle.dumps(m)) == m == copy.deepcopy(m)
+    assert repr(m) == ("Message(role='user', content=None, name=None, tool_calls=None, "
+                       "tool_call_id=None, sticky=False, sysprompt=False, depth=None)")
+    assert [f.default for f in dataclasses.fields(Message)][1:] == [None, None, None, None, False, False, None]
+    assert Message.from_dict({"role": "user"}) == m
+
+
 def test_message_is_frozen() -> None:
     m = Message.user("x")
     with pytest.raises(dataclasses.FrozenInstanceError):
