@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys as _sys
+import warnings as _warnings
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -375,6 +377,19 @@ class Session(_core.SessionBase):
             if ro is not None:
                 os.close(ro)
             os.close(fd)
+
+    def __del__(self) -> None:
+        # Dropped without close() (an exception before it, a notebook cell run
+        # again), a session kept its lock for the life of the process: every
+        # later open of its transcript here raised SessionLocked. It is closed
+        # when collected, as an open file is, and says so as a file does.
+        if getattr(self, "_fd", None) is None or _sys.is_finalizing():
+            return  # at exit the process lets go of everything itself
+        _warnings.warn(f"unclosed session {self._path}", ResourceWarning, source=self)
+        try:
+            self.close()
+        except OSError:
+            pass  # the descriptor is gone either way; nothing to tell a collector
 
     def __enter__(self) -> Session:
         return self

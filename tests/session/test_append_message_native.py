@@ -89,7 +89,8 @@ def test_nesting_at_the_limit_reads_back_and_one_deeper_is_refused(tmp_path: Pat
                 s.append_message(Message.user(nested(depth)), {})  # an extra: the dict path
             assert (tmp_path / "t.jsonl").stat().st_size == size
         s.append_message(Message.user(nested(510)))
-    assert Session.load(tmp_path / "t.jsonl").messages[-1].content == nested(510)
+    with Session.load(tmp_path / "t.jsonl") as again:
+        assert again.messages[-1].content == nested(510)
 
 
 def test_a_subclass_and_an_extra_take_the_dict_path(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,29 @@ def test_close_frees_the_lock(tmp_path: Path) -> None:
         t.append_message(Message.user("x"))
     with Session.open(p):     # the context manager closed it
         pass
+
+
+def test_a_session_dropped_without_close_lets_go_of_the_lock(tmp_path: Path) -> None:
+    """Dropped without close() (an exception before it, a notebook cell run
+    again), a session kept its lock for the life of the process: every later
+    load of its transcript here raised SessionLocked. It is closed when
+    collected, with a ResourceWarning, as an open file is."""
+    import gc
+
+    p = tmp_path / "run.jsonl"
+    s = Session.create(p)
+    s.append_message(Message.user("kept"))
+    with pytest.warns(ResourceWarning, match="unclosed session"):
+        del s
+        gc.collect()
+    with Session.load(p) as again:
+        assert [m.content for m in again.messages] == ["kept"]
+    closed = Session.load(p)
+    closed.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a closed session is dropped quietly
+        del closed
+        gc.collect()
 
 
 def test_reading_the_file_here_does_not_drop_the_lock(tmp_path: Path) -> None:

@@ -130,12 +130,11 @@ def check(s: Session, model: Model) -> None:
 def test_live_state_equals_the_model_and_the_reload(data: Any) -> None:
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "run.jsonl"
-        s = Session.create(path)
-        model = Model()
-        for _ in range(data.draw(st.integers(1, 25), label="steps")):
-            step(data, s, model)
-            check(s, model)
-        s.close()
+        with Session.create(path) as s:
+            model = Model()
+            for _ in range(data.draw(st.integers(1, 25), label="steps")):
+                step(data, s, model)
+                check(s, model)
         with Session.load(path) as again:
             check(again, model)
             assert again.warnings == []
