@@ -17,12 +17,15 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO, Callable, TypeVar
 
 from . import _core, _platform
 from .errors import CorruptTranscript, SessionLocked
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
+
+_T = TypeVar("_T")
 
 
 def make_parents(path: Path) -> list[Path]:
@@ -126,10 +129,57 @@ def open_regular(path: Path, flags: int) -> int:
     """``os.open(path, flags)`` for a regular file, never blocking on anything
     else (opening a FIFO waits for its other end; a device may act on open):
     refused by ``stat`` before the open, and by ``fstat`` after it (the path may
-    have changed in between), with :func:`refuse_unless_regular`'s errors."""
+    have changed in between), with :func:`refuse_unless_regular`'s errors.
+
+    The caller binds the descriptor to what closes it (a :class:`Descriptor`'s
+    ``fd``) in the line of the call; :func:`open_regular_file` hands it to a
+    file object instead.
+    """
     fd = Descriptor()
-    _open_regular(fd, path, flags)
-    return fd.fd
+    try:
+        _open_regular(fd, path, flags)
+        got, fd.fd = fd.fd, -1; return got  # noqa: E702  (one line: handed on, or still fd's)
+    except BaseException:
+        fd.close()
+        raise
+
+
+def open_regular_file(path: Path) -> BinaryIO:
+    """:func:`open_regular` for reading, as a file object that owns the descriptor.
+
+    Its holder closes it on every path, as a :class:`Descriptor`'s does: on the
+    normal one inside the ``try`` whose ``except BaseException`` closes it too
+    (closing a file object twice is harmless), or through :func:`read_regular_file`.
+    A ``with`` is not enough: an interrupt at the ``with`` line, as the block
+    ends, lands before the file's ``__exit__`` and leaves it to the garbage
+    collector.
+    """
+    fd = Descriptor()
+    f: BinaryIO | None = None
+    try:
+        _open_regular(fd, path, os.O_RDONLY)
+        f, fd.fd = os.fdopen(fd.fd, "rb"), -1  # one line: from here on the file closes it
+        return f
+    except BaseException:
+        fd.close()
+        if f is not None:
+            f.close()
+        raise
+
+
+def read_regular_file(path: Path, read: Callable[[BinaryIO], _T]) -> _T:
+    """``read(f)`` of the file :func:`open_regular_file` opens at ``path``, which
+    is closed afterwards, whatever happens (a Ctrl-C at any line included)."""
+    f: BinaryIO | None = None
+    try:
+        f = open_regular_file(path)
+        got = read(f)
+        f.close()
+        return got
+    except BaseException:
+        if f is not None:
+            f.close()
+        raise
 
 
 def _open_regular(fd: Descriptor, path: Path, flags: int) -> None:
