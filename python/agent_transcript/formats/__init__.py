@@ -28,9 +28,9 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
-from ..inspect.paths import open_regular
+from ..inspect.paths import open_regular_file, read_regular_file
 from ..inspect.sources import decompress, decompressed_head, is_compressed, native_import
 from . import claude_code, codex
 from ._emit import Emitter
@@ -46,6 +46,7 @@ from ._source import (
     envelope_line,
     importer_meta,
     iter_source_lines,
+    json_or_none,
     one_fsync_per_folder,
     one_listing_per_folder,
     raw_lines,
@@ -100,8 +101,7 @@ def detect_format(path: str | os.PathLike[str]) -> str | None:
     records: list[dict[str, Any]] = []
     # A FIFO or a device is refused, never opened for reading (that would wait
     # for a writer, or read forever).
-    with os.fdopen(open_regular(Path(path), os.O_RDONLY), "rb") as f:
-        head = b"" if is_compressed(path) else f.read(1 << 20)
+    head = read_regular_file(Path(path), lambda f: b"" if is_compressed(path) else f.read(1 << 20))
     if is_compressed(path):
         try:
             head = decompressed_head(Path(path), 1 << 20)
@@ -302,8 +302,7 @@ def _parent_session(path: Path) -> Path | None:
         if folder.name == "subagents":
             return folder.parent.with_name(folder.parent.name + ".jsonl")
     try:
-        with os.fdopen(open_regular(path, os.O_RDONLY), "rb") as f:
-            head = f.read(1 << 16)
+        head = read_regular_file(path, lambda f: f.read(1 << 16))
     except OSError:
         return None
     for raw in head.split(b"\n")[:_SCAN_LINES]:
@@ -321,9 +320,8 @@ def _sidecar(path: Path) -> dict[str, Any]:
     """The ``agent-<agentId>.meta.json`` beside a subagent file (``{}`` when there is
     none, or it is not a regular file: a FIFO would wait for a writer)."""
     try:
-        with os.fdopen(open_regular(path.with_name(_plain(path).name[: -len(".jsonl")] + ".meta.json"),
-                                    os.O_RDONLY), "rb") as f:
-            value = json.loads(f.read(1 << 20))
+        value = json.loads(read_regular_file(path.with_name(_plain(path).name[: -len(".jsonl")] + ".meta.json"),
+                                             lambda f: f.read(1 << 20)))
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
@@ -333,18 +331,13 @@ def _spawning_calls(parent: Path, agent_ids: set[str]) -> dict[str, str]:
     """For each of ``agent_ids``, the call id of the tool result in ``parent`` whose
     ``toolUseResult.agentId`` names it (the first one)."""
     calls: dict[str, str] = {}
+    f: BinaryIO | None = None
     try:
-        f = os.fdopen(open_regular(parent, os.O_RDONLY), "rb")  # never a FIFO's wait
-    except OSError:
-        return calls
-    with f:
+        f = open_regular_file(parent)  # never a FIFO's wait
         for raw in f:
             if b'"agentId"' not in raw or b'"tool_result"' not in raw:
                 continue
-            try:
-                record = json.loads(raw)
-            except ValueError:
-                continue
+            record = json_or_none(raw)
             result = record.get("toolUseResult") if isinstance(record, dict) else None
             agent_id = result.get("agentId") if isinstance(result, dict) else None
             if not isinstance(agent_id, str) or agent_id not in agent_ids or agent_id in calls:
@@ -356,6 +349,13 @@ def _spawning_calls(parent: Path, agent_ids: set[str]) -> dict[str, str]:
                         and isinstance(block.get("tool_use_id"), str)):
                     calls[agent_id] = block["tool_use_id"]
                     break
+        f.close()
+    except BaseException as e:
+        if f is not None:
+            f.close()
+        elif isinstance(e, OSError):
+            return calls  # it cannot be opened: none found
+        raise
     return calls
 
 
@@ -372,11 +372,15 @@ def _digest_only(path: Path) -> tuple[None, str, int, None]:
     import hashlib
 
     sha = hashlib.sha256()
-    size = 0
-    with os.fdopen(open_regular(path, os.O_RDONLY), "rb") as f:
+
+    def digest(f: BinaryIO) -> int:
+        size = 0
         while chunk := f.read(1 << 20):
             sha.update(chunk)
             size += len(chunk)
+        return size
+
+    size = read_regular_file(path, digest)
     return None, "sha256:" + sha.hexdigest(), size, None
 
 
@@ -391,8 +395,7 @@ def _imported_meta(dest: Path) -> dict[str, Any] | None:
     """The session-meta payload of a transcript this imported, or None."""
     try:
         # Never blocking: a FIFO where a transcript goes would wait for a writer.
-        with os.fdopen(open_regular(dest, os.O_RDONLY), "rb") as f:
-            first = f.readline()
+        first = read_regular_file(dest, lambda f: f.readline())
     except OSError:
         return None
     try:
@@ -405,7 +408,7 @@ def _imported_meta(dest: Path) -> dict[str, Any] | None:
 
 def _import_file(source: Path, dest: Path, source_format: str | None, force: bool,
                  links: dict[str, Any] | None = None) -> ImportResult:
-    os.close(open_regular(source, os.O_RDONLY))  # a FIFO, a device: refused before anything is read
+    open_regular_file(source).close()  # a FIFO, a device: refused before anything is read
     if source.resolve() == dest.resolve():
         raise FileExistsError(17, "the destination is the source", str(dest))
     if not force and (dest.exists() or dest.is_symlink()):

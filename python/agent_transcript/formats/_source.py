@@ -20,10 +20,11 @@ from importlib import metadata
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator
+from typing import IO, Any, BinaryIO, Callable, Generator, Iterator
 
 from .. import canonical_json
-from ..inspect.paths import beside, move_into_place, open_regular, refuse_to_replace, replace_with
+from ..inspect.paths import (beside, move_into_place, open_regular, open_regular_file, read_regular_file,
+                             refuse_to_replace, replace_with)
 
 __all__ = [
     "SOURCE_LINE",
@@ -151,8 +152,9 @@ def read_source(path: Path, keep: Callable[[dict[str, Any]], dict[str, Any] | No
     lines: list[Line] = []
     warnings: list[str] = []
     sha = hashlib.sha256()
-    size = 0
-    with os.fdopen(open_regular(path, os.O_RDONLY), "rb") as f:
+
+    def read(f: BinaryIO) -> int:
+        size = 0
         for number, chunk in enumerate(f, 1):
             sha.update(chunk)
             raw = chunk[:-1] if chunk.endswith(b"\n") else chunk
@@ -170,6 +172,9 @@ def read_source(path: Path, keep: Callable[[dict[str, Any]], dict[str, Any] | No
             elif record is None:
                 line.status = "blank"
             lines.append(line)
+        return size
+
+    size = read_regular_file(path, read)
     return lines, "sha256:" + sha.hexdigest(), size, warnings
 
 
@@ -188,11 +193,30 @@ class Records:
         os.close(self._fd)
 
 
-def raw_lines(path: Path) -> Iterator[bytes]:
-    """The lines of ``path`` as bytes, each without its ``\\n``."""
-    with os.fdopen(open_regular(path, os.O_RDONLY), "rb") as f:
+def raw_lines(path: Path) -> Generator[bytes, None, None]:
+    """The lines of ``path`` as bytes, each without its ``\\n``. The file is
+    closed at the end, or when the iterator is closed first."""
+    f: BinaryIO | None = None
+    try:
+        f = open_regular_file(path)
         for chunk in f:
             yield chunk[:-1] if chunk.endswith(b"\n") else chunk
+        f.close()
+    except BaseException:  # GeneratorExit too: closed before its end
+        if f is not None:
+            f.close()
+        raise
+
+
+def json_or_none(raw: bytes) -> Any:
+    """The JSON value ``raw`` holds, or None when it holds none."""
+    # A function, for the loops that hold a file open: a try of their own would
+    # be nested in the one that closes the file, and in CPython 3.11 the line
+    # of a nested try is outside the outer one's handler.
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
 
 
 def source_line_payload(line: Line, raw: bytes) -> dict[str, Any]:
@@ -606,15 +630,15 @@ def _alive(pid: int) -> bool:
 
 def iter_source_lines(path: Path) -> Iterator[bytes]:
     """The source lines an imported transcript carries, in source order (see
-    ``formats.source_lines``): the importer writes them in that order."""
-    with os.fdopen(open_regular(path, os.O_RDONLY), "rb") as f:
+    ``formats.source_lines``): the importer writes them in that order. The
+    file is closed at the end, or when the iterator is closed first."""
+    f: BinaryIO | None = None
+    try:
+        f = open_regular_file(path)
         for chunk in f:
             if b'"type":"source-line"' not in chunk:
                 continue
-            try:
-                envelope = json.loads(chunk)
-            except ValueError:
-                continue
+            envelope = json_or_none(chunk)
             if not isinstance(envelope, dict) or envelope.get("type") != SOURCE_LINE:
                 continue
             payload = envelope.get("payload")
@@ -625,3 +649,8 @@ def iter_source_lines(path: Path) -> Iterator[bytes]:
                 yield text.encode("utf-8", "surrogatepass")
             else:
                 yield base64.b64decode(str(payload.get("base64") or ""))
+        f.close()
+    except BaseException:  # GeneratorExit too: closed before its end
+        if f is not None:
+            f.close()
+        raise

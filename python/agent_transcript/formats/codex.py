@@ -23,12 +23,11 @@ the next assistant message's extras.
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any, Callable
 
-from ..inspect.paths import open_regular
+from ..inspect.paths import read_regular_file
 from ._emit import Emitter
 from ._source import Line, to_ts
 
@@ -519,8 +518,7 @@ def _total_tokens(body: dict[str, Any]) -> int | None:
 def g0_lines(path: Path, lines: list[Line]) -> list[Line] | None:
     """A G0 rollout (one JSON document over many lines) as one synthetic record per item; None if it is not one."""
     try:
-        with os.fdopen(open_regular(path, os.O_RDONLY), "rb") as f:
-            doc = json.load(f)
+        doc = read_regular_file(path, json.load)
     except (ValueError, OSError):
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("session"), dict) or not isinstance(doc.get("items"), list):

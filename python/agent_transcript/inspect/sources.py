@@ -14,7 +14,7 @@ from typing import Protocol
 
 from .. import _core
 from .._archive import is_archive
-from .._storage import open_regular
+from .._storage import read_regular_file
 
 __all__ = ["NativeImport", "decompress", "decompressed_head", "is_compressed", "native_import"]
 
@@ -55,11 +55,7 @@ def decompress(path: Path, dest_fd: int) -> None:
         OSError: ``path`` cannot be read, or ``dest_fd`` written.
         ValueError: ``path`` is not a whole zstd stream.
     """
-    fd = open_regular(path, os.O_RDONLY)  # never a FIFO's wait
-    try:
-        _core.zstd_decompress(fd, dest_fd)
-    finally:
-        os.close(fd)
+    read_regular_file(path, lambda f: _core.zstd_decompress(f.fileno(), dest_fd))  # never a FIFO's wait
 
 
 def decompressed_head(path: Path, size: int) -> bytes:
@@ -69,8 +65,4 @@ def decompressed_head(path: Path, size: int) -> bytes:
         OSError: ``path`` cannot be read.
         ValueError: ``path`` does not start a zstd stream.
     """
-    fd = open_regular(path, os.O_RDONLY)  # never a FIFO's wait
-    try:
-        return _core.zstd_head(fd, size)
-    finally:
-        os.close(fd)
+    return read_regular_file(path, lambda f: _core.zstd_head(f.fileno(), size))  # never a FIFO's wait
