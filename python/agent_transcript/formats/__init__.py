@@ -22,16 +22,17 @@ another package, never a front end.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import IO, Any, BinaryIO, Callable, Iterator
 
 from ..inspect.paths import open_regular_file, read_regular_file
-from ..inspect.sources import decompress, decompressed_head, is_compressed, native_import
+from ..inspect.sources import NativeImport, decompress, decompressed_head, is_compressed, native_import
 from . import claude_code, codex
 from ._emit import Emitter
 from ._source import (
@@ -418,14 +419,31 @@ def _import_file(source: Path, dest: Path, source_format: str | None, force: boo
     # A .jsonl.zst rollout: decompressed by the core, a chunk at a time, into a
     # temporary file (never whole in memory), imported from there.
     _, archive_sha, archive_size, _ = _digest_only(source)
-    with tempfile.NamedTemporaryFile(prefix="agent-transcript-import-", suffix=".jsonl") as plain:
-        try:
-            decompress(source, plain.fileno())
-        except ValueError:
-            raise UnknownFormat(f"{source}: not a zstd stream, so neither a Claude Code session "
-                                "nor a Codex rollout") from None
-        return _import_from(source, Path(plain.name), dest, source_format, force,
+    # Closed (and so removed) by this try on every path, not by a with: a
+    # Ctrl-C at the with's line as its block ends would leave it open and named.
+    plain: IO[bytes] | None = None
+    try:
+        plain = tempfile.NamedTemporaryFile(prefix="agent-transcript-import-", suffix=".jsonl")
+        _decompress_rollout(source, plain.fileno())
+        done = _import_from(source, Path(plain.name), dest, source_format, force,
                             {"sha256": archive_sha, "bytes": archive_size}, links)
+        plain.close()
+        return done
+    except BaseException:
+        if plain is not None:
+            plain.close()
+        raise
+
+
+def _decompress_rollout(source: Path, dest_fd: int) -> None:
+    # Not inline: in CPython 3.11 the line of a try nested in another is
+    # outside the outer one's handler, and a Ctrl-C there would leave the
+    # caller's temporary file.
+    try:
+        decompress(source, dest_fd)
+    except ValueError:
+        raise UnknownFormat(f"{source}: not a zstd stream, so neither a Claude Code session "
+                            "nor a Codex rollout") from None
 
 
 def _import_from(source: Path, read: Path, dest: Path, source_format: str | None, force: bool,
@@ -447,46 +465,51 @@ def _import_from(source: Path, read: Path, dest: Path, source_format: str | None
     if fmt == "codex" and lines and lines[0].record is None:  # G0: one document over many lines
         used = codex.g0_lines(read, lines) or lines
     ids = Ids(sha)
-    out = Destination(dest, force=force)
-    records = Records(read)
+    out: Destination | None = None
+    # What the import reads and spools through, closed on every path by this
+    # try (a with's end is a line a Ctrl-C can land on before its exit).
+    held = contextlib.ExitStack()
     try:
-        with tempfile.TemporaryFile(dir=dest.parent) as spool:
-            emit = Emitter(ids, lambda t, i, ts, p: spool.write(envelope_line(t, i, ts, p)))
-            module = claude_code if fmt == "claude-code" else codex
-            info = module.convert(used, emit, warnings, records.full)
-            if emit.message_count == 0 and detected is None:
-                raise UnknownFormat(f"{source}: neither a Claude Code session nor a Codex rollout")
-            pending = emit.pending_calls()
-            if pending:
-                warnings.append(f"{len(pending)} tool call(s) without a result stay pending: {', '.join(pending[:5])}")
-            meta: dict[str, Any] = {
-                "format": fmt,
-                **info,
-                "source": _source_meta(source, sha, size, len(lines), archive, links),
-                "importer": importer_meta(),
-                "warnings": warnings[:_MAX_WARNINGS_IN_META],
-            }
-            if links and "subagents" in links:
-                meta["subagents"] = links["subagents"]
-            if len(warnings) > _MAX_WARNINGS_IN_META:
-                meta["warnings-total"] = len(warnings)
-            out.write("session-meta", ids.next("meta"), emit.first_ts or _first_ts(lines), meta)
-            out.copy_from(spool)
+        out = Destination(dest, force=force)
+        records = Records(held.enter_context(open_regular_file(read)))
+        spool = held.enter_context(tempfile.TemporaryFile(dir=dest.parent))
+        emit = Emitter(ids, lambda t, i, ts, p: spool.write(envelope_line(t, i, ts, p)))
+        module = claude_code if fmt == "claude-code" else codex
+        info = module.convert(used, emit, warnings, records.full)
+        if emit.message_count == 0 and detected is None:
+            raise UnknownFormat(f"{source}: neither a Claude Code session nor a Codex rollout")
+        pending = emit.pending_calls()
+        if pending:
+            warnings.append(f"{len(pending)} tool call(s) without a result stay pending: {', '.join(pending[:5])}")
+        meta: dict[str, Any] = {
+            "format": fmt,
+            **info,
+            "source": _source_meta(source, sha, size, len(lines), archive, links),
+            "importer": importer_meta(),
+            "warnings": warnings[:_MAX_WARNINGS_IN_META],
+        }
+        if links and "subagents" in links:
+            meta["subagents"] = links["subagents"]
+        if len(warnings) > _MAX_WARNINGS_IN_META:
+            meta["warnings-total"] = len(warnings)
+        out.write("session-meta", ids.next("meta"), emit.first_ts or _first_ts(lines), meta)
+        out.copy_from(spool)
         ts = emit.ts
         written = 0
-        for line, raw in zip(lines, raw_lines(read)):
+        for line, raw in zip(lines, held.enter_context(contextlib.closing(raw_lines(read)))):
             ts = line.when or ts
             out.write(SOURCE_LINE, ids.next("line"), ts, source_line_payload(line, raw))
             written += 1
         # The lines were read again by path: a source cut or replaced meanwhile
         # gave fewer, or another file's, and the import would not be its source.
         _still_the_source(source, read, began, size, written == len(lines))
+        held.close()
         out.commit()
     except BaseException:
-        out.abort()
+        held.close()
+        if out is not None:
+            out.abort()
         raise
-    finally:
-        records.close()
     return ImportResult(source, dest, fmt, warnings)
 
 
@@ -522,46 +545,65 @@ def _import_native(source: Path, read: Path, dest: Path, fmt: str, detected: str
                    began: os.stat_result | None = None) -> ImportResult | None:
     """The import by the Rust core's importer, or None when it does not take this source
     (the Python importer then does; both write the same bytes)."""
-    out = Destination(dest, force=force)
+    out: Destination | None = None
+    # What the import reads and spools through, closed on every path by this
+    # try (a with's end is a line a Ctrl-C can land on before its exit).
+    held = contextlib.ExitStack()
+    run: NativeImport | str | None = None
     try:
-        with open(read, "rb") as src, tempfile.TemporaryFile(dir=dest.parent) as spool:
-            run = native_import(fmt, src.fileno(), spool.fileno())
-            if isinstance(run, str):
-                out.abort()
-                return None
-            info_json, count, pending, first_ts, _, used, sha, size, line_count, first_line_ts, warnings = run.summary()
-            if count == 0 and detected is None:
-                raise UnknownFormat(f"{source}: neither a Claude Code session nor a Codex rollout")
-            if pending:
-                warnings.append(f"{len(pending)} tool call(s) without a result stay pending: {', '.join(pending[:5])}")
-            meta: dict[str, Any] = {
-                "format": fmt,
-                **json.loads(info_json),
-                "source": _source_meta(source, sha, size, line_count, archive, links),
-                "importer": importer_meta(),
-                "warnings": warnings[:_MAX_WARNINGS_IN_META],
-            }
-            if links and "subagents" in links:
-                meta["subagents"] = links["subagents"]
-            if len(warnings) > _MAX_WARNINGS_IN_META:
-                meta["warnings-total"] = len(warnings)
-            ids = Ids(sha, used)
-            out.write("session-meta", ids.next("meta"), first_ts or first_line_ts or EPOCH_TS, meta)
-            out.copy_from(spool)
-            try:
-                run.write_lines(out.flushed_fileno(), used + 1)
-            except (OSError, ValueError) as e:
-                # Its lines are read again at their offsets: a source cut meanwhile
-                # ends short, one rewritten holds other bytes there (ValueError).
-                _still_the_source(source, read, began or os.fstat(src.fileno()), size,
-                                  whole=not isinstance(e, ValueError))
-                raise
-            _still_the_source(source, read, began or os.fstat(src.fileno()), size)
+        out = Destination(dest, force=force)
+        src = held.enter_context(open_regular_file(read))
+        spool = held.enter_context(tempfile.TemporaryFile(dir=dest.parent))
+        run = native_import(fmt, src.fileno(), spool.fileno())
+        if isinstance(run, str):
+            held.close()
+            out.abort()
+            return None
+        info_json, count, pending, first_ts, _, used, sha, size, line_count, first_line_ts, warnings = run.summary()
+        if count == 0 and detected is None:
+            raise UnknownFormat(f"{source}: neither a Claude Code session nor a Codex rollout")
+        if pending:
+            warnings.append(f"{len(pending)} tool call(s) without a result stay pending: {', '.join(pending[:5])}")
+        meta: dict[str, Any] = {
+            "format": fmt,
+            **json.loads(info_json),
+            "source": _source_meta(source, sha, size, line_count, archive, links),
+            "importer": importer_meta(),
+            "warnings": warnings[:_MAX_WARNINGS_IN_META],
+        }
+        if links and "subagents" in links:
+            meta["subagents"] = links["subagents"]
+        if len(warnings) > _MAX_WARNINGS_IN_META:
+            meta["warnings-total"] = len(warnings)
+        ids = Ids(sha, used)
+        out.write("session-meta", ids.next("meta"), first_ts or first_line_ts or EPOCH_TS, meta)
+        out.copy_from(spool)
+        began = began or os.fstat(src.fileno())
+        _write_source_lines(run, out, used, source, read, began, size)
+        _still_the_source(source, read, began, size)
+        held.close()
         out.commit()
+        return ImportResult(source, dest, fmt, warnings)
     except BaseException:
-        out.abort()
+        run = None  # the core's run holds a descriptor of the source of its own, closed as it goes
+        held.close()
+        if out is not None:
+            out.abort()
         raise
-    return ImportResult(source, dest, fmt, warnings)
+
+
+def _write_source_lines(run: NativeImport, out: Destination, used: int, source: Path, read: Path,
+                        began: os.stat_result, size: int) -> None:
+    """The core's ``source-line`` envelopes, appended to ``out``. (Not inline: in
+    CPython 3.11 the line of a try nested in another is outside the outer one's
+    handler, and a Ctrl-C there would skip the import's abort.)"""
+    try:
+        run.write_lines(out.flushed_fileno(), used + 1)
+    except (OSError, ValueError) as e:
+        # Its lines are read again at their offsets: a source cut meanwhile
+        # ends short, one rewritten holds other bytes there (ValueError).
+        _still_the_source(source, read, began, size, whole=not isinstance(e, ValueError))
+        raise
 
 
 def _first_ts(lines: list[Line]) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO, Callable, Generator, Iterator
 
 from .. import canonical_json
-from ..inspect.paths import (beside, move_into_place, open_regular, open_regular_file, read_regular_file,
+from ..inspect.paths import (Descriptor, beside, move_into_place, open_regular_file, read_regular_file,
                              refuse_to_replace, replace_with)
 
 __all__ = [
@@ -179,18 +179,17 @@ def read_source(path: Path, keep: Callable[[dict[str, Any]], dict[str, Any] | No
 
 
 class Records:
-    """The whole records of a source's lines, read again from the file when asked."""
+    """The whole records of a source's lines, read again from ``source`` (the
+    source, open) when asked. Whoever opened the file closes it."""
 
-    def __init__(self, path: Path) -> None:
-        self._fd = open_regular(path, os.O_RDONLY)
+    def __init__(self, source: BinaryIO) -> None:
+        self._fd = source.fileno()
 
     def full(self, line: Line) -> dict[str, Any]:
+        """The whole record on ``line`` (``{}`` when there is none)."""
         raw = os.pread(self._fd, line.length, line.offset)
         record, _ = _parse(raw)
         return record if record is not None else {}
-
-    def close(self) -> None:
-        os.close(self._fd)
 
 
 def raw_lines(path: Path) -> Generator[bytes, None, None]:
@@ -320,37 +319,69 @@ def _copy_range(src: int, dst: int, start: int, end: int, base: int) -> None:
 
 class Destination:
     """The transcript being written: a temporary file beside ``dest``, renamed into
-    place by :meth:`commit` (never over an existing file unless ``force``)."""
+    place by :meth:`commit` (never over an existing file unless ``force``).
+
+    Whoever makes one calls :meth:`abort` if anything fails before the commit is
+    done (a Ctrl-C at any line included): it undoes whatever part of the work
+    was done, and may be called again. A failed constructor has aborted itself.
+    """
+
+    # Not there until the temporary file is made (see abort).
+    _file: IO[bytes]
 
     def __init__(self, dest: Path, *, force: bool) -> None:
         self.dest = dest
         self.force = force
         self.temp = import_temp(dest, os.getpid())
+        # The folders made for it, each recorded in the line that makes it.
+        self._made: list[Path] = []
         # The temporary name is this process's for this destination: two threads
         # importing into it take turns (the second met the first's file: EEXIST).
-        self._turn: threading.Lock | None = _take_turn(self.temp)
+        # Set when this import's turn is over, which wakes those waiting for it.
+        self._turn_over = threading.Event()
         try:
+            self._take_turn()
             if not force and (dest.exists() or dest.is_symlink()):
                 raise FileExistsError(17, "the destination exists (--force replaces it)", str(dest))
             refuse_to_replace(dest)  # --force replaces a file, never a device or a FIFO
-            self._made = [p for p in reversed(dest.parents) if not p.exists()]
-            for parent in self._made:
-                os.mkdir(parent, 0o700)
+            self._make_folders()
             remove_dead_imports(dest)
-            self._file: IO[bytes] = os.fdopen(_locked_temp(self.temp), "wb", buffering=1 << 20)
+            self._file = _locked_temp(self.temp)
         except BaseException:
-            self._end_turn()
+            self.abort()
             raise
 
+    def _make_folders(self) -> None:
+        # A method of its own: in CPython 3.11 the line of a try nested in
+        # another is outside the outer one's handler, so a Ctrl-C there would
+        # skip __init__'s abort. Here it comes out through the call, inside it.
+        for parent in reversed(self.dest.parents):
+            if parent.exists():
+                continue
+            try:
+                os.mkdir(parent, 0o700); self._made.append(parent)  # noqa: E702  (one line: made is recorded)
+            except FileExistsError:
+                pass  # made meanwhile by someone else: theirs to remove
+
+    def _take_turn(self) -> None:
+        # The table says whose turn it is, and is changed in the line that takes
+        # it: an interrupt finds this import's turn taken and known, or not taken.
+        key = str(self.temp)
+        while (holder := _TURNS.setdefault(key, self._turn_over)) is not self._turn_over:
+            holder.wait()
+
+    def _has_turn(self) -> bool:
+        return _TURNS.get(str(self.temp)) is self._turn_over
+
     def _end_turn(self) -> None:
-        # Forgotten in the same line it is taken back: an interrupt after the
-        # release would have had the abort that follows release it again
-        # (RuntimeError: release unlocked lock, in place of the Ctrl-C).
-        turn, self._turn = self._turn, None
-        if turn is not None:
-            _end_turn(self.temp, turn)
+        if self._has_turn():
+            del _TURNS[str(self.temp)]
+        # Set whether or not the turn was still ours: a Ctrl-C just after the
+        # del leaves it to the abort that follows, which finds the turn given back.
+        self._turn_over.set()
 
     def write(self, type_: str, id_: str, ts: str, payload: Any) -> None:
+        """Append one envelope."""
         self._file.write(envelope_line(type_, id_, ts, payload))
 
     def copy_from(self, spool: IO[bytes]) -> None:
@@ -378,21 +409,22 @@ class Destination:
         return self._file.fileno()
 
     def commit(self) -> None:
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        """Make the file durable, rename it to ``dest`` and give back the turn
+        (aborted if that fails); then make the new names durable (or leave that
+        to the end of a folder import)."""
         try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
             # Still open, so still locked: a cleaner never takes it for a dead import's.
             if self.force:
                 replace_with(self.temp, self.dest)
             else:
                 move_into_place(self.temp, self.dest)  # fails if something took the name meanwhile
+            self._file.close()
+            self._end_turn()
         except BaseException:
             self.abort()
             raise
-        try:
-            self._file.close()
-        finally:
-            self._end_turn()
         # The new name, and the folders made for it, each in its own parent.
         folders = [self.dest.parent, *(p.parent for p in self._made)]
         deferred = _NAMES_TO_SYNC.get()
@@ -403,56 +435,37 @@ class Destination:
             _sync_names(folder)
 
     def abort(self) -> None:
-        try:
-            try:
-                self._file.close()
-            except OSError:
-                pass
+        """Undo what was done: the temporary file goes, the folders made for it
+        too while they are empty, and the turn is given back. Harmless after a
+        commit, and again: each step finds its work done or not yet done."""
+        if self._has_turn():  # the temporary name is ours only while the turn is
             try:
                 os.unlink(self.temp)
             except FileNotFoundError:
                 pass
-            for parent in reversed(self._made):  # the folders made for it, if still empty
-                try:
-                    os.rmdir(parent)
-                except OSError:
-                    break
-        finally:
-            self._end_turn()
+        file = getattr(self, "_file", None)
+        if file is not None:
+            try:
+                file.close()
+            except OSError:
+                pass
+        for parent in reversed(self._made):  # innermost first, while still empty
+            try:
+                os.rmdir(parent)
+            except FileNotFoundError:
+                continue  # removed by an abort a Ctrl-C cut short
+            except OSError:
+                break
+        self._end_turn()
 
 
-# The destinations this process is importing into, by temporary file: a lock
-# each, and how many threads hold or wait for it (removed at none).
-_TURNS: dict[Path, tuple[threading.Lock, int]] = {}
-_TURNS_GUARD = threading.Lock()
+# The destinations this process is importing into, by temporary file: the
+# Event of the import whose turn it is (see Destination._take_turn). Changed by
+# single dict operations on str keys, each whole under the GIL.
+_TURNS: dict[str, threading.Event] = {}
 
-
-def _take_turn(temp: Path) -> threading.Lock:
-    with _TURNS_GUARD:
-        lock, users = _TURNS.get(temp, (threading.Lock(), 0))
-        _TURNS[temp] = (lock, users + 1)
-    lock.acquire()
-    return lock
-
-
-def _end_turn(temp: Path, lock: threading.Lock) -> None:
-    lock.release()
-    with _TURNS_GUARD:
-        _, users = _TURNS[temp]
-        if users == 1:
-            del _TURNS[temp]
-        else:
-            _TURNS[temp] = (lock, users - 1)
-
-
-def _forget_turns() -> None:
-    # A child of fork() has none of its parent's threads: their turns are not its.
-    global _TURNS_GUARD
-    _TURNS.clear()
-    _TURNS_GUARD = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_turns)
+# A child of fork() has none of its parent's threads: their turns are not its.
+os.register_at_fork(after_in_child=_TURNS.clear)
 
 
 _PID_DIGITS = 10  # every pid, fixed width: the names of one destination differ only there
@@ -465,30 +478,52 @@ def import_temp(dest: Path, pid: int) -> Path:
     return beside(dest, ".", f".import-{pid:0{_PID_DIGITS}d}.tmp")
 
 
-def _locked_temp(temp: Path) -> int:
-    """A descriptor of ``temp``, created, and holding its ``flock`` (see
-    :func:`remove_dead_imports`) for as long as it is open."""
+def _locked_temp(temp: Path) -> IO[bytes]:
+    """``temp``, created and open for writing, holding its ``flock`` (see
+    :func:`remove_dead_imports`) for as long as it is open. Its holder removes it
+    when anything fails, this call too."""
     for _ in range(100):
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        f: IO[bytes] | None = None
         try:
+            # One line (a statement over two has a line event between them)
+            # from the descriptor to the file that owns it.
+            f = os.fdopen(os.open(temp, _NEW_TEMP, 0o600), "wb", buffering=1 << 20)
             # A cleaner may hold it a moment (it took the new file for a dead
             # import's before it was locked): waited for, then checked.
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            except OSError as e:
-                if e.errno not in _NO_LOCKS:
-                    raise
-                return fd  # a file system without locks: the pid alone keeps it from a cleaner
-            st, mine = os.stat(temp), os.fstat(fd)
+            if not _flock(f.fileno(), fcntl.LOCK_EX):
+                return f  # a file system without locks: the pid alone keeps it from a cleaner
+            st, mine = os.stat(temp), os.fstat(f.fileno())
             if (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino):
-                return fd
+                return f
+            f.close()
         except FileNotFoundError:
-            pass  # that cleaner removed it: made again
+            if f is None:
+                raise  # no folder to make it in
+            f.close()  # that cleaner removed it: made again
         except BaseException:
-            os.close(fd)
+            if f is not None:
+                f.close()
             raise
-        os.close(fd)
     raise OSError(errno.EAGAIN, "the import's temporary file kept being removed", str(temp))
+
+
+_NEW_TEMP = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+
+
+def _flock(fd: int, operation: int) -> bool:
+    """``flock(fd, operation)``; False where the file system has no locks.
+
+    Its own function, so that its ``try`` is not nested in its callers' own:
+    in CPython 3.11 the line of a nested try is outside the outer one's
+    handler, and a Ctrl-C there would leave their descriptor open.
+    """
+    try:
+        fcntl.flock(fd, operation)
+    except OSError as e:
+        if e.errno not in _NO_LOCKS:
+            raise
+        return False
+    return True
 
 
 # A folder import's listings of its destination folders, each made once and
@@ -507,16 +542,16 @@ _NAMES_TO_SYNC: contextvars.ContextVar[set[Path] | None] = contextvars.ContextVa
 def _sync_names(folder: Path) -> None:
     """fsync ``folder``, so that the names renamed or made in it last; where a
     folder cannot be opened or synced (some file systems), the data is already."""
+    dfd = Descriptor()
     try:
-        dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        dfd.fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        os.fsync(dfd.fd)
+        dfd.close()
     except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)
+        dfd.close()
+    except BaseException:
+        dfd.close()
+        raise
 
 
 @contextlib.contextmanager
@@ -598,23 +633,19 @@ def remove_dead_imports(dest: Path) -> None:
 def _remove_unless_locked(temp: Path) -> None:
     """Unlink ``temp`` if no process holds its ``flock`` (a live import does);
     on a file system without locks, as its pid already said."""
+    fd = Descriptor()
     try:
-        fd = os.open(temp, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            if e.errno not in _NO_LOCKS:
-                raise
-        st, mine = os.stat(temp), os.fstat(fd)
+        fd.fd = os.open(temp, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+        _flock(fd.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        st, mine = os.stat(temp), os.fstat(fd.fd)
         if (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino):  # not a new one made meanwhile
             os.unlink(temp)
+        fd.close()
     except OSError:
-        pass  # locked (a live import), gone already, or not ours to remove
-    finally:
-        os.close(fd)
+        fd.close()  # locked (a live import), gone already, or not ours to remove
+    except BaseException:
+        fd.close()
+        raise
 
 
 def _alive(pid: int) -> bool:

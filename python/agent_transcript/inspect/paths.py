@@ -10,6 +10,8 @@ what they are given: one rule for all of them.
   or acting on a device; :func:`open_regular_file`, the same as a file object
   that owns it, and :func:`read_regular_file`, a read of one that closes it
   whatever happens.
+* :class:`Descriptor`: a descriptor held so that a Ctrl-C at any line leaves
+  it either open and held or closed, never forgotten.
 * :func:`name_max`: the longest file name a folder's filesystem takes, to
   refuse a name that cannot exist before anything is written.
 * :func:`open_replacement` and :func:`replace_with`: a file written whole
@@ -24,10 +26,11 @@ what they are given: one rule for all of them.
 
 from __future__ import annotations
 
-from .._storage import (beside, move_into_place, name_max, open_regular, open_regular_file, open_replacement,
-                        read_regular_file, refuse_to_replace, replace_with)
+from .._storage import (Descriptor, beside, move_into_place, name_max, open_regular, open_regular_file,
+                        open_replacement, read_regular_file, refuse_to_replace, replace_with)
 from ..artifacts import artifacts_folder
 from ..artifacts import open_stored as open_stored_artifact
 
-__all__ = ["artifacts_folder", "beside", "move_into_place", "name_max", "open_regular", "open_regular_file",
-           "open_replacement", "open_stored_artifact", "read_regular_file", "refuse_to_replace", "replace_with"]
+__all__ = ["Descriptor", "artifacts_folder", "beside", "move_into_place", "name_max", "open_regular",
+           "open_regular_file", "open_replacement", "open_stored_artifact", "read_regular_file",
+           "refuse_to_replace", "replace_with"]
