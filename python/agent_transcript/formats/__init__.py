@@ -44,12 +44,11 @@ from ._source import (
     Line,
     Records,
     UnknownFormat,
+    as_folder_import,
     envelope_line,
     importer_meta,
     iter_source_lines,
     json_or_none,
-    one_fsync_per_folder,
-    one_listing_per_folder,
     raw_lines,
     read_source,
     source_line_payload,
@@ -168,8 +167,7 @@ def import_transcript(src: str | os.PathLike[str], dest: str | os.PathLike[str],
     # results name them as the caller did.
     here_source, here_target = source.absolute(), target.absolute()
     if source.is_dir():
-        with one_listing_per_folder(), one_fsync_per_folder():
-            done = _import_folder(here_source, here_target, source_format, force)
+        done = as_folder_import(lambda: _import_folder(here_source, here_target, source_format, force))
         return [dataclasses.replace(r, source=source / r.source.relative_to(here_source),
                                     dest=target / r.dest.relative_to(here_target)) for r in done]
     links = _lone_subagent_links(here_source) if source_format in (None, "claude-code") else None

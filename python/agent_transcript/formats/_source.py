@@ -5,7 +5,6 @@ name and renamed into place."""
 from __future__ import annotations
 
 import base64
-import contextlib
 import contextvars
 import errno
 import fcntl
@@ -20,7 +19,7 @@ from importlib import metadata
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, BinaryIO, Callable, Generator, Iterator
+from typing import IO, Any, BinaryIO, Callable, Generator, Iterator, TypeVar
 
 from .. import canonical_json
 from ..inspect.paths import (Descriptor, beside, move_into_place, open_regular_file, read_regular_file,
@@ -40,6 +39,8 @@ __all__ = [
 
 #: The type of the envelope that carries one source line, byte for byte.
 SOURCE_LINE = "source-line"
+
+_T = TypeVar("_T")
 
 _NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "agent-transcript/import")
 _BLANK = b" \t\r"
@@ -554,34 +555,40 @@ def _sync_names(folder: Path) -> None:
         raise
 
 
-@contextlib.contextmanager
-def one_fsync_per_folder() -> Iterator[None]:
-    """Within it, an import's :meth:`Destination.commit` leaves the fsync of
-    its folder to the end, when each folder is synced once, whatever ends it.
-    For the imports of a folder: every file's own bytes are synced before its
-    rename, so a crash before the end can lose only some new names, and the
-    next import of the folder imports those sources again."""
-    token = _NAMES_TO_SYNC.set(set())
-    try:
-        yield
-    finally:
-        folders = _NAMES_TO_SYNC.get() or set()
-        _NAMES_TO_SYNC.reset(token)
-        # Deepest first: a folder's own name is in its parent.
-        for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
-            _sync_names(folder)
+def as_folder_import(imports: Callable[[], _T]) -> _T:
+    """``imports()``, run as the imports of a folder are.
+
+    :func:`remove_dead_imports` lists each folder once: what it looks for are
+    the leftovers of imports that died before this began, and this one's own
+    temporary files are never candidates. :meth:`Destination.commit` leaves the
+    fsync of its folder to the end, when each folder is synced once, whatever
+    ends it: every file's own bytes are synced before its rename, so a crash
+    before the end can lose only some new names, and the next import of the
+    folder imports those sources again.
+
+    Both are settings of a copy of the current context, gone with it: a
+    Ctrl-C cannot leave them set for the imports that come after.
+    """
+    return contextvars.copy_context().run(_as_folder_import, imports)
 
 
-@contextlib.contextmanager
-def one_listing_per_folder() -> Iterator[None]:
-    """Within it, :func:`remove_dead_imports` lists each folder once. For the
-    imports of a folder: what they look for are the leftovers of imports that
-    died before it began, and their own temporary files are never candidates."""
-    token = _LISTINGS.set({})
+def _as_folder_import(imports: Callable[[], _T]) -> _T:
+    _LISTINGS.set({})
+    folders: set[Path] = set()
+    _NAMES_TO_SYNC.set(folders)
     try:
-        yield
-    finally:
-        _LISTINGS.reset(token)
+        done = imports()
+        _sync_each(folders)
+        return done
+    except BaseException:
+        _sync_each(folders)
+        raise
+
+
+def _sync_each(folders: set[Path]) -> None:
+    # Deepest first: a folder's own name is in its parent.
+    for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
+        _sync_names(folder)
 
 
 def _temps_by_stem(folder: Path) -> dict[str, list[str]]:
