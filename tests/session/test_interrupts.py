@@ -1,4 +1,4 @@
-"""Ctrl-C at any moment of ``create``, ``load``, ``open`` or ``close``.
+"""Ctrl-C at any moment of ``create``, ``load``, ``open``, ``close`` or an import.
 
 A ``KeyboardInterrupt`` is raised, for real, at every line the package runs
 during each call in turn (a ``sys.settrace`` hook on the package's own frames:
@@ -19,6 +19,7 @@ name it is bound to: that is within a line, and not tested.) After each one:
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -111,6 +112,25 @@ def loads_or_is_empty(path: Path) -> None:
     Session.load(path).close()
 
 
+_CLAUDE_CODE_SESSION = b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in (
+    {"parentUuid": None, "isSidechain": False, "type": "user", "uuid": "u1", "sessionId": "s1",
+     "timestamp": "2026-03-01T10:00:00.000Z", "message": {"role": "user", "content": "hi"}},
+    {"parentUuid": "u1", "isSidechain": False, "type": "assistant", "uuid": "a1", "sessionId": "s1",
+     "timestamp": "2026-03-01T10:00:01.000Z",
+     "message": {"id": "m1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                 "content": [{"type": "text", "text": "hello"}], "stop_reason": None}},
+))
+_CODEX_ROLLOUT = b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in (
+    {"timestamp": "2026-02-01T09:00:00.000Z", "type": "session_meta",
+     "payload": {"id": "0199aa00-0000-7000-8000-000000000001", "timestamp": "2026-02-01T09:00:00Z",
+                 "cwd": "/w/demo", "originator": "codex_cli_rs", "cli_version": "0.98.0"}},
+    {"timestamp": "2026-02-01T09:00:01.000Z", "type": "response_item",
+     "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}},
+    {"timestamp": "2026-02-01T09:00:02.000Z", "type": "response_item",
+     "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hello"}]}},
+))
+
+
 @pytest.mark.parametrize("existing", [None, b""], ids=["new file", "empty file"])
 def test_create(fast_tmp: Path, existing: bytes | None) -> None:
     path = fast_tmp / "run.jsonl"
@@ -193,6 +213,49 @@ def test_close(fast_tmp: Path, durability: str) -> None:
 
     # The closed session's reader is new, so descriptors are counted after the retry.
     every_interrupt(prepare, lambda s: s.close(), after, check_leaks=False)
+
+
+@pytest.mark.parametrize("source_kind", ["claude-code", "codex", "folder"])
+def test_import(fast_tmp: Path, source_kind: str) -> None:
+    """Ctrl-C at each line of an import (of a Claude Code session, a Codex
+    rollout, a folder holding the session): the destination is missing or a
+    whole import, no temporary file is left, and the same import then goes
+    through (no turn at the destination is left taken: it would wait for ever)."""
+    import shutil
+
+    from agent_transcript.formats import import_transcript
+
+    if source_kind == "codex":
+        data, said = _CODEX_ROLLOUT, [[{"type": "text", "text": "hi"}], [{"type": "text", "text": "hello"}]]
+    else:
+        data, said = _CLAUDE_CODE_SESSION, ["hi", "hello"]
+    out = fast_tmp / "out"
+    if source_kind == "folder":
+        source = fast_tmp / "sessions"
+        source.mkdir()
+        (source / "claude.jsonl").write_bytes(data)
+        dest = out / "imported"
+        transcript = dest / "claude.jsonl"
+        whole = ["imported", "imported/claude.jsonl"]
+    else:
+        source = fast_tmp / f"{source_kind}.jsonl"
+        source.write_bytes(data)
+        dest = transcript = out / "imported.jsonl"
+        whole = ["imported.jsonl"]
+
+    def prepare() -> Path:
+        shutil.rmtree(out, ignore_errors=True)
+        return dest
+
+    def after(d: Path) -> None:
+        left = sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) if out.exists() else []
+        assert left in ([], whole), left
+        if left:
+            Session.peek(transcript)  # whole
+        import_transcript(source, d, force=True)
+        assert [m.content for m in Session.peek(transcript).messages] == said
+
+    every_interrupt(prepare, lambda d: import_transcript(source, d), after)
 
 
 def _bytes_read() -> int:
