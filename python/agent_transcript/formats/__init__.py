@@ -504,11 +504,22 @@ def _import_from(source: Path, read: Path, dest: Path, source_format: str | None
         held.close()
         out.commit()
     except BaseException:
-        held.close()
+        _close_after_failure(held)
         if out is not None:
             out.abort()
         raise
     return ImportResult(source, dest, fmt, warnings)
+
+
+def _close_after_failure(held: contextlib.ExitStack) -> None:
+    """Close what an import that failed held. A close that fails too (a spool's
+    flush on the full disk that failed the import) must not keep the abort
+    after it from removing the temporary file and the folders made: the
+    failure being raised already says what went wrong."""
+    try:
+        held.close()
+    except OSError:
+        pass
 
 
 def _source_meta(source: Path, sha: str, size: int, lines: int, archive: dict[str, Any] | None,
@@ -584,7 +595,7 @@ def _import_native(source: Path, read: Path, dest: Path, fmt: str, detected: str
         return ImportResult(source, dest, fmt, warnings)
     except BaseException:
         run = None  # the core's run holds a descriptor of the source of its own, closed as it goes
-        held.close()
+        _close_after_failure(held)
         if out is not None:
             out.abort()
         raise
