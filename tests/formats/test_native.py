@@ -4,6 +4,7 @@ sources, the same bytes, or a refusal that hands the file to the Python importer
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -187,3 +188,37 @@ def test_a_source_that_grew_during_the_import_is_imported_as_far_as_it_was_read(
     monkeypatch.setattr(formats, "native_import", native_then_an_append)
     import_transcript(src, tmp_path / "run.jsonl")
     assert b"\n".join(formats.source_lines(tmp_path / "run.jsonl")) + b"\n" == first
+
+
+_IMPORT_CHILD = """
+import sys
+from agent_transcript.formats import import_transcript
+import_transcript(sys.argv[1], sys.argv[2])
+"""
+
+
+@pytest.mark.parametrize("fmt", ["claude-code", "codex"])
+def test_the_destination_goes_to_the_disk_as_it_is_written_and_the_spool_never(
+        tmp_path: Path, fmt: str) -> None:
+    """The import's destination is fsynced at its end: its pages are sent to
+    the disk as they are written (sync_file_range, which does not wait), so the
+    disk works while the converter does instead of after it; the spool, cut
+    back as it is copied, is never sent. Traced: the destination's temporary
+    file gets the hints, from its start, and still its fsync; the spool none."""
+    src = tmp_path / "source.jsonl"
+    (import_gen.write_claude_code if fmt == "claude-code" else import_gen.write_codex)(str(src), 12 << 20)
+    dest = tmp_path / "imported.jsonl"
+    trace = tmp_path / "trace"
+    done = subprocess.run(["strace", "-f", "-qq", "-y", "-e", "trace=sync_file_range,fsync",
+                           "-o", str(trace), sys.executable, "-c", _IMPORT_CHILD, str(src), str(dest)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    if done.returncode != 0 and "ptrace" in done.stderr:
+        pytest.skip(f"strace cannot trace here: {done.stderr.strip()[:200]}")
+    assert done.returncode == 0, done.stderr
+    calls = [c.split(None, 1)[1] for c in trace.read_text().splitlines()]
+    hints = [c for c in calls if c.startswith("sync_file_range(")]
+    temp = ".import-"
+    assert hints and all(temp in h for h in hints), calls
+    assert hints[0].split(", ")[1] == "0", hints  # what was there before the source lines too
+    assert any(c.startswith("fsync(") and temp in c for c in calls), calls
+    assert dest.exists()

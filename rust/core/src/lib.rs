@@ -22,3 +22,4 @@ pub mod scan;
 pub mod stamp;
 pub mod stop;
 pub mod transcript;
+pub mod write_behind;

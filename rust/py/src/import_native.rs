@@ -1,19 +1,23 @@
 //! The native importers (`transcript_core::import_claude`): one call converts a
 //! source into its derived envelopes (written to a spool descriptor) and keeps
 //! what the source lines need; a second writes the `source-line` envelopes.
-//! The GIL is released for both; Python's signal handlers still run between
+//! Both write behind (`transcript_core::write_behind`): another thread does
+//! their writes. The GIL is released for both; Python's signal handlers still run between
 //! stretches of the work, so a Ctrl-C stops an import of a GiB at once.
 
 use std::fs::File;
-use std::io::{self, BufWriter};
 use std::os::fd::RawFd;
 
 use pyo3::prelude::*;
 use transcript_core::import_run::{write_source_lines, Imported};
 use transcript_core::import_value::Ids;
+use transcript_core::write_behind::{write_behind, Durable};
 
 use crate::fds::{dup, pass_error};
 use crate::signals::Signals;
+
+/// How much the converter fills before another thread writes it.
+const WRITE_BUFFER: usize = 1 << 20;
 
 fn ts_text(ts: &[u8; 27]) -> String {
     String::from_utf8_lossy(ts).into_owned()
@@ -75,8 +79,9 @@ impl NativeImport {
         py.detach(|| {
             let mut ids = Ids::new(&done.sha);
             ids.n = ids_used;
-            let mut out = BufWriter::with_capacity(1 << 20, &dest);
-            write_source_lines(src, &done.lines, &mut ids, done.last_ts, &mut out, &stop)
+            write_behind(&dest, WRITE_BUFFER, Durable::Soon, |out| {
+                write_source_lines(src, &done.lines, &mut ids, done.last_ts, out, &stop)
+            })
         })
         .map_err(|e| signals.raised(&e, pass_error))
     }
@@ -98,17 +103,16 @@ pub fn import_native(
     let signals = Signals::new(py);
     let stop = || signals.check();
     let result = py
-        .detach(|| -> io::Result<_> {
-            let mut out = BufWriter::with_capacity(1 << 20, &spool);
-            let r = match format {
-                "claude-code" => transcript_core::import_claude::import(&src, &mut out, &stop)?,
-                "codex" => transcript_core::import_codex::import(&src, &mut out, &stop)?,
-                _ => Err(transcript_core::import_value::Unsupported(
-                    "a format without a native importer",
-                )),
-            };
-            out.into_inner().map_err(|e| e.into_error())?;
-            Ok(r)
+        .detach(|| {
+            write_behind(&spool, WRITE_BUFFER, Durable::Never, |out| {
+                Ok(match format {
+                    "claude-code" => transcript_core::import_claude::import(&src, out, &stop)?,
+                    "codex" => transcript_core::import_codex::import(&src, out, &stop)?,
+                    _ => Err(transcript_core::import_value::Unsupported(
+                        "a format without a native importer",
+                    )),
+                })
+            })
         })
         .map_err(|e| signals.raised(&e, pass_error))?;
     match result {
