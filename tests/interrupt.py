@@ -1,12 +1,94 @@
-"""A signal handler's exception raised in the middle of a call, for the tests of
-the native passes that must hear it (the core asks Python's handlers between
+"""Interrupts for the tests: a ``KeyboardInterrupt`` raised at each line of the
+package's code in turn (:func:`every_interrupt`, the harness of
+tests/session/test_interrupts.py and tests/fleet/test_interrupts.py), and a
+signal handler's exception raised in the middle of a call, for the tests of the
+native passes that must hear it (the core asks Python's handlers between
 stretches of its work)."""
 
 from __future__ import annotations
 
+import os
 import signal
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import agent_transcript
+from agent_transcript import Session
+
+PACKAGE = str(Path(agent_transcript.__file__).resolve().parent)
+
+
+class Interrupt:
+    """Raises ``KeyboardInterrupt`` at the ``at``-th line event of the package's code."""
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+        self.seen = 0
+        self.fired = False
+        self.where = ""
+
+    def trace(self, frame: FrameType, event: str, arg: Any) -> Any:
+        if not frame.f_code.co_filename.startswith(PACKAGE):
+            return None
+        if event == "line" and sys.exc_info()[1] is None:
+            self.seen += 1
+            if self.seen == self.at:
+                self.fired = True
+                self.where = f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
+                sys.settrace(None)
+                raise KeyboardInterrupt(f"injected at line event {self.at}")
+        return self.trace
+
+    def run(self, call: Callable[[], Any]) -> Any:
+        sys.settrace(self.trace)
+        try:
+            return call()
+        finally:
+            sys.settrace(None)
+
+
+def open_fds() -> set[int]:
+    """This process's open descriptors (found without opening one to look)."""
+    limit = min(os.sysconf("SC_OPEN_MAX"), 4096)
+    found = set()
+    for n in range(limit):
+        try:
+            os.fstat(n)
+        except OSError:
+            continue
+        found.add(n)
+    return found
+
+
+def every_interrupt(prepare: Callable[[], Any], call: Callable[[Any], Any],
+                    after: Callable[[Any], None], *, check_leaks: bool = True) -> int:
+    """Interrupt ``call(prepare())`` at each line in turn; ``after(prepared)``
+    checks the aftermath. Returns how many interrupts were delivered."""
+    delivered = 0
+    for at in range(1, 10_000):
+        prepared = prepare()
+        before = open_fds()
+        interrupt = Interrupt(at)
+        try:
+            result = interrupt.run(lambda: call(prepared))
+        except KeyboardInterrupt:
+            assert interrupt.fired
+            delivered += 1
+        else:
+            assert not interrupt.fired
+            if isinstance(result, Session):
+                result.close()
+            assert delivered > 10  # the injector did reach the code
+            return delivered
+        leaked = open_fds() - before if check_leaks else set()
+        assert not leaked, (f"interrupt at {interrupt.where}: descriptors left open: "
+                            f"{[os.readlink(f'/proc/self/fd/{n}') for n in leaked]}")
+        after(prepared)
+    raise AssertionError("the call never finished")
 
 
 class Stopped(Exception):
