@@ -52,15 +52,23 @@ class Interrupt:
 
 
 def open_fds() -> set[int]:
-    """This process's open descriptors (found without opening one to look)."""
-    limit = min(os.sysconf("SC_OPEN_MAX"), 4096)
+    """This process's open descriptors (found without opening one to look).
+
+    A new descriptor takes the lowest free number, so all of them lie below
+    the last open one plus the few a call holds at once: the search stops
+    after 256 free numbers in a row (a full sweep of 4096 fstats per look
+    was most of these tests' time)."""
     found = set()
-    for n in range(limit):
+    n = free = 0
+    while free < 256:
         try:
             os.fstat(n)
         except OSError:
-            continue
-        found.add(n)
+            free += 1
+        else:
+            found.add(n)
+            free = 0
+        n += 1
     return found
 
 
