@@ -36,40 +36,48 @@ def open_for_reading(path: Path) -> int:
         OSError: the file cannot be opened or read.
         CorruptTranscript: an archive that is not a whole zstd stream.
     """
-    fd = _storage.open_regular(path, os.O_RDONLY)
-    if not is_archive(path):
-        return fd
+    # Each descriptor is held from the line that opens it to the one that
+    # hands it on: a Ctrl-C between two lines leaves none open (a bare int in
+    # a local would be lost with the frame).
+    src = _storage.Descriptor()
     out = _storage.Descriptor()
     try:
-        out.fd = _scratch()
-        try:
-            _core.zstd_decompress(fd, out.fd)
-        except ValueError as e:
-            raise CorruptTranscript(str(e), None, str(path)) from None
-        os.close(fd)
-        fd = -1
-        got, out.fd = out.fd, -1
-        return got
+        src.fd = _storage.open_regular(path, os.O_RDONLY)
+        if not is_archive(path):
+            got, src.fd = src.fd, -1; return got  # noqa: E702  (one line: handed on, or still src's)
+        _scratch(out)
+        _decompress(src.fd, out.fd, path)
+        src.close()
+        got, out.fd = out.fd, -1; return got  # noqa: E702
     except BaseException:
         out.close()
-        if fd >= 0:
-            os.close(fd)
+        src.close()
         raise
 
 
-def _scratch() -> int:
-    """A new, unlinked read-write file in the temporary folder."""
+def _decompress(archive: int, out: int, path: Path) -> None:
+    # Not inline: in CPython 3.11 the line of a try nested in another is
+    # outside the outer one's handler, and a Ctrl-C there would leave the
+    # caller's descriptors open.
+    try:
+        _core.zstd_decompress(archive, out)
+    except ValueError as e:
+        raise CorruptTranscript(str(e), None, str(path)) from None
+
+
+def _scratch(out: _storage.Descriptor) -> None:
+    """A new, unlinked read-write file in the temporary folder, into ``out`` (empty)."""
     folder = tempfile.gettempdir()
     flag = getattr(os, "O_TMPFILE", 0)
     if flag:
         try:
-            return os.open(folder, flag | os.O_RDWR | os.O_CLOEXEC, 0o600)
+            out.fd = os.open(folder, flag | os.O_RDWR | os.O_CLOEXEC, 0o600)
+            return
         except OSError as e:
             if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
                 raise
-    fd, name = tempfile.mkstemp(prefix="agent-transcript-", dir=folder)
+    out.fd, name = tempfile.mkstemp(prefix="agent-transcript-", dir=folder)
     os.unlink(name)
-    return fd
 
 
 def archive(path: Path, keep: bool) -> Path:

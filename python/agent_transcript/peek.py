@@ -7,6 +7,7 @@ from pathlib import Path
 
 from . import _core
 from ._archive import open_for_reading
+from ._storage import Descriptor
 from .errors import CorruptTranscript
 from .envelope import Envelope, LazySequence, Peek
 from .message import Message
@@ -39,21 +40,26 @@ def judge(index: _core.Peeked) -> tuple[list[str], str | None]:
 
 def peek(path: Path) -> Peek:
     """See :meth:`agent_transcript.Session.peek`."""
+    fd = Descriptor()
+    size = 0
+    # Closed on every path by this try's own lines, not a finally's (a Ctrl-C
+    # there would skip the close) nor a nested try (whose line, in CPython
+    # 3.11, is outside this one's handler).
     try:
         # A FIFO is refused, not waited on; an archive is read decompressed.
-        fd = open_for_reading(path)
+        fd.fd = open_for_reading(path)
+        size = os.fstat(fd.fd).st_size
+        index = _core.Peeked.open(fd.fd)
+        fd.close()
     except OSError as e:
-        return _nothing(path, 0, f"cannot read {path}: {e.strerror}")
+        fd.close()
+        return _nothing(path, size, f"cannot read {path}: {e.strerror}")
     except CorruptTranscript as e:
+        fd.close()
         return _nothing(path, 0, f"cannot read {path}: {e.message}")
-    try:
-        size = os.fstat(fd).st_size
-        try:
-            index = _core.Peeked.open(fd)
-        except OSError as e:
-            return _nothing(path, size, f"cannot read {path}: {e.strerror}")
-    finally:
-        os.close(fd)
+    except BaseException:
+        fd.close()
+        raise
     warnings, error = judge(index)
     if error is not None:
         return _nothing(path, size, error, warnings)

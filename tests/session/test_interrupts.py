@@ -185,6 +185,39 @@ def test_import(fast_tmp: Path, source_kind: str) -> None:
     every_interrupt(prepare, lambda d: import_transcript(source, d), after)
 
 
+@pytest.mark.parametrize("reader", ["peek", "check"])
+@pytest.mark.parametrize("kind", ["transcript", "torn tail", "archive", "not a transcript"])
+def test_read(fast_tmp: Path, reader: str, kind: str) -> None:
+    """Ctrl-C at each line of a peek or a check (of a transcript, one with a
+    torn tail, an archive, a file that is none): no descriptor is left open,
+    the file is as it was, and the same read then gives the same answer."""
+    from agent_transcript.inspect import check_path
+
+    path = fast_tmp / "run.jsonl"
+    if kind == "not a transcript":
+        write(path, b"hello\n")
+    else:
+        write(path, meta(), msg("m1"), msg("m2"), b'{"id":"torn","pay' if kind == "torn tail" else b"")
+    if kind == "archive":
+        path = Session.archive(path)
+    before = path.read_bytes()
+
+    def read(p: Path) -> Any:
+        if reader == "peek":
+            seen = Session.peek(p)
+            return seen.error, [m.content for m in seen.messages], seen.warnings
+        return check_path(str(p)).to_json()
+
+    untouched = read(path)
+
+    def after(p: Path) -> None:
+        assert p.read_bytes() == before
+        assert sorted(x.name for x in fast_tmp.iterdir()) == [p.name]
+        assert read(p) == untouched
+
+    every_interrupt(lambda: path, read, after)
+
+
 def _bytes_read() -> int:
     """What this process has read so far (``rchar``: every read and pread)."""
     with open("/proc/self/io") as f:

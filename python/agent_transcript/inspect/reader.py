@@ -18,10 +18,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Callable, Literal, TypeVar
 
 from .. import _core
 from .._archive import open_for_reading
+from .._storage import Descriptor
 from ..envelope import Envelope, PendingToolOperation
 from ..errors import CorruptTranscript, UnsupportedVersion
 from ..peek import judge, skipped_warning
@@ -32,6 +33,7 @@ __all__ = ["Tail", "Refusal", "Reading", "read", "excerpt", "open_file", "tail",
 
 _BLANK = b" \t\r\n"
 _CHUNK = 1 << 20
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -397,11 +399,7 @@ def read(path: str, *, lenient: bool) -> Reading:
     Raises:
         OSError: the file cannot be opened or read.
     """
-    fd = _open(path)
-    try:
-        return _read(fd, path, lenient)
-    finally:
-        os.close(fd)
+    return _reading(path, lambda fd: _read(fd, path, lenient))
 
 
 def tail(path: str) -> Tail:
@@ -410,11 +408,7 @@ def tail(path: str) -> Tail:
     Raises:
         OSError: the file cannot be opened or read.
     """
-    fd = _open(path)
-    try:
-        return _tail(fd)[0]
-    finally:
-        os.close(fd)
+    return _reading(path, lambda fd: _tail(fd)[0])
 
 
 def open_file(path: str) -> int:
@@ -434,6 +428,21 @@ def _open(path: str) -> int:
     is refused rather than opened: a FIFO would wait for a writer (a folder's
     export or listing must not hang on one), a device may act on open."""
     return open_for_reading(Path(path))
+
+
+def _reading(path: str, read: Callable[[int], _T]) -> _T:
+    """``read(fd)`` of the descriptor :func:`_open` gives for ``path``, closed
+    afterwards whatever happens: by this try's own lines, since a Ctrl-C at a
+    finally's line would skip the close."""
+    fd = Descriptor()
+    try:
+        fd.fd = _open(path)
+        got = read(fd.fd)
+        fd.close()
+        return got
+    except BaseException:
+        fd.close()
+        raise
 
 
 def _tail(fd: int) -> tuple[Tail, bytes]:
