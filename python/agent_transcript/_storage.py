@@ -28,9 +28,14 @@ DIR_MODE = 0o700
 _T = TypeVar("_T")
 
 
-def make_parents(path: Path) -> list[Path]:
+def make_parents(path: Path, made: list[Path] | None = None) -> list[Path]:
     """Create the missing parent directories of ``path``, each ``0700`` whatever
-    the umask; returns those it made, outermost first (see :func:`remove_made`)."""
+    the umask; returns those it made, outermost first (see :func:`remove_made`).
+
+    Each is added to ``made`` (a new list, if None) in the line that makes it,
+    so that a caller who passes its own list knows what to remove after a
+    Ctrl-C at any line of this."""
+    made = [] if made is None else made
     missing = []
     parent = path.parent
     while not parent.exists():
@@ -38,13 +43,11 @@ def make_parents(path: Path) -> list[Path]:
         if parent.parent == parent:
             break
         parent = parent.parent
-    made = []
     for d in reversed(missing):
         try:
-            os.mkdir(d, DIR_MODE)
+            os.mkdir(d, DIR_MODE); made.append(d)  # noqa: E702  (one line: made is recorded)
         except FileExistsError:
             continue
-        made.append(d)
         os.chmod(d, DIR_MODE)
     return made
 
@@ -203,7 +206,8 @@ def open_locked(fd: Descriptor, path: Path, *, create: bool) -> None:
     Raises ``SessionLocked`` at once when another session holds it,
     ``FileNotFoundError`` when it is missing and ``create`` is false, and
     ``OSError`` for what is not a regular file (see :func:`open_regular`);
-    ``fd`` is then empty again.
+    ``fd`` is then empty again, and a file this call created is gone (unless
+    another session has locked it meanwhile: it is theirs).
     """
     flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
     try:
@@ -237,8 +241,25 @@ def open_locked(fd: Descriptor, path: Path, *, create: bool) -> None:
             # A repair swapped the file between our open and our lock: go again.
             fd.close()
     except BaseException:
+        _remove_created(fd)
         fd.close()
         raise
+
+
+def _remove_created(fd: Descriptor) -> None:
+    """Unlink the file :func:`open_locked` created into ``fd``, which failed (a
+    Ctrl-C between the create and the return included), so that it leaves no
+    empty file behind; only under its lock, since another session may have
+    opened the new file and locked it meanwhile, and then it is theirs."""
+    created, fd.created = fd.created, None
+    if created is None or fd.fd < 0:
+        return
+    try:
+        fcntl.flock(fd.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if _same_file(fd.fd, created) and os.fstat(fd.fd).st_size == 0:
+            os.unlink(created)
+    except OSError:
+        pass  # left as it is: an empty file, which a create takes as new
 
 
 @dataclass(frozen=True)

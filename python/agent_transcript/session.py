@@ -229,49 +229,44 @@ class Session(_core.SessionBase):
         if through_id is not None:
             _check_type("through_id", through_id, str)
         source_path, new_path = _absolute(source), _absolute(path)
+        from ._archive import open_for_reading
+
+        # One try, each step recorded in the line that takes it (the folders
+        # made, the file created or the empty one taken), so that a Ctrl-C at
+        # any line is undone by the one except: a with's or a finally's line,
+        # or a nested try's in CPython 3.11, is one an interrupt skips.
         src = _storage.Descriptor()
-        try:
-            from ._archive import open_for_reading
-
-            src.fd = open_for_reading(source_path)  # an archive is read decompressed
-            length = _fork_prefix(src.fd, source_path, through_id)
-            session = cls._fork_into(src.fd, length, source_path, new_path)
-            src.close()
-            return session
-        except BaseException:
-            src.close()
-            raise
-
-    @classmethod
-    def _fork_into(cls, src: int, length: int, source: Path, path: Path) -> Session:
-        made = _storage.make_parents(path)
         fd = _storage.Descriptor()
+        made: list[Path] = []
         taken = False  # an existing empty file, written into
         try:
-            _storage.open_locked(fd, path, create=True)
+            src.fd = open_for_reading(source_path)  # an archive is read decompressed
+            length = _fork_prefix(src.fd, source_path, through_id)
+            _storage.make_parents(new_path, made)
+            _storage.open_locked(fd, new_path, create=True)
             if os.fstat(fd.fd).st_size > 0:
-                raise FileExistsError(17, "a transcript that is not empty is there already", str(path))
+                raise FileExistsError(17, "a transcript that is not empty is there already", str(new_path))
             taken = not fd.created
-            _copy_lines(src, fd.fd, length)
+            _copy_lines(src.fd, fd.fd, length)
+            src.close()
             _platform.sync(fd.fd)
             if fd.created:
                 _storage.fsync_dir(fd.created.parent)
-            try:
-                core = _core.Transcript.load(fd.fd, False, False)
-            except CorruptTranscript as e:
-                raise type(e)(e.message, e.line, str(source)) from None
-            return cls(path, fd, core, [])
+            core = _fork_replay(fd.fd, source_path)
+            return cls(new_path, fd, core, [])  # which takes fd over last
         except BaseException:
-            created = fd.created if fd.fd >= 0 else None
-            if fd.fd >= 0 and taken:
-                # An existing empty file taken as new: leave it empty again.
+            src.close()
+            if fd.fd >= 0:
+                # Still locked, so still this fork's: the file it created goes
+                # (an existing empty one taken as new is left empty again).
                 try:
-                    os.ftruncate(fd.fd, 0)
+                    if taken:
+                        os.ftruncate(fd.fd, 0)
+                    elif fd.created:
+                        os.unlink(fd.created)
                 except OSError:
                     pass
             fd.close()
-            if created:
-                _unlink_quietly(created)
             _storage.remove_made(made)
             raise
 
@@ -863,6 +858,17 @@ def _fork_prefix(fd: int, path: Path, through_id: str | None) -> int:
             raise CorruptTranscript(f"line {skipped} is damaged ({why}); a fork copies it",
                                     skipped, str(path))
     return _end_of_line(fd, number, index.size())
+
+
+def _fork_replay(fd: int, source: Path) -> _core.Transcript:
+    """The core's replay of the fork's new file ``fd``, a refusal named after
+    ``source``. (Not inline: in CPython 3.11 the line of a try nested in
+    another is outside the outer one's handler, and a Ctrl-C there would leave
+    the fork's file, locked, to the garbage collector.)"""
+    try:
+        return _core.Transcript.load(fd, False, False)
+    except CorruptTranscript as e:
+        raise type(e)(e.message, e.line, str(source)) from None
 
 
 def _end_of_line(fd: int, number: int, size: int) -> int:

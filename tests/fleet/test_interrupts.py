@@ -1,0 +1,84 @@
+"""Ctrl-C at any moment of a fork, an archive, a listing, an export.
+
+The harness of tests/session/test_interrupts.py (:func:`interrupt.every_interrupt`):
+a ``KeyboardInterrupt`` raised at each line the package runs during the call,
+in turn. After each one the interrupt is what comes out, no descriptor is left
+open, no lock is left (the same call, retried in this process, succeeds), no
+partial or temporary file and no folder the call made is left behind, and the
+source transcript is as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from interrupt import every_interrupt
+
+from agent_transcript import Message, Session
+
+
+def _transcript(path: Path) -> Path:
+    with Session.create(path, {"agent": "test"}) as s:
+        s.append_message(Message.user("hi"))
+        s.append_message(Message.assistant("hello"))
+        s.append_message(Message.user("more"))
+    return path
+
+
+def _everything(folder: Path) -> dict[str, bytes | None]:
+    """Every path under ``folder`` and the bytes of each file (None: a folder)."""
+    return {p.relative_to(folder).as_posix(): None if p.is_dir() else p.read_bytes()
+            for p in sorted(folder.rglob("*"))}
+
+
+@pytest.fixture
+def fast_tmp(tmp_path: Path) -> Any:
+    """A scratch folder on tmpfs when there is one (a fork and an archive
+    fsync the file and its folder, hundreds of times here)."""
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK | os.X_OK)):
+        yield tmp_path
+        return
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(prefix="at-fleet-", dir=shm))
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize("into", ["new folder", "empty file", "from an archive"])
+def test_fork(fast_tmp: Path, into: str) -> None:
+    """Ctrl-C at each line of a fork: the source is as it was, the fork is
+    not there (or the empty file it was), no folder made for it is left, and
+    the same fork then goes through (the fork's new file left locked, or
+    half-written, would refuse it)."""
+    source = _transcript(fast_tmp / "run.jsonl")
+    if into == "from an archive":
+        source = Session.archive(source)
+    through = Session.peek(source).envelopes[1].id  # the first message
+    out = fast_tmp / "out"
+    dest = out / "deep" / "fork.jsonl" if into == "new folder" else out / "fork.jsonl"
+    before = _everything(fast_tmp)
+
+    def prepare() -> Path:
+        shutil.rmtree(out, ignore_errors=True)
+        if into != "new folder":
+            out.mkdir()
+            dest.write_bytes(b"")
+        return dest
+
+    def after(d: Path) -> None:
+        left = _everything(fast_tmp)
+        assert {k: v for k, v in left.items() if not k.startswith("out")} == before
+        wanted = {} if into == "new folder" else {"out": None, "out/fork.jsonl": b""}
+        assert {k: v for k, v in left.items() if k.startswith("out")} == wanted
+        with Session.fork(source, d, through_id=through) as again:
+            assert [m.content for m in again.messages] == ["hi"]
+
+    every_interrupt(prepare, lambda d: Session.fork(source, d, through_id=through), after)
