@@ -106,24 +106,13 @@ def archive(path: Path, keep: bool) -> Path:
         _storage.open_locked(src, path, create=False)
         size = os.fstat(src.fd).st_size
         mode = stat.S_IMODE(os.fstat(src.fd).st_mode)
-        try:
-            os.unlink(partial)  # what an archive killed before its rename left
-        except FileNotFoundError:
-            pass
+        _remove_partial(partial)  # what an archive killed before its rename left
         out.fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
         os.fchmod(out.fd, mode)
         _core.zstd_compress(src.fd, size, out.fd, _core.ZSTD_LEVEL)
         _platform.sync(out.fd)
         out.close()
-        check = _storage.Descriptor()
-        try:
-            check.fd = os.open(partial, os.O_RDONLY | os.O_CLOEXEC)
-            same = _core.zstd_matches(check.fd, src.fd, size)
-            check.close()
-        except BaseException:
-            check.close()
-            raise
-        if not same:
+        if not _reads_back_as(partial, src.fd, size):
             raise OSError(errno.EIO, "the archive read back differs from the transcript", str(partial))
         # Never over a file put there since the check above (a copy of an
         # older archive, say): a rename would lose it.
@@ -143,4 +132,30 @@ def archive(path: Path, keep: bool) -> Path:
                 os.unlink(partial)
             except OSError:
                 pass
+        raise
+
+
+# The two below are not inline in archive(): in CPython 3.11 the line of a try
+# nested in another is outside the outer one's handler, and a Ctrl-C there
+# left the transcript locked (its descriptor open for good) and the .partial.
+
+
+def _remove_partial(partial: Path) -> None:
+    try:
+        os.unlink(partial)
+    except FileNotFoundError:
+        pass
+
+
+def _reads_back_as(partial: Path, src: int, size: int) -> bool:
+    """Whether the archive at ``partial`` decompresses to the first ``size``
+    bytes of ``src``, read back from the file."""
+    check = _storage.Descriptor()
+    try:
+        check.fd = os.open(partial, os.O_RDONLY | os.O_CLOEXEC)
+        same = _core.zstd_matches(check.fd, src, size)
+        check.close()
+        return same
+    except BaseException:
+        check.close()
         raise

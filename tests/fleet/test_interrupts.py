@@ -82,3 +82,33 @@ def test_fork(fast_tmp: Path, into: str) -> None:
             assert [m.content for m in again.messages] == ["hi"]
 
     every_interrupt(prepare, lambda d: Session.fork(source, d, through_id=through), after)
+
+
+@pytest.mark.parametrize("keep", [False, True], ids=["archive", "keep"])
+def test_archive(fast_tmp: Path, keep: bool) -> None:
+    """Ctrl-C at each line of an archive: the transcript is as it was and not
+    locked, no ``.partial`` is left, and the archive is not there (the same
+    archive then goes through) or whole (the transcript may still be there
+    if the interrupt came between the rename and its removal)."""
+    path = fast_tmp / "run.jsonl"
+    original = _transcript(path).read_bytes()
+    ids = [e.id for e in Session.peek(path).envelopes]
+    archived = path.with_name(path.name + ".zst")
+
+    def prepare() -> Path:
+        archived.unlink(missing_ok=True)
+        path.write_bytes(original)
+        return path
+
+    def after(p: Path) -> None:
+        assert sorted(x.name for x in fast_tmp.iterdir()) in ([p.name], [p.name, archived.name], [archived.name])
+        if p.exists():
+            assert p.read_bytes() == original
+            Session.load(p).close()  # not left locked
+        if archived.exists():  # whole: read back as the transcript was
+            seen = Session.peek(archived)
+            assert (seen.size, [e.id for e in seen.envelopes]) == (len(original), ids)
+        else:
+            Session.archive(p, keep=keep)
+
+    every_interrupt(prepare, lambda p: Session.archive(p, keep=keep), after)
