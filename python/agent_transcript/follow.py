@@ -36,9 +36,10 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import _core
-from ._storage import open_regular
+from ._storage import Descriptor, open_regular
 from .envelope import Envelope
 from .errors import CorruptTranscript
 
@@ -86,13 +87,20 @@ class ReadEdges:
 class _Place:
     """How far into one file follow has read."""
 
-    fd: int
+    # The file, held so that a Ctrl-C at any line leaves it open and here, or
+    # closed: follow closes it on every path.
+    file: Descriptor = field(default_factory=Descriptor)
     offset: int = 0         # bytes consumed: whole lines only
     number: int = 0         # lines consumed, blank ones counted
     pending: bytes = b""    # what follows `offset`: the start of a line whose "\n" has not arrived
     kept: int = 0           # the end of the last envelope reported (its "\n" included)
     kept_number: int = 0    # and its line number
     edges: ReadEdges = field(default_factory=ReadEdges)  # of the bytes before `offset`
+
+    @property
+    def fd(self) -> int:
+        """The file's descriptor."""
+        return self.file.fd
 
     def restart(self, offset: int = 0, number: int = 0) -> None:
         self.offset, self.number, self.pending = offset, number, b""
@@ -106,9 +114,13 @@ def follow(path: Path, *, poll: float = 0.1, idle_timeout: float | None = None,
     ``"truncated"`` or ``"replaced"`` when reading starts again from the start of
     the file (see the module's docstring)."""
     told = on_restart or (lambda why: None)
-    at = _Place(open_regular(path, os.O_RDONLY))
-    last_news = time.monotonic()
+    at = _Place()
+    # The file is closed by this try's own lines on every path, the generator's
+    # close included (GeneratorExit): a finally's line, or that of a try
+    # nested in this one (in CPython 3.11), is one a Ctrl-C can skip.
     try:
+        at.file.fd = open_regular(path, os.O_RDONLY)
+        last_news = time.monotonic()
         while True:
             size = os.fstat(at.fd).st_size
             if size < at.offset or at.edges.changed(at.fd):
@@ -125,21 +137,31 @@ def follow(path: Path, *, poll: float = 0.1, idle_timeout: float | None = None,
                     at.number += 1
                     if not line.strip(_BLANK):
                         continue
-                    try:
-                        id_, type_, ts, v, payload = _core.parse_envelope(line)
-                    except (CorruptTranscript, ValueError):
+                    parsed = _envelope(line)
+                    if parsed is None:
                         continue  # a line load would refuse is not news
                     at.kept, at.kept_number = at.offset, at.number
                     last_news = time.monotonic()
-                    yield Envelope(id_, type_, ts, v, payload, at.number)
+                    yield Envelope(*parsed, at.number)
                 continue
             if _follow_swap(path, at) == "replaced":
                 told("replaced")
             if idle_timeout is not None and time.monotonic() - last_news >= idle_timeout:
+                at.file.close()
                 return
             time.sleep(poll)
-    finally:
-        os.close(at.fd)
+    except BaseException:
+        at.file.close()
+        raise
+
+
+def _envelope(line: bytes) -> tuple[str, str, str, int, Any] | None:
+    """The core's parse of ``line`` (id, type, ts, v, payload), or None for a
+    line load would refuse."""
+    try:
+        return _core.parse_envelope(line)
+    except (CorruptTranscript, ValueError):
+        return None
 
 
 def _follow_swap(path: Path, at: _Place) -> str | None:
@@ -153,22 +175,34 @@ def _follow_swap(path: Path, at: _Place) -> str | None:
     mine = os.fstat(at.fd)
     if (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino) or not stat.S_ISREG(st.st_mode):
         return None
+    new = Descriptor()
+    # The new file is held by `new` until at takes it, in one line that closes
+    # the old one: a Ctrl-C leaves each either held or closed.
     try:
-        new = open_regular(path, os.O_RDONLY)
-    except OSError as e:
-        if e.errno in (errno.ENOENT, errno.EISDIR, errno.EINVAL):
-            return None  # gone again, or not a regular file: not a transcript to follow
+        if not _open_again(path, new):
+            return None
+        repaired = same_prefix(at.fd, new.fd, at.kept)
+        at.file.replace(new)
+    except BaseException:
+        new.close()
         raise
-    old, at.fd = at.fd, new
-    try:
-        repaired = same_prefix(old, new, at.kept)
-    finally:
-        os.close(old)
     if repaired:
         at.restart(at.kept, at.kept_number)
         return "repaired"
     at.restart()
     return "replaced"
+
+
+def _open_again(path: Path, new: Descriptor) -> bool:
+    """Open the file now at ``path`` into ``new`` (empty); False when it is gone
+    again, or not a regular file: not a transcript to follow."""
+    try:
+        new.fd = open_regular(path, os.O_RDONLY)
+    except OSError as e:
+        if e.errno in (errno.ENOENT, errno.EISDIR, errno.EINVAL):
+            return False
+        raise
+    return True
 
 
 def same_prefix(a: int, b: int, length: int) -> bool:

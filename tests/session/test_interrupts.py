@@ -218,6 +218,47 @@ def test_read(fast_tmp: Path, reader: str, kind: str) -> None:
     every_interrupt(lambda: path, read, after)
 
 
+@pytest.mark.parametrize("case", ["repaired", "rotated", "closed early"])
+def test_follow(fast_tmp: Path, case: str) -> None:
+    """Ctrl-C at each line of a follow: to its idle end, through a repair's swap
+    of the file or a rotation to another (made after its last envelope), or
+    closed after its first envelope. No descriptor is left open (the file, or
+    the one swapped out), and the same follow then gives the same envelopes."""
+    from agent_transcript.inspect import follow_file
+
+    path = fast_tmp / "run.jsonl"
+    first = meta() + msg("m1") + msg("m2")
+    swapped = fast_tmp / "swapped.jsonl"
+    swap = first + msg("m3") if case == "repaired" else meta("other") + msg("n1")
+
+    def prepare() -> Path:
+        write(path, first)
+        write(swapped, swap)
+        return path
+
+    def follow(p: Path) -> list[str]:
+        seen: list[str] = []
+        envelopes = follow_file(p, poll=0.001, idle_timeout=0, on_restart=seen.append)
+        for envelope in envelopes:
+            seen.append(envelope.id)
+            if case == "closed early":
+                envelopes.close()  # type: ignore[attr-defined]
+                break
+            if envelope.id == "m2":
+                os.replace(swapped, p)
+        return seen
+
+    untouched = follow(prepare())
+    # With no idle time, it ends just after it moves to the new file.
+    assert untouched == {"repaired": ["meta", "m1", "m2"], "rotated": ["meta", "m1", "m2", "replaced"],
+                         "closed early": ["meta"]}[case]
+
+    def after(p: Path) -> None:
+        assert follow(prepare()) == untouched
+
+    every_interrupt(prepare, follow, after)
+
+
 def _bytes_read() -> int:
     """What this process has read so far (``rchar``: every read and pread)."""
     with open("/proc/self/io") as f:
