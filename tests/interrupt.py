@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -75,23 +76,31 @@ def open_fds() -> set[int]:
 def every_interrupt(prepare: Callable[[], Any], call: Callable[[Any], Any],
                     after: Callable[[Any], None], *, check_leaks: bool = True) -> int:
     """Interrupt ``call(prepare())`` at each line in turn; ``after(prepared)``
-    checks the aftermath. Returns how many interrupts were delivered."""
+    checks the aftermath. Returns how many interrupts were delivered.
+
+    A file or a session the interrupt left to the garbage collector (closed
+    as the interrupt's traceback goes, with a ``ResourceWarning``) fails the
+    interrupt point too, named."""
     delivered = 0
     for at in range(1, 10_000):
         prepared = prepare()
         before = open_fds()
         interrupt = Interrupt(at)
-        try:
-            result = interrupt.run(lambda: call(prepared))
-        except KeyboardInterrupt:
-            assert interrupt.fired
-            delivered += 1
-        else:
-            assert not interrupt.fired
-            if isinstance(result, Session):
-                result.close()
-            assert delivered > 10  # the injector did reach the code
-            return delivered
+        with warnings.catch_warnings(record=True) as dropped:
+            warnings.simplefilter("always", ResourceWarning)
+            try:
+                result = interrupt.run(lambda: call(prepared))
+            except KeyboardInterrupt:
+                assert interrupt.fired
+                delivered += 1
+            else:
+                assert not interrupt.fired
+                if isinstance(result, Session):
+                    result.close()
+                assert delivered > 10  # the injector did reach the code
+                return delivered
+        collected = [str(w.message) for w in dropped if issubclass(w.category, ResourceWarning)]
+        assert not collected, f"interrupt at {interrupt.where}: left to the garbage collector: {collected}"
         leaked = open_fds() - before if check_leaks else set()
         assert not leaked, (f"interrupt at {interrupt.where}: descriptors left open: "
                             f"{[os.readlink(f'/proc/self/fd/{n}') for n in leaked]}")

@@ -1,4 +1,5 @@
-"""Ctrl-C at any moment of ``create``, ``load``, ``open``, ``close`` or an import.
+"""Ctrl-C at any moment of ``create``, ``load``, ``open``, ``close``, an import,
+``peek``, ``check``, ``follow`` or the ``follow`` command.
 
 A ``KeyboardInterrupt`` is raised, for real, at every line the package runs
 during each call in turn (a ``sys.settrace`` hook on the package's own frames:
@@ -11,7 +12,8 @@ name it is bound to: that is within a line, and not tested.) After each one:
 
 * the interrupt is what comes out, not an ``OSError`` from a descriptor closed
   twice;
-* no descriptor is left open (each number is ``fstat``-ed), so no lock is left behind:
+* no descriptor is left open (each number is ``fstat``-ed), nor a file to the
+  garbage collector, so no lock is left behind:
   the same call, retried in this process, succeeds;
 * the file is a transcript, or empty, or gone, never a half-written one that
   load refuses.
@@ -257,6 +259,39 @@ def test_follow(fast_tmp: Path, case: str) -> None:
         assert follow(prepare()) == untouched
 
     every_interrupt(prepare, follow, after)
+
+
+@pytest.mark.parametrize("start", ["transcript", "empty"])
+def test_follow_command(fast_tmp: Path, capsys: pytest.CaptureFixture[str], start: str) -> None:
+    """Ctrl-C at each line of ``agent-transcript follow PATH`` (its command, run
+    in this process to its idle end): the interrupt comes out, or in its loop
+    ends it as a Ctrl-C does (exit 0), and no descriptor is left open, the
+    first read of the file (is it a transcript?) included."""
+    import sys
+
+    from agent_transcript.cli.app import _parser
+
+    path = fast_tmp / "run.jsonl"
+    write(path, meta(), msg("m1"), msg("m2")) if start == "transcript" else write(path, b"")
+    args = _parser().parse_args(["follow", str(path), "--idle-timeout", "0", "--poll", "0.001", "--json"])
+
+    def follow(p: Path) -> int:
+        traced = sys.gettrace() is not None
+        status: int = args.func(args)
+        assert status == 0
+        if traced and sys.gettrace() is None:
+            # The interrupt fired (it takes its trace away as it does) and the
+            # loop took it, as it takes a Ctrl-C: delivered.
+            raise KeyboardInterrupt
+        return status
+
+    def after(p: Path) -> None:
+        capsys.readouterr()
+        follow(p)
+        shown = [json.loads(line)["id"] for line in capsys.readouterr().out.splitlines()]
+        assert shown == (["meta", "m1", "m2"] if start == "transcript" else [])
+
+    every_interrupt(lambda: path, follow, after)
 
 
 def _bytes_read() -> int:

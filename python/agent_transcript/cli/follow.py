@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 from pathlib import Path
 
 from ..inspect import follow_file
-from ..inspect.paths import open_regular
+from ..inspect.paths import read_regular_file
 from .errors import PROG, CliError
 from .reading import describe_os_error, read, require_file
 from .render import Renderer
@@ -29,8 +28,9 @@ def cmd_follow(args: argparse.Namespace) -> int:
     st = require_file(path)
     if st.st_size > 0:
         try:
-            with os.fdopen(open_regular(Path(path), os.O_RDONLY), "rb") as f:  # never a FIFO swapped in
-                head = f.read(65536)
+            # Never a FIFO swapped in; closed whatever happens (a with's file is
+            # left to the garbage collector by a Ctrl-C as its block ends).
+            head = read_regular_file(Path(path), lambda f: f.read(65536))
         except OSError as exc:
             raise CliError(describe_os_error(exc, path)) from None
         if head.strip(b" \t\r\n"):
