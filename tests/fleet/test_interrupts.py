@@ -112,3 +112,34 @@ def test_archive(fast_tmp: Path, keep: bool) -> None:
             Session.archive(p, keep=keep)
 
     every_interrupt(prepare, lambda p: Session.archive(p, keep=keep), after)
+
+
+@pytest.mark.parametrize("reader", ["list_transcripts", "read_row"])
+def test_ls(fast_tmp: Path, reader: str) -> None:
+    """Ctrl-C at each line of a listing (a folder holding a transcript, an
+    archive, a sub-folder's transcript and a file that is none) and of the
+    Python reader of one row: nothing is left open, the files are as they
+    were, and the same listing then gives the same rows."""
+    from agent_transcript.fleet import list_transcripts, read_row
+
+    folder = fast_tmp / "runs"
+    folder.mkdir()
+    _transcript(folder / "a.jsonl")
+    Session.archive(_transcript(folder / "b.jsonl"))
+    (folder / "sub").mkdir()
+    _transcript(folder / "sub" / "c.jsonl")
+    (folder / "d.jsonl").write_bytes(b"not a transcript\n")
+    before = _everything(fast_tmp)
+
+    def ls(f: Path) -> list[Any]:
+        if reader == "read_row":
+            return [read_row(f / "a.jsonl", {}).to_json()]
+        return [row.to_json() for row in list_transcripts(f, locks=True)]
+
+    untouched = ls(folder)
+
+    def after(f: Path) -> None:
+        assert _everything(fast_tmp) == before
+        assert ls(f) == untouched
+
+    every_interrupt(lambda: folder, ls, after)

@@ -37,6 +37,7 @@ from typing import Any
 from .. import Session
 from ..formats import describe, detect_format
 from ..inspect import content_text, os_error_reason, read_ends
+from ..inspect.paths import Descriptor, read_regular_file
 
 __all__ = ["TranscriptRow", "list_transcripts", "read_row", "sort_rows", "writer_locks", "STATUSES",
            "TRANSCRIPT_SUFFIXES"]
@@ -145,8 +146,9 @@ def writer_locks() -> dict[tuple[int, int], int] | None:
     now, read from ``/proc/locks`` (which takes no lock a writer waits on), or
     None where there is no such table."""
     try:
-        with open("/proc/locks", "rb") as f:
-            text = f.read()
+        # Closed whatever happens: a with's file is left to the garbage
+        # collector by a Ctrl-C as its block ends.
+        text = read_regular_file(Path("/proc/locks"), lambda f: f.read())
     except OSError:
         return None
     out: dict[tuple[int, int], int] = {}
@@ -270,16 +272,19 @@ def read_row(path: Path, locks: dict[tuple[int, int], int] | None = None) -> Tra
         return TranscriptRow(status="unreadable", reason="not a regular file", **base)  # type: ignore[arg-type]
     if path.name.endswith(".zst"):
         return _archive_row(path, base)
+    # Held from the line that opens it, closed by this try's own lines: a
+    # Ctrl-C at a finally's line would skip the close.
+    fd = Descriptor()
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fields = _read_ends(fd.fd, st.st_size, path)
+        fd.close()
     except OSError as e:
+        fd.close()
         return TranscriptRow(status="unreadable", reason=os_error_reason(e), **base)  # type: ignore[arg-type]
-    try:
-        fields = _read_ends(fd, st.st_size, path)
-    except OSError as e:
-        return TranscriptRow(status="unreadable", reason=os_error_reason(e), **base)  # type: ignore[arg-type]
-    finally:
-        os.close(fd)
+    except BaseException:
+        fd.close()
+        raise
     return TranscriptRow(**base, **fields)  # type: ignore[arg-type]
 
 
