@@ -143,3 +143,41 @@ def test_ls(fast_tmp: Path, reader: str) -> None:
         assert ls(f) == untouched
 
     every_interrupt(lambda: folder, ls, after)
+
+
+def test_export(fast_tmp: Path) -> None:
+    """Ctrl-C at each line of an export of a folder into a new folder: nothing
+    is left open, locked or running (its threads are stopped), and the folder
+    holds the whole export or no part of it (a part no manifest lists would
+    be read by a reader's ``*.parquet`` glob, and make the next export refuse
+    the folder as not an export's), so the same export then goes through."""
+    import threading
+
+    pytest.importorskip("pyarrow")
+    from agent_transcript.fleet import export_transcripts
+
+    folder = fast_tmp / "runs"
+    folder.mkdir()
+    _transcript(folder / "a.jsonl")
+    out = fast_tmp / "out"
+    whole = export_transcripts(folder, out=out)
+    parts = sorted(whole.parts)
+    threads = threading.active_count()
+
+    def prepare() -> Path:
+        shutil.rmtree(out, ignore_errors=True)
+        return out
+
+    def after(o: Path) -> None:
+        assert threading.active_count() == threads
+        left = sorted(p.relative_to(o).as_posix() for p in o.rglob("*") if p.is_file()) if o.exists() else []
+        if "_export.json" in left:
+            assert len(left) == 2 + len(parts), left  # the lock, the manifest and the parts
+        else:
+            assert left in ([], ["_export.lock"]), left
+        again = export_transcripts(folder, out=o)
+        assert again.rows == (whole.rows if "_export.json" not in left else dict.fromkeys(whole.rows, 0))
+
+    # Not interrupted: the columns' conversion to Arrow tables, which holds
+    # nothing (two thirds of the lines an export runs).
+    every_interrupt(prepare, lambda o: export_transcripts(folder, out=o), after, passing=frozenset({"_tables"}))

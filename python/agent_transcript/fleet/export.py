@@ -83,6 +83,7 @@ from typing import Any
 
 from .. import CorruptTranscript, TranscriptError
 from ..inspect import ColumnBatch, ColumnData, FileColumns, os_error_reason, read
+from ..inspect.paths import Descriptor
 
 __all__ = ["export_transcripts", "ExportResult", "ExportError", "TABLES", "FORMATS", "MANIFEST"]
 
@@ -238,6 +239,9 @@ class _Writer:
         self.parts: dict[str, list[str]] = {}  # session -> its parts (this run)
         self.temps: set[Path] = set()
         self.dirs: set[Path] = set()
+        # The manifest that lists this run's parts is in place: they are the
+        # export's now, and an abort leaves them.
+        self.listed = False
         # Parts are encoded on threads (pyarrow lets go of the GIL), while the
         # core reads the next batch; at most a few batches are in flight. Each
         # part is then fsynced and renamed on threads of its own, which wait on
@@ -336,21 +340,39 @@ class _Writer:
         self.dirs.clear()
 
     def abort(self) -> None:
+        """Stops the threads and removes what this run wrote that no manifest
+        lists: its temporary files, and the new parts it renamed into place
+        (a reader's ``*.parquet`` glob would take them for the export's; and
+        in a new folder an export would refuse them, there being no manifest)."""
         self.pool.shutdown(wait=True, cancel_futures=True)
         self.sync_pool.shutdown(wait=True, cancel_futures=True)
-        for tmp in list(self.temps):
+        doomed = list(self.temps)
+        if not self.listed:
+            # Its own names only: a part _drop_rows rewrote keeps an earlier run's.
+            doomed += [self.out / rel for rel in self.result.parts if f"/part-{self.run}-" in rel]
+        for path in doomed:
             try:
-                os.unlink(tmp)
+                os.unlink(path)
             except OSError:
                 pass
+        for folder in sorted({path.parent for path in doomed}, reverse=True):
+            for empty in (folder, folder.parent):  # a day's folder, then its table's
+                try:
+                    os.rmdir(empty)
+                except OSError:
+                    break
 
 
 def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    # Closed by this try's own lines: a Ctrl-C at a finally's line skips it.
+    fd = Descriptor()
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd.fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        os.fsync(fd.fd)
+        fd.close()
+    except BaseException:
+        fd.close()
+        raise
 
 
 def _read_manifest(out: Path) -> dict[str, Any]:
@@ -369,22 +391,43 @@ def _read_manifest(out: Path) -> dict[str, Any]:
     return manifest
 
 
-def _write_manifest(out: Path, manifest: dict[str, Any]) -> None:
+def _write_manifest(writer: _Writer, manifest: dict[str, Any]) -> None:
+    """The manifest, written whole beside its name and renamed over it: the
+    export's commit, which ``writer`` learns in the line that makes it."""
+    out = writer.out
     path = out / MANIFEST
     tmp = out / f"{_TMP}{MANIFEST}"
+    data = json.dumps(manifest, ensure_ascii=False, sort_keys=True, indent=0).encode("utf-8")
+    # The file is held from the line that opens it and closed by this try's own
+    # lines (a with's file is left to the garbage collector by a Ctrl-C as its
+    # block ends, and in CPython 3.11 the line of a try nested in another is
+    # outside the outer one's handler).
+    fd = Descriptor()
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(manifest, f, ensure_ascii=False, sort_keys=True, indent=0)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        fd.fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+        _write_all(fd.fd, data)
+        os.fsync(fd.fd)
+        fd.close()
+        os.replace(tmp, path); writer.listed = True  # noqa: E702  (one line: the commit is known)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        fd.close()
+        if not writer.listed:
+            _unlink_quietly(tmp)
         raise
     _fsync_dir(out)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _prepare(out: Path) -> None:
@@ -483,15 +526,27 @@ def export_transcripts(*paths: str | os.PathLike[str], out: str | os.PathLike[st
     target = Path(os.path.abspath(out))
     _pyarrow()
     _prepare(target)
-    lock = os.open(target / _LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    # Held from the line that opens it, let go by this try's own lines: an
+    # interrupt at a finally's line, or at a try's nested in this one (CPython
+    # 3.11), left it locked, and every later export there in this process
+    # found "another export" writing.
+    lock = Descriptor()
     try:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ExportError(f"{target}: another export is writing this folder") from None
-        return _export(roots, target, batch_bytes)
-    finally:
-        os.close(lock)
+        lock.fd = os.open(target / _LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        _take_lock(lock.fd, target)
+        result = _export(roots, target, batch_bytes)
+        lock.close()
+        return result
+    except BaseException:
+        lock.close()
+        raise
+
+
+def _take_lock(fd: int, target: Path) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise ExportError(f"{target}: another export is writing this folder") from None
 
 
 def _export(roots: list[Path], out: Path, batch_bytes: int = BATCH_BYTES) -> ExportResult:
@@ -499,11 +554,12 @@ def _export(roots: list[Path], out: Path, batch_bytes: int = BATCH_BYTES) -> Exp
     _sweep(out, manifest)
     sources: dict[str, Any] = manifest["sources"]
     result = ExportResult(out)
-    writer = _Writer(out, result, batch_bytes)
+    writer: _Writer | None = None
     seen: set[str] = set()
     changed: set[str] = set()
     fresh: dict[str, dict[str, Any]] = {}
     try:
+        writer = _Writer(out, result, batch_bytes)
         for path in _walk(roots):
             key = str(path)
             if key in seen:
@@ -540,12 +596,15 @@ def _export(roots: list[Path], out: Path, batch_bytes: int = BATCH_BYTES) -> Exp
             entry["parts"] = writer.parts.get(key, [])
             sources[key] = entry
         result.removed = sorted(gone)
-        _write_manifest(out, manifest)
+        # Every part is in place (sync_dirs waited for them): the threads
+        # stop before the commit, which is the try's last step.
+        writer.pool.shutdown()
+        writer.sync_pool.shutdown()
+        _write_manifest(writer, manifest)
     except BaseException:
-        writer.abort()
+        if writer is not None:
+            writer.abort()
         raise
-    writer.pool.shutdown()
-    writer.sync_pool.shutdown()
     return result
 
 
