@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -352,3 +353,45 @@ def test_the_readme_queries_run_on_an_export(tmp_path: Path, monkeypatch: pytest
     out = capsys.readouterr().out
     assert "runs/pending.jsonl" not in out and "cli/pending.jsonl │ write_file │ call_a  │ result-persisted" in out
     assert "cli/records.jsonl" in out and "read_file" in out
+
+
+_KILLED_BEFORE_ITS_MANIFEST = """
+import os, signal, sys
+from agent_transcript.fleet import export as export_module
+def killed(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+export_module._write_manifest = killed
+export_module.export_transcripts(sys.argv[1], out=sys.argv[2])
+"""
+
+
+def test_a_first_export_killed_before_its_manifest_is_done_again_by_the_next(tmp_path: Path) -> None:
+    """A first export killed (SIGKILL, for real) after its parts and before its
+    manifest, the commit, left a folder of parts no manifest lists, which the
+    next export refused as "not an export" until someone removed it by hand.
+    The next export now takes it over: the leftovers go, and the folder holds
+    that export whole. A folder with anything of the user's in it is still
+    refused, its files untouched."""
+    src = copy_of(DATA / "clean.jsonl", tmp_path).parent
+    out = tmp_path / "out"
+    child = subprocess.run([sys.executable, "-c", _KILLED_BEFORE_ITS_MANIFEST, str(src), str(out)],
+                           capture_output=True, text=True, timeout=120, check=False)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    leftovers = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet"))
+    assert leftovers and not (out / MANIFEST).exists()
+
+    mine = out / "sessions" / "day=2026-01-01" / "notes.txt"
+    mine.parent.mkdir(parents=True, exist_ok=True)
+    mine.write_text("mine")
+    with pytest.raises(ExportError, match="not an export"):
+        export_transcripts(src, out=out)
+    assert mine.read_text() == "mine"
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet")) == leftovers
+    mine.unlink()
+
+    result = export_transcripts(src, out=out)
+    parts = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet"))
+    assert parts == sorted(result.parts) and not set(parts) & set(leftovers)
+    listed = json.loads((out / MANIFEST).read_text())["sources"]
+    assert sorted(rel for entry in listed.values() for rel in entry["parts"]) == parts
+    assert not [p for p in out.rglob("*") if p.name.startswith(".tmp-")]

@@ -57,7 +57,9 @@ skipped without being read. A changed file is exported again and its old rows
 are removed from the parts that held them (rewritten without them); a file
 the manifest lists under one of the exported folders that is gone has its
 rows removed too. The manifest is written last (atomically): a part it does
-not list is a leftover of an interrupted export and is deleted by the next.
+not list is a leftover of an interrupted export and is deleted by the next
+(a first export killed before its manifest included: a folder holding only
+the lock and such parts is taken for an export's).
 
 **Atomic.** Every part and the manifest are written under a temporary name
 (``.tmp-…``, which readers' ``*.parquet`` globs skip), fsynced, and renamed
@@ -432,13 +434,41 @@ def _unlink_quietly(path: Path) -> None:
 
 def _prepare(out: Path) -> None:
     """``out`` as an export's folder: made if missing; refused if it is a file
-    or a folder with something in it and no manifest."""
+    or a folder with something in it and no manifest, unless what it holds is
+    what a first export killed before its manifest leaves (which the sweep
+    then removes, under the lock)."""
     if out.exists() and not out.is_dir():
         raise ExportError(f"{out}: exists and is not a folder")
     if out.is_dir() and not (out / MANIFEST).exists():
-        if any(e.name != _LOCK for e in os.scandir(out)):
+        if any(e.name != _LOCK for e in list(os.scandir(out))) and not _killed_first_export(out):
             raise ExportError(f"{out}: a folder that is not an export (no {MANIFEST}); export writes into a new or empty folder")
     out.mkdir(parents=True, exist_ok=True)
+
+
+def _killed_first_export(out: Path) -> bool:
+    """Whether ``out``, which has no manifest, holds only what a first export
+    killed before its commit leaves: its lock file, a temporary manifest, and
+    table folders of ``day=`` folders holding only parts and temporary files of
+    the names an export gives them. Anything else (a file of the user's own)
+    makes it a folder that is not an export's, left alone."""
+    if not (out / _LOCK).is_file():
+        return False
+    # Each listing read whole, so that none is left open by an early answer.
+    for entry in list(os.scandir(out)):
+        if entry.name in (_LOCK, f"{_TMP}{MANIFEST}") and entry.is_file(follow_symlinks=False):
+            continue
+        if entry.name not in TABLES or not entry.is_dir(follow_symlinks=False):
+            return False
+        for day in list(os.scandir(entry.path)):
+            if not (day.name.startswith("day=") and day.is_dir(follow_symlinks=False)):
+                return False
+            for part in list(os.scandir(day.path)):
+                if not part.is_file(follow_symlinks=False):
+                    return False
+                name = part.name.removeprefix(_TMP)
+                if not (name.startswith("part-") and name.endswith(".parquet")):
+                    return False
+    return True
 
 
 def _sweep(out: Path, manifest: dict[str, Any]) -> None:
