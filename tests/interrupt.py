@@ -118,7 +118,10 @@ def every_interrupt(prepare: Callable[[], Any], call: Callable[[Any], Any],
         leaked = open_fds() - before if check_leaks else set()
         assert not leaked, (f"interrupt at {interrupt.where}: descriptors left open: "
                             f"{[os.readlink(f'/proc/self/fd/{n}') for n in leaked]}")
-        after(prepared)
+        try:
+            after(prepared)
+        except AssertionError as e:
+            raise AssertionError(f"interrupt at {interrupt.where}: {e}") from e
     raise AssertionError("the call never finished")
 
 

@@ -395,3 +395,48 @@ def test_a_first_export_killed_before_its_manifest_is_done_again_by_the_next(tmp
     listed = json.loads((out / MANIFEST).read_text())["sources"]
     assert sorted(rel for entry in listed.values() for rel in entry["parts"]) == parts
     assert not [p for p in out.rglob("*") if p.name.startswith(".tmp-")]
+
+
+def _listed_parts(out: Path) -> dict[str, bytes]:
+    """Every part the manifest lists, and its bytes."""
+    sources = json.loads((out / MANIFEST).read_text())["sources"]
+    return {rel: (out / rel).read_bytes() for entry in sources.values() for rel in entry["parts"]}
+
+
+def _messages_by_session(out: Path) -> list[tuple[Any, ...]]:
+    return query(out, "select session, count(*) from messages group by session order by session")
+
+
+def test_a_re_export_killed_before_its_manifest_leaves_every_listed_part_as_it_was(tmp_path: Path) -> None:
+    """A changed file's old rows were cut out of the parts that held them in
+    place, before the manifest: a re-export killed (SIGKILL, for real) or
+    interrupted in between left the manifest listing parts without that
+    file's rows, old or new, until the next export. Its parts are written
+    again under new names now, and the old ones go once the new manifest is
+    in place: killed before it, every listed part is as it was, byte for byte;
+    the next export then gives what an export into a new folder gives."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("a", "b"):  # one day's parts hold the rows of both
+        with Session.create(src / f"{name}.jsonl", {"agent": name}) as s:
+            s.append_message(Message.user(f"hi from {name}"))
+            s.append_message(Message.assistant("hello"))
+    out = tmp_path / "out"
+    export_transcripts(src, out=out)
+    before = _listed_parts(out)
+    rows_before = _messages_by_session(out)
+    with Session.open(src / "a.jsonl") as s:
+        s.append_message(Message.user("changed"))
+
+    child = subprocess.run([sys.executable, "-c", _KILLED_BEFORE_ITS_MANIFEST, str(src), str(out)],
+                           capture_output=True, text=True, timeout=120, check=False)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    assert _listed_parts(out) == before
+    assert query(out, "select 1 from messages limit 1")  # the new parts are there too, unlisted
+
+    again = export_transcripts(src, out=out)
+    assert again.exported == [src / "a.jsonl"] and again.skipped == [src / "b.jsonl"]
+    fresh = export_transcripts(src, out=tmp_path / "fresh")
+    assert _messages_by_session(out) == _messages_by_session(tmp_path / "fresh") != rows_before
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet")) == sorted(_listed_parts(out))
+    assert sum(fresh.rows.values()) > 0

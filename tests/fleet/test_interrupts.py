@@ -10,6 +10,7 @@ source transcript is as it was.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -181,3 +182,70 @@ def test_export(fast_tmp: Path) -> None:
     # Not interrupted: the columns' conversion to Arrow tables, which holds
     # nothing (two thirds of the lines an export runs).
     every_interrupt(prepare, lambda o: export_transcripts(folder, out=o), after, passing=frozenset({"_tables"}))
+
+
+def test_re_export(fast_tmp: Path) -> None:
+    """Ctrl-C at each line of the export of a folder in which one of two files
+    changed since the last export into ``out``: the manifest is the last
+    export's and every part it lists is as it was, byte for byte, with nothing
+    of this run's left (its old rows were cut out of the listed parts in place,
+    before the commit); or the new manifest is in place, and a part it does not
+    list can only be an old one it replaced, which the next export sweeps.
+    Either way, the same export then gives the rows an export into a new
+    folder gives."""
+    import threading
+
+    pq = pytest.importorskip("pyarrow.parquet")
+    from agent_transcript.fleet import MANIFEST, export_transcripts
+
+    folder = fast_tmp / "runs"
+    folder.mkdir()
+    _transcript(folder / "a.jsonl")
+    _transcript(folder / "b.jsonl")
+    last = fast_tmp / "last"
+    export_transcripts(folder, out=last)
+    last_files = _everything(last)
+    with Session.open(folder / "a.jsonl") as s:
+        s.append_message(Message.user("changed"))
+    fresh = export_transcripts(folder, out=fast_tmp / "fresh")
+    out = fast_tmp / "out"
+    threads = threading.active_count()
+
+    def listed(o: Path) -> list[str]:
+        sources = json.loads((o / MANIFEST).read_text())["sources"]
+        return sorted({rel for entry in sources.values() for rel in entry["parts"]})
+
+    def rows(o: Path) -> dict[str, int]:
+        counted = dict.fromkeys(fresh.rows, 0)
+        for rel in listed(o):
+            counted[rel.split("/", 1)[0]] += pq.read_metadata(o / rel).num_rows
+        return counted
+
+    def prepare() -> Path:
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.copytree(last, out)
+        return out
+
+    def after(o: Path) -> None:
+        assert threading.active_count() == threads
+        parts = sorted(p.relative_to(o).as_posix() for p in o.rglob("*.parquet"))
+        if (o / MANIFEST).read_bytes() == last_files[MANIFEST]:
+            assert {rel: (o / rel).read_bytes() for rel in listed(o)} == {
+                rel: last_files[rel] for rel in listed(last)}
+            assert parts == listed(o)
+        else:
+            assert set(listed(o)) <= set(parts) and set(parts) - set(listed(o)) <= set(last_files)
+        assert not [p for p in o.rglob("*") if p.name.startswith(".tmp-")]
+        left = _everything(o)
+        if left in retried:
+            return  # the same export from the same folder, already done once
+        retried.append(left)
+        export_transcripts(folder, out=o)
+        assert rows(o) == fresh.rows
+
+    retried: list[dict[str, bytes | None]] = []
+
+    # Not interrupted: what test_export interrupts at every line already, the
+    # reading of the changed file into batches and its parts' first writing.
+    every_interrupt(prepare, lambda o: export_transcripts(folder, out=o), after,
+                    passing=frozenset({"_tables", "_export_file", "flush_all"}))

@@ -54,7 +54,9 @@ wrapped by pyarrow where they are (no copy); pyarrow is the optional extra
 **Incremental.** The manifest keys each file by its absolute path and records
 its size, mtime (ns), inode and device: a file whose four are unchanged is
 skipped without being read. A changed file is exported again and its old rows
-are removed from the parts that held them (rewritten without them); a file
+are removed from the parts that held them (each written again without them
+under a new name, the old one removed once the new manifest is in place: an
+export interrupted before that leaves the listed parts as they were); a file
 the manifest lists under one of the exported folders that is gone has its
 rows removed too. The manifest is written last (atomically): a part it does
 not list is a leftover of an interrupted export and is deleted by the next
@@ -287,6 +289,14 @@ class _Writer:
         """``table`` as the part ``rel``: a temporary name, fsynced, renamed into place."""
         self.encode(rel, table, False)
 
+    def rewrite(self, rel: str, table: Any) -> str:
+        """``table``, the rows the part ``rel`` keeps, as a new part of this run's
+        beside it (same table and day); returns its name."""
+        self.count += 1
+        new = f"{rel.rsplit('/', 1)[0]}/part-{self.run}-{self.count:05}.parquet"
+        self.write(new, table)
+        return new
+
     def encode(self, rel: str, table: Any, later: bool) -> None:
         """Writes ``table`` under the temporary name of the part ``rel``; then
         commits it (:meth:`commit`) here, or on a sync thread when ``later``."""
@@ -307,15 +317,23 @@ class _Writer:
 
     def commit(self, tmp: Path, path: Path, rel: str) -> None:
         """The part written under ``tmp``: fsynced, then renamed to ``path``."""
-        fd = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)
+        # Held from the line that opens it and closed by this try's own lines:
+        # a part written again (see _drop_rows) commits on the main thread,
+        # where a Ctrl-C at a finally's line would skip the close.
+        fd = Descriptor()
         try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            fd.fd = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)
+            os.fsync(fd.fd)
+            fd.close()
+        except BaseException:
+            fd.close()
+            raise
+        # Known as this run's before it is in place: an abort removes it (or
+        # finds it not there yet) whichever line an interrupt lands on.
+        self.result.parts.append(rel)
         os.replace(tmp, path)
         self.temps.discard(tmp)
         self.dirs.add(path.parent)
-        self.result.parts.append(rel)
 
     def wait(self) -> None:
         """Waits for every part in flight, encoded and committed; the first failure is raised."""
@@ -350,7 +368,8 @@ class _Writer:
         self.sync_pool.shutdown(wait=True, cancel_futures=True)
         doomed = list(self.temps)
         if not self.listed:
-            # Its own names only: a part _drop_rows rewrote keeps an earlier run's.
+            # Its own names only (a part _drop_rows wrote again is a new one of
+            # this run's, the old one still in place).
             doomed += [self.out / rel for rel in self.result.parts if f"/part-{self.run}-" in rel]
         for path in doomed:
             try:
@@ -489,30 +508,47 @@ def _sweep(out: Path, manifest: dict[str, Any]) -> None:
         stale.unlink()
 
 
-def _drop_rows(writer: _Writer, parts: set[str], sessions: set[str]) -> set[str]:
-    """Rewrites each part in ``parts`` without the rows of ``sessions``; a part
-    left empty is deleted. Returns the parts deleted."""
+def _drop_rows(writer: _Writer, parts: set[str], sessions: set[str]) -> dict[str, str | None]:
+    """Writes each part in ``parts`` that holds rows of ``sessions`` again
+    without them, under a new name of this run's (none when no row is left).
+    The old parts stay, listed by the manifest in place, until the new one is
+    (:func:`_retire`): an export interrupted before its commit leaves every
+    listed part as it was. Returns what became of each part that changed: its
+    new name, or None."""
     pa, pq = writer.pa, writer.pq
     import pyarrow.compute as pc
 
-    gone: set[str] = set()
+    renamed: dict[str, str | None] = {}
     drop = pa.array(sorted(sessions), type=pa.large_string())
     for rel in sorted(parts):
         path = writer.out / rel
         if not path.exists():
-            gone.add(rel)
+            renamed[rel] = None
             continue
         table = pq.read_table(path)
         keep = table.filter(pc.invert(pc.is_in(table.column("session"), value_set=drop)))
         if keep.num_rows == table.num_rows:
             continue
-        if keep.num_rows == 0:
-            path.unlink()
-            writer.dirs.add(path.parent)
-            gone.add(rel)
-        else:
-            writer.write(rel, keep)
-    return gone
+        renamed[rel] = writer.rewrite(rel, keep) if keep.num_rows else None
+    return renamed
+
+
+def _retire(out: Path, parts: Iterable[str]) -> None:
+    """Removes the old ``parts``, which the manifest just put in place no longer
+    lists. One that cannot be removed now is a leftover the next export's sweep
+    removes (a part no manifest lists)."""
+    folders = set()
+    for rel in parts:
+        try:
+            os.unlink(out / rel)
+        except OSError:
+            continue
+        folders.add((out / rel).parent)
+    for folder in sorted(folders):
+        try:
+            _fsync_dir(folder)
+        except OSError:
+            pass
 
 
 def export_transcripts(*paths: str | os.PathLike[str], out: str | os.PathLike[str], format: str = "parquet",
@@ -588,6 +624,7 @@ def _export(roots: list[Path], out: Path, batch_bytes: int = BATCH_BYTES) -> Exp
     seen: set[str] = set()
     changed: set[str] = set()
     fresh: dict[str, dict[str, Any]] = {}
+    renamed: dict[str, str | None] = {}
     try:
         writer = _Writer(out, result, batch_bytes)
         for path in _walk(roots):
@@ -616,12 +653,13 @@ def _export(roots: list[Path], out: Path, batch_bytes: int = BATCH_BYTES) -> Exp
         gone = {key for key in sources if key not in seen and _under(key, under)}
         dropped = changed | gone
         old_parts = {rel for key in dropped for rel in sources[key].get("parts", [])}
-        deleted = _drop_rows(writer, old_parts, dropped) if dropped else set()
+        renamed = _drop_rows(writer, old_parts, dropped) if dropped else {}
         writer.sync_dirs()
         for key in dropped:
             sources.pop(key, None)
         for entry in sources.values():
-            entry["parts"] = [rel for rel in entry.get("parts", []) if rel not in deleted]
+            entry["parts"] = [new for rel in entry.get("parts", [])
+                              if (new := renamed.get(rel, rel)) is not None]
         for key, entry in fresh.items():
             entry["parts"] = writer.parts.get(key, [])
             sources[key] = entry
@@ -635,6 +673,7 @@ def _export(roots: list[Path], out: Path, batch_bytes: int = BATCH_BYTES) -> Exp
         if writer is not None:
             writer.abort()
         raise
+    _retire(out, renamed)
     return result
 
 
