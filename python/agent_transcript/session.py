@@ -121,9 +121,12 @@ class Session(_core.SessionBase):
             raise TypeError(f"meta must be a dict or None, not {type(meta).__name__}")
         payload: dict[str, Any] = {} if meta is None else meta
         canonical_json(payload)  # refuse a bad meta before touching the disk
-        made = _storage.make_parents(path)
+        # Each folder is recorded in the line that makes it, inside the try
+        # that removes them: a Ctrl-C anywhere leaves none of them behind.
+        made: list[Path] = []
         fd = _storage.Descriptor()
         try:
+            _storage.make_parents(path, made)
             _storage.open_locked(fd, path, create=True)
             if os.fstat(fd.fd).st_size > 0:
                 raise FileExistsError(17, "a transcript that is not empty is there already", str(path))

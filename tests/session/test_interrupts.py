@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,26 @@ def test_create(fast_tmp: Path, existing: bytes | None) -> None:
     def after(p: Path) -> None:
         loads_or_is_empty(p)  # the lock is free and the file is whole
         if not p.exists() or p.stat().st_size == 0:
+            Session.create(p, {"retry": True}).close()
+
+    every_interrupt(prepare, lambda p: Session.create(p, {"k": 1}), after)
+
+
+def test_create_in_new_folders(fast_tmp: Path) -> None:
+    """The folders create makes for a new transcript are made in its try, each
+    recorded as it is made: a Ctrl-C at any line leaves the transcript whole,
+    or no transcript and none of those folders."""
+    path = fast_tmp / "runs" / "today" / "run.jsonl"
+
+    def prepare() -> Path:
+        shutil.rmtree(fast_tmp / "runs", ignore_errors=True)
+        return path
+
+    def after(p: Path) -> None:
+        if p.exists():
+            Session.load(p).close()
+        else:
+            assert not (fast_tmp / "runs").exists()
             Session.create(p, {"retry": True}).close()
 
     every_interrupt(prepare, lambda p: Session.create(p, {"k": 1}), after)
