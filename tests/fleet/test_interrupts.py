@@ -11,7 +11,6 @@ source transcript is as it was.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -34,23 +33,6 @@ def _everything(folder: Path) -> dict[str, bytes | None]:
     """Every path under ``folder`` and the bytes of each file (None: a folder)."""
     return {p.relative_to(folder).as_posix(): None if p.is_dir() else p.read_bytes()
             for p in sorted(folder.rglob("*"))}
-
-
-@pytest.fixture
-def fast_tmp(tmp_path: Path) -> Any:
-    """A scratch folder on tmpfs when there is one (a fork and an archive
-    fsync the file and its folder, hundreds of times here)."""
-    shm = Path("/dev/shm")
-    if not (shm.is_dir() and os.access(shm, os.W_OK | os.X_OK)):
-        yield tmp_path
-        return
-    import tempfile
-
-    d = Path(tempfile.mkdtemp(prefix="at-fleet-", dir=shm))
-    try:
-        yield d
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.mark.parametrize("into", ["new folder", "empty file", "from an archive"])
