@@ -37,6 +37,8 @@ impl Behind {
         } else {
             let mut back = self.returned.recv().map_err(|_| stopped())?;
             back.clear();
+            // One write bigger than a buffer grew it: not kept that big.
+            back.shrink_to(self.capacity);
             back
         };
         let full = std::mem::replace(&mut self.buf, next);
@@ -233,6 +235,36 @@ mod tests {
         let mut f = &file;
         let _ = f.seek(SeekFrom::Start(0));
         let _ = f.read_to_end(&mut got);
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    #[allow(clippy::panic)]
+    fn a_write_bigger_than_a_buffer_goes_whole_and_no_buffer_stays_that_big() {
+        let file = temp();
+        let big = vec![7u8; 1000];
+        // The buffer in hand after each write: the big one comes round again.
+        let mut held = Vec::new();
+        let r = write_behind(&file, 16, Durable::Never, |w| {
+            w.write_all(b"head")?;
+            w.write_all(&big)?;
+            for _ in 0..10 {
+                w.write_all(b"0123456789abc")?;
+                held.push(w.buf.capacity());
+            }
+            Ok(())
+        });
+        assert!(r.is_ok(), "{r:?}");
+        assert!(held.iter().all(|&c| c < big.len()), "{held:?}");
+        let mut got = Vec::new();
+        let mut f = &file;
+        let _ = f.seek(SeekFrom::Start(0));
+        let _ = f.read_to_end(&mut got);
+        let mut expected = b"head".to_vec();
+        expected.extend_from_slice(&big);
+        for _ in 0..10 {
+            expected.extend_from_slice(b"0123456789abc");
+        }
         assert_eq!(got, expected);
     }
 

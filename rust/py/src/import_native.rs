@@ -2,8 +2,9 @@
 //! source into its derived envelopes (written to a spool descriptor) and keeps
 //! what the source lines need; a second writes the `source-line` envelopes.
 //! Both write behind (`transcript_core::write_behind`): another thread does
-//! their writes. The GIL is released for both; Python's signal handlers still run between
-//! stretches of the work, so a Ctrl-C stops an import of a GiB at once.
+//! their writes. The GIL is released for both; Python's signal handlers still
+//! run between stretches of the work, so a Ctrl-C stops an import of a GiB at
+//! once.
 
 use std::fs::File;
 use std::os::fd::RawFd;
