@@ -87,7 +87,7 @@ from typing import Any
 
 from .. import CorruptTranscript, TranscriptError
 from ..inspect import ColumnBatch, ColumnData, FileColumns, os_error_reason, read
-from ..inspect.paths import Descriptor
+from ..inspect.paths import Descriptor, read_regular_file
 
 __all__ = ["export_transcripts", "ExportResult", "ExportError", "TABLES", "FORMATS", "MANIFEST"]
 
@@ -525,7 +525,10 @@ def _drop_rows(writer: _Writer, parts: set[str], sessions: set[str]) -> dict[str
         if not path.exists():
             renamed[rel] = None
             continue
-        table = pq.read_table(path)
+        # Read here, whole (a part is one batch), and parsed from memory:
+        # pyarrow's own reader closes its file on a thread of its own, after
+        # read_table has returned, and an interrupt just after left it open.
+        table = pq.read_table(pa.BufferReader(read_regular_file(path, lambda f: f.read())))
         keep = table.filter(pc.invert(pc.is_in(table.column("session"), value_set=drop)))
         if keep.num_rows == table.num_rows:
             continue
