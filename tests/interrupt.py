@@ -33,6 +33,7 @@ class Interrupt:
         self.seen = 0
         self.fired = False
         self.where = ""
+        self.last: tuple[int, int] | None = None
 
     def trace(self, frame: FrameType, event: str, arg: Any) -> Any:
         if not frame.f_code.co_filename.startswith(PACKAGE):
@@ -40,6 +41,16 @@ class Interrupt:
         if event == "call" and self.passing and self._passed(frame):
             return None
         if event == "line" and sys.exc_info()[1] is None:
+            # A line event again for the line just seen, in the same frame, is
+            # a one-line comprehension's next item: CPython 3.12+ inlines
+            # comprehensions, and an exception a trace function raises between
+            # two items skips the enclosing function's handlers (a real
+            # signal's does not). The line's first event stays. (A comprehension
+            # over several lines in a try with a cleanup is a function of its own.)
+            here = (id(frame), frame.f_lineno)
+            if here == self.last:
+                return self.trace
+            self.last = here
             self.seen += 1
             if self.seen == self.at:
                 self.fired = True
