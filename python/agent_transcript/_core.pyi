@@ -9,7 +9,7 @@ __version__: str
 
 __all__ = [
     "__version__", "canonical_json", "envelope_line", "digest", "loads", "tail_check", "parse_envelope",
-    "after_fork",
+    "after_fork", "file_watch",
     "Transcript", "SessionBase", "SessionLock", "Peeked", "zstd_compress", "zstd_decompress", "zstd_matches",
     "ZSTD_LEVEL", "ExportBatch", "ColumnBuffer", "ExportFile", "NativeImport", "import_native", "zstd_head", "list_rows",
     "excerpt",
@@ -28,6 +28,7 @@ def zstd_matches(archive_fd: int, original_fd: int, length: int, /) -> bool: ...
 
 ZSTD_LEVEL: int
 def after_fork() -> None: ...
+def file_watch(enabled: bool | None = None, /) -> bool: ...
 def list_rows(
     paths: list[str | os.PathLike[str]], threads: int, /
 ) -> list[tuple[str, int, float, int, int, str | None, str | None, str | None, str | None, str | None,

@@ -6,6 +6,8 @@
  *   AT_FAULT_OP      write | pwrite | fsync | fdatasync | ftruncate | open |
  *                    rename | copy_file_range | symlink-on-open | statx (the
  *                    call Rust's File::metadata makes, an fstat of a descriptor)
+ *                    | lseek (lseek and lseek64: the length check after an
+ *                    append the file watch vouches for)
  *   AT_FAULT_MATCH   suffix the file's path must end with (fd calls look the
  *                    path up in /proc/self/fd); empty matches everything
  *   AT_FAULT_NTH     the first matching call to hit (1-based, default 1)
@@ -246,6 +248,20 @@ int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *b
     after(h);
     return r;
 }
+
+#define LSEEK_CALL(name, type)                                                   \
+    type name(int fd, type offset, int whence) {                                 \
+        static type (*real)(int, type, int);                                     \
+        if (!real) real = next(#name);                                           \
+        int h = wants("lseek") ? hit("lseek", fd_matches(fd)) : 0;              \
+        FAIL_IF(h);                                                              \
+        type r = real(fd, offset, whence);                                       \
+        after(h);                                                                \
+        return r;                                                                \
+    }
+
+LSEEK_CALL(lseek, off_t)
+LSEEK_CALL(lseek64, off64_t)
 
 int rename(const char *from, const char *to) {
     static int (*real)(const char *, const char *);

@@ -11,6 +11,7 @@ pub mod digest;
 pub mod envelope;
 pub mod excerpt;
 pub mod file_state;
+pub mod file_watch;
 pub mod import_claude;
 pub mod import_codex;
 pub mod import_run;

@@ -5,8 +5,9 @@
 //! a few nanoseconds uncontended instead of the few hundred an RLock's `with`
 //! costs. And `_append_fields` appends a plain `Message`'s fields under that
 //! lock in one call, which is all `Session.append_message` does in the usual
-//! case: an append is then a `write(2)`, a `statx(2)` and well under a
-//! microsecond of everything else.
+//! case: an append is then a `write(2)`, an `lseek(2)` (or a `statx(2)` where
+//! the file watch cannot vouch for the file's name: `transcript_core::file_watch`)
+//! and well under a microsecond of everything else.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
