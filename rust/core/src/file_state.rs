@@ -61,10 +61,10 @@ pub fn length(file: &File) -> io::Result<u64> {
 /// # Errors
 ///
 /// What the system call returns.
-pub fn mode(file: &File) -> io::Result<libc::mode_t> {
+pub fn mode(file: &File) -> io::Result<u32> {
     #[cfg(target_os = "linux")]
     if let Some(out) = narrow_statx_of(file, libc::STATX_MODE)? {
-        return Ok(libc::mode_t::from(out.stx_mode) & 0o7777);
+        return Ok(u32::from(out.stx_mode) & 0o7777);
     }
     let meta = file.metadata()?;
     Ok(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o7777)
