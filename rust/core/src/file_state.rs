@@ -55,21 +55,6 @@ pub fn length(file: &File) -> io::Result<u64> {
     file.seek(io::SeekFrom::End(0))
 }
 
-/// `file`'s permission bits, asked without its timestamps where the platform
-/// allows (see the module's documentation).
-///
-/// # Errors
-///
-/// What the system call returns.
-pub fn mode(file: &File) -> io::Result<u32> {
-    #[cfg(target_os = "linux")]
-    if let Some(out) = narrow_statx_of(file, libc::STATX_MODE)? {
-        return Ok(u32::from(out.stx_mode) & 0o7777);
-    }
-    let meta = file.metadata()?;
-    Ok(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o7777)
-}
-
 /// `statx` for the link count and the size alone; None where the kernel has no
 /// `statx` (before 4.11, or a sandbox that refuses it) or does not fill both.
 #[cfg(target_os = "linux")]

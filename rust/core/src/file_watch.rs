@@ -22,6 +22,8 @@
 //! watched file's name has happened since the last look. Set, and the ring is
 //! replaced by a fresh one, the count of rings goes up, and each watched
 //! session asks its file with `statx` once before trusting the bell again.
+//! Each new notifier first proves that this kernel rings as described: a chmod
+//! of a memfd of its own, watched as a session's file is, must ring it.
 //!
 //! Every other case falls back on the `statx` per append: another platform, a
 //! kernel before 6.1 (no `DEFER_TASKRUN`), a sandbox that refuses io_uring
@@ -31,8 +33,12 @@
 //! local ones are watched), a child after a `fork` (the parent's ring is not
 //! its own) until it makes its own, or `AGENT_TRANSCRIPT_FILE_WATCH=0` in the
 //! environment. A look that finds another thread looking asks `statx` rather
-//! than wait. The inotify instance and the ring are held only while a session
-//! of the process watches.
+//! than wait. The inotify instance and the ring are made with the process's
+//! first watch and kept until it exits: a closed inotify instance goes back
+//! to the user's count only once the closed ring that polled it is torn down,
+//! on a kernel worker, later, so a notifier made and dropped per session ran a
+//! busy process (or its user's other processes) out of instances (`EMFILE`
+//! after about a hundred in a row here).
 
 use std::fs::File;
 
@@ -194,13 +200,7 @@ mod linux {
     pub(super) fn available() -> bool {
         enabled()
             && NOTIFIER
-                .with(Wait::Yes, Make::Yes, |slot| {
-                    let made = slot.is_some();
-                    if slot.as_ref().is_some_and(|n| n.watches.is_empty()) {
-                        *slot = None; // held only while a session watches
-                    }
-                    made
-                })
+                .with(Wait::Yes, Make::Yes, |slot| slot.is_some())
                 .unwrap_or(false)
     }
 
@@ -235,22 +235,6 @@ mod linux {
                     return None;
                 }
                 *n.watches.entry(wd).or_insert(0) += 1;
-                if !n.proven {
-                    match n.prove(file) {
-                        Some(true) => n.proven = true,
-                        Some(false) => {
-                            // This kernel does not ring as the module says:
-                            // no watch in this process from now on.
-                            UNHEARD.store(true, Ordering::SeqCst);
-                            *slot = None;
-                            return None;
-                        }
-                        None => {
-                            forget(slot, wd);
-                            return None;
-                        }
-                    }
-                }
                 Some(FileWatch {
                     wd,
                     notifier: n.id,
@@ -269,7 +253,7 @@ mod linux {
     }
 
     /// Takes one watch of `wd` off the notifier in `slot`; the last one
-    /// removes the inotify watch, and the last watch of all the notifier.
+    /// removes the inotify watch.
     fn forget(slot: &mut Option<Notifier>, wd: i32) {
         let Some(n) = slot.as_mut() else {
             return;
@@ -282,12 +266,6 @@ mod linux {
             return;
         }
         n.watches.remove(&wd);
-        if n.watches.is_empty() {
-            // The last: the inotify instance (of the user's 128) and the
-            // ring go with it, until a session watches again.
-            *slot = None;
-            return;
-        }
         // SAFETY: plain system call on the notifier's own descriptor.
         // The removal rings the bell (IN_IGNORED): the next look asks.
         unsafe { libc::inotify_rm_watch(n.inotify.as_raw_fd(), wd) };
@@ -402,8 +380,6 @@ mod linux {
         /// None only while a rung one is being replaced.
         ring: Option<Ring>,
         rings: u64,
-        /// Whether the bell was heard to ring (see `prove`).
-        proven: bool,
         /// How many live watches share each watch descriptor (one inode
         /// watched twice has one).
         watches: HashMap<i32, usize>,
@@ -423,38 +399,62 @@ mod linux {
             // SAFETY: a new descriptor, ours alone.
             let inotify = unsafe { OwnedFd::from_raw_fd(fd) };
             let ring = Ring::listening_to(inotify.as_raw_fd())?;
-            Ok(Notifier {
+            let mut n = Notifier {
                 id: NEXT_NOTIFIER.fetch_add(1, Ordering::SeqCst),
                 forks,
                 inotify,
                 ring: Some(ring),
                 rings: 0,
-                proven: false,
                 watches: HashMap::new(),
-            })
+            };
+            if !n.prove()? {
+                // This kernel does not ring as the module says: no watch in
+                // this process from now on.
+                UNHEARD.store(true, Ordering::SeqCst);
+                return Err(io::Error::other("the file watch's bell did not ring"));
+            }
+            Ok(n)
         }
 
-        /// Whether the bell rings on this kernel, tried on the first file
-        /// watched: a chmod of the file to its own mode changes nothing but
-        /// its ctime (which every append's write changes anyway), and must
-        /// ring it (IN_ATTRIB) before the call returns, as an unlink does. A
-        /// kernel that queues the poll's completion some other way would
-        /// otherwise stay silent while files are deleted. None when it could
-        /// not be tried (a file this process may write but not chmod).
-        fn prove(&mut self, file: &File) -> Option<bool> {
-            if self.ring.as_ref().is_none_or(Ring::rang) {
-                self.rings += 1;
-                self.answer().ok()?;
+        /// Whether the bell rings on this kernel: a chmod of a file of our
+        /// own (a memfd, watched as any session's file is) must ring it
+        /// (IN_ATTRIB, as an unlink's link count change does) before the
+        /// call returns. A kernel that queued the poll's completion some other
+        /// way would stay silent while files are deleted. No one's file is
+        /// touched. Leaves the notifier listening with a fresh ring.
+        fn prove(&mut self) -> io::Result<bool> {
+            // SAFETY: plain system call with a NUL-terminated name; checked.
+            let fd = unsafe {
+                libc::syscall(
+                    libc::SYS_memfd_create,
+                    c"agent-transcript-file-watch".as_ptr(),
+                    libc::MFD_CLOEXEC,
+                )
+            };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
             }
-            let mode = crate::file_state::mode(file).ok()?;
-            // SAFETY: plain system call on an open descriptor.
-            if unsafe { libc::fchmod(file.as_raw_fd(), mode) } != 0 {
-                return None;
+            // SAFETY: a new descriptor, ours alone.
+            let probe = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+            let path = format!("/proc/self/fd/{}\0", probe.as_raw_fd());
+            // SAFETY: the inotify descriptor is open and `path` is NUL-terminated.
+            let wd = unsafe {
+                libc::inotify_add_watch(self.inotify.as_raw_fd(), path.as_ptr().cast(), WATCHED)
+            };
+            if wd < 0 {
+                return Err(io::Error::last_os_error());
             }
+            let quiet_before = self.ring.as_ref().is_some_and(|r| !r.rang());
+            // SAFETY: plain system calls on descriptors this function owns.
+            let changed = unsafe { libc::fchmod(probe.as_raw_fd(), 0o600) };
             let rang = self.ring.as_ref().is_some_and(Ring::rang);
-            self.rings += 1;
-            self.answer().ok()?;
-            Some(rang)
+            // SAFETY: as above; the removal rings too, and is answered below.
+            unsafe { libc::inotify_rm_watch(self.inotify.as_raw_fd(), wd) };
+            if changed != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            self.answer()?;
+            Ok(quiet_before && rang)
         }
 
         /// After a ring: reads what inotify queued (so the new poll does not
@@ -837,9 +837,9 @@ mod tests {
     }
 
     #[test]
-    fn the_notifier_is_held_only_while_something_watches() -> io::Result<()> {
+    fn the_notifier_is_made_once_and_kept() -> io::Result<()> {
         let _turn = turn();
-        let path = scratch("held")?;
+        let path = scratch("kept")?;
         let Some((file, w)) = watched(&path)? else {
             return Ok(());
         };
@@ -847,12 +847,17 @@ mod tests {
             || linux_notifier_is_held().ok_or_else(|| failed("the notifier's lock was taken"));
         assert!(held()?);
         drop(w);
-        assert!(!held()?);
-        // A watch made again hears again.
+        assert!(held()?, "kept with no watch");
+        // Made and dropped a hundred times over, watches never run out of
+        // inotify instances, and a watch made again hears.
+        for _ in 0..200 {
+            drop(FileWatch::new(&file).ok_or_else(|| failed("the file cannot be watched"))?);
+        }
         let mut w = FileWatch::new(&file).ok_or_else(|| failed("the file cannot be watched"))?;
         if let Look::Ask(count) = w.look() {
             w.confirm(count);
         }
+        assert_eq!(w.look(), Look::Named);
         std::fs::remove_file(&path)?;
         assert!(matches!(w.look(), Look::Ask(_)));
         Ok(())
