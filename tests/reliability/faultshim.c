@@ -7,7 +7,10 @@
  *                    rename | copy_file_range | symlink-on-open | statx (the
  *                    call Rust's File::metadata makes, an fstat of a descriptor)
  *                    | lseek (lseek and lseek64: the length check after an
- *                    append the file watch vouches for)
+ *                    append the file watch vouches for) | io_uring_setup
+ *                    (through syscall(2): a sandbox that refuses io_uring, as
+ *                    Docker's default seccomp profile does; AT_FAULT_MATCH
+ *                    is not looked at)
  *   AT_FAULT_MATCH   suffix the file's path must end with (fd calls look the
  *                    path up in /proc/self/fd); empty matches everything
  *   AT_FAULT_NTH     the first matching call to hit (1-based, default 1)
@@ -40,6 +43,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static const char *op = "";
@@ -262,6 +266,21 @@ int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *b
 
 LSEEK_CALL(lseek, off_t)
 LSEEK_CALL(lseek64, off64_t)
+
+long syscall(long number, ...) {
+    static long (*real)(long, ...);
+    if (!real) real = (long (*)(long, ...))next("syscall");
+    va_list ap;
+    va_start(ap, number);
+    long a[6];
+    for (int i = 0; i < 6; i++) a[i] = va_arg(ap, long);
+    va_end(ap);
+    int h = number == SYS_io_uring_setup && wants("io_uring_setup") ? hit("io_uring_setup", 1) : 0;
+    FAIL_IF(h);
+    long r = real(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+    after(h);
+    return r;
+}
 
 int rename(const char *from, const char *to) {
     static int (*real)(const char *, const char *);

@@ -296,8 +296,10 @@ mod linux {
         // which the kernel fills in; the descriptor is open.
         let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
         let rc = unsafe { libc::fstatfs(file.as_raw_fd(), &mut fs) };
+        // The magic numbers are 32 bits; where `f_type` is a signed 32-bit
+        // field, the high ones would widen negative.
         #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
-        let kind = i64::from(fs.f_type as i64);
+        let kind = i64::from(fs.f_type as i64) & 0xFFFF_FFFF;
         rc == 0 && LOCAL_FILE_SYSTEMS.contains(&kind)
     }
 
