@@ -151,7 +151,7 @@ mod linux {
     use std::collections::HashMap;
     use std::fs::File;
     use std::io;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+    use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
     use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
     use std::sync::Once;
 
@@ -199,6 +199,16 @@ mod linux {
     pub(super) fn ring_count() -> Option<u64> {
         NOTIFIER
             .with(Wait::Yes, Make::No, |slot| slot.as_ref().map(|n| n.rings))
+            .flatten()
+    }
+
+    /// The ring's descriptor number (for tests).
+    #[cfg(test)]
+    pub(super) fn ring_descriptor() -> Option<RawFd> {
+        NOTIFIER
+            .with(Wait::Yes, Make::No, |slot| {
+                slot.as_ref()?.ring.as_ref().map(|r| r.fd.as_raw_fd())
+            })
             .flatten()
     }
 
@@ -317,7 +327,8 @@ mod linux {
                         0
                     };
                     if n.rest > 0 {
-                        n.ring = None;
+                        // The rung ring stays until the rest ends (its
+                        // descriptor keeps its number: see `answer`).
                         n.resume_at = Some(n.looks + n.rest);
                         return None;
                     }
@@ -513,11 +524,10 @@ mod linux {
         }
 
         /// After a ring: reads what inotify queued (so the new poll does not
-        /// fire at once) and listens with a new ring. The rung one is closed
-        /// first, so that the new one takes the number of its descriptor: the
-        /// process's descriptors look the same before and after.
+        /// fire at once) and listens with a new ring, put at the number of
+        /// the rung one's descriptor (`dup3` closes the rung one there): the
+        /// process's descriptors are the same numbers before and after.
         fn answer(&mut self) -> io::Result<()> {
-            self.ring = None;
             let mut events = [0u8; 4096];
             loop {
                 // SAFETY: reads into a buffer of its stated length.
@@ -532,7 +542,21 @@ mod linux {
                     break;
                 }
             }
-            self.ring = Some(Ring::listening_to(self.inotify.as_raw_fd())?);
+            let mut fresh = Ring::listening_to(self.inotify.as_raw_fd())?;
+            if let Some(rung) = self.ring.take() {
+                let number = rung.into_fd().into_raw_fd();
+                // SAFETY: `number` is the rung ring's descriptor, ours, which
+                // dup3 closes as it puts the fresh ring there (close-on-exec,
+                // as io_uring_setup made it); checked.
+                if unsafe { libc::dup3(fresh.fd.as_raw_fd(), number, libc::O_CLOEXEC) } >= 0 {
+                    // SAFETY: `number` now holds the fresh ring, ours alone.
+                    fresh.fd = unsafe { OwnedFd::from_raw_fd(number) };
+                } else {
+                    // SAFETY: still the rung ring's: closed, as it would have been.
+                    drop(unsafe { OwnedFd::from_raw_fd(number) });
+                }
+            }
+            self.ring = Some(fresh);
             Ok(())
         }
     }
@@ -655,12 +679,12 @@ mod linux {
     /// which no one enters again: its flags word is the bell.
     struct Ring {
         /// What the pointers point into.
-        _mapped: Mapping,
+        mapped: Mapping,
         flags: *const AtomicU32,
         cq_head: *const AtomicU32,
         cq_tail: *const AtomicU32,
         // Dropped last: unmapped before the ring is closed.
-        _fd: OwnedFd,
+        fd: OwnedFd,
     }
 
     // SAFETY: the raw pointers are into `rings`, which lives as long as the
@@ -729,9 +753,16 @@ mod linux {
                 flags: rings.word(p.sq_off.flags),
                 cq_head: rings.word(p.cq_off.head),
                 cq_tail: rings.word(p.cq_off.tail),
-                _mapped: rings,
-                _fd: fd,
+                mapped: rings,
+                fd,
             })
+        }
+
+        /// The ring's descriptor, its memory unmapped.
+        fn into_fd(self) -> OwnedFd {
+            let Ring { mapped, fd, .. } = self;
+            drop(mapped);
+            fd
         }
 
         /// Whether the poll has fired (its completion waits as deferred work,
@@ -957,6 +988,35 @@ mod tests {
         drop(file);
         std::fs::remove_file(&path)?;
         assert!(matches!(w.look(), Look::Ask(_)), "the unlink was not heard");
+        Ok(())
+    }
+
+    #[test]
+    fn a_new_ring_takes_the_number_of_the_rung_ones_descriptor() -> io::Result<()> {
+        let _turn = turn();
+        let path = scratch("number")?;
+        let Some((_file, mut w)) = watched(&path)? else {
+            return Ok(());
+        };
+        let number = linux::ring_descriptor().ok_or_else(|| failed("no ring"))?;
+        // Rings answered at once, then over and over (a rest, and its end).
+        for k in 0..300u32 {
+            std::fs::set_permissions(
+                &path,
+                std::os::unix::fs::PermissionsExt::from_mode(0o600 | ((k % 2) * 0o40)),
+            )?;
+            if let Look::Ask(count) = w.look() {
+                w.confirm(count);
+            }
+        }
+        heard(&mut w)?;
+        assert_eq!(linux::ring_descriptor(), Some(number));
+        // SAFETY: asks the flags of a descriptor this process holds.
+        let flags = unsafe { libc::fcntl(number, libc::F_GETFD) };
+        assert!(
+            flags >= 0 && flags & libc::FD_CLOEXEC != 0,
+            "closed on exec"
+        );
         Ok(())
     }
 
