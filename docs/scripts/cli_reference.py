@@ -86,6 +86,8 @@ def _argument(action: argparse.Action) -> str:
 
 def _details(action: argparse.Action) -> str:
     text = _cell(action.help)
+    if text and not text.endswith((".", ")")):
+        text += "."
     if action.choices is not None and not isinstance(action.choices, dict):
         text += f" One of: {', '.join(f'`{c}`' for c in action.choices)}."
     if (action.option_strings and action.nargs != 0 and action.default not in (None, argparse.SUPPRESS)
