@@ -16,7 +16,9 @@ The line before a block may say, in an HTML comment the page does not show:
 
 A block whose fence says ``python title="..."`` (a one-line fragment shown for
 comparison, such as a framework's "before") is not a program and is not run.
-The folder holds ``transcript.schema.json``, the schema a reader downloads from
+Every transcript a page leaves behind must then check clean
+(``agent-transcript check``, exit 0): a page never teaches a way to write a
+damaged file. The folder holds ``transcript.schema.json``, the schema a reader downloads from
 the JSON Schema page.
 """
 
@@ -101,7 +103,7 @@ def test_the_pages_have_examples() -> None:
     """The extractor finds the blocks (a change of fence syntax would silently test nothing)."""
     counts = {_name(p): len(examples(p)) for p in PAGES}
     assert counts["docs/getting-started.md"] >= 4
-    assert sum(counts.values()) >= 30, counts
+    assert sum(counts.values()) >= 25, counts
     for page in PAGES:
         for example in examples(page):
             assert example.code.strip(), f"{_name(page)}:{example.line}: an empty block"
@@ -143,3 +145,8 @@ def test_the_examples_of_a_page_run(page: Path, tmp_path: Path) -> None:
         assert failure is None, failure
     if skipped and len(skipped) == len(examples(page)):
         pytest.skip("; ".join(skipped))
+    left = sorted(str(p) for p in tmp_path.rglob("*.jsonl"))
+    if left:
+        done = subprocess.run([sys.executable, "-m", "agent_transcript", "check", *left],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, f"{_name(page)} leaves a transcript that does not check clean:\n{done.stdout}{done.stderr}"
