@@ -3,7 +3,9 @@
 Public: each name in the ``__all__`` of ``agent_transcript``, ``agent_transcript.fleet``,
 ``agent_transcript.formats`` and each integration module whose framework is
 installed, and, for a class among them, each attribute its own body defines
-whose name does not start with ``_`` (methods, properties, class methods).
+whose name does not start with ``_`` (methods, properties, class methods). A
+method that overrides a base class's documented one (a framework's hook, such
+as the OpenAI Agents SDK's ``RunHooks.on_tool_start``) has that docstring.
 A constant (a str, a tuple, ...) is documented by its ``#:`` comment on the
 page, not by a docstring, and is not checked here.
 """
@@ -42,6 +44,16 @@ def own_docstring(value: Any) -> str | None:
     return doc
 
 
+def inherited_docstring(cls: type, attr: str) -> str | None:
+    """The docstring of the member ``attr`` of the nearest base class that documents it."""
+    for base in cls.__mro__[1:]:
+        if attr in vars(base):
+            doc = own_docstring(vars(base)[attr])
+            if doc and doc.strip():
+                return doc
+    return None
+
+
 def undocumented(module: ModuleType) -> list[str]:
     """The public names of ``module`` without a docstring of their own."""
     missing = []
@@ -56,7 +68,7 @@ def undocumented(module: ModuleType) -> list[str]:
                 if attr.startswith("_"):
                     continue
                 if isinstance(member, (classmethod, staticmethod)) or documentable(member):
-                    if not (own_docstring(member) or "").strip():
+                    if not (own_docstring(member) or inherited_docstring(value, attr) or "").strip():
                         missing.append(f"{module.__name__}.{name}.{attr}")
     return missing
 
@@ -88,6 +100,23 @@ def test_a_missing_docstring_is_found() -> None:
     def function() -> None:
         pass
 
+    class Base:
+        """A framework's base class."""
+
+        def hook(self) -> None:
+            """Called by the framework."""
+
+    class Override(Base):
+        """Overrides a documented hook, adds an undocumented method."""
+
+        def hook(self) -> None:
+            pass
+
+        def extra(self) -> None:
+            pass
+
     fake.Documented, fake.function, fake.CONSTANT = Documented, function, "x"  # type: ignore[attr-defined]
-    fake.__all__ = ["Documented", "function", "CONSTANT"]  # type: ignore[attr-defined]
-    assert undocumented(fake) == ["fake.Documented.method", "fake.Documented.prop", "fake.function"]
+    fake.Override = Override  # type: ignore[attr-defined]
+    fake.__all__ = ["Documented", "function", "CONSTANT", "Override"]  # type: ignore[attr-defined]
+    assert undocumented(fake) == ["fake.Documented.method", "fake.Documented.prop", "fake.function",
+                                  "fake.Override.extra"]

@@ -484,10 +484,6 @@ class TranscriptRunHooks(RunHooks[Any]):
         self._started: dict[str, tuple[str, float]] = {}
 
     async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
-        """Write the ``tool-dispatched`` line of a function tool about to run (the SDK calls this).
-
-        Other tools (hosted, computer) say no call id here and are not recorded.
-        """
         if not isinstance(context, ToolContext):
             return  # only function tools say which call they are
         t = self.session.transcript
@@ -497,7 +493,6 @@ class TranscriptRunHooks(RunHooks[Any]):
         self._started[context.tool_call_id] = (op_id, time.monotonic())
 
     async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: object) -> None:
-        """Write the ``tool-settled`` line of a function tool that returned (the SDK calls this)."""
         if not isinstance(context, ToolContext):
             return
         started = self._started.pop(context.tool_call_id, None)
