@@ -95,6 +95,8 @@ def _details(action: argparse.Action) -> str:
         text += f" Default: `{action.default}`."
     if action.required and action.option_strings:
         text += " Required."
+    if not action.option_strings and not text:
+        text = "Optional." if action.nargs in ("?", "*") else "Required."
     return text.strip()
 
 
