@@ -13,6 +13,9 @@ The line before a block may say, in an HTML comment the page does not show:
   and is skipped, saying so, otherwise. CI installs every extra, so there every
   block runs.
 * ``<!-- docs-test: skip REASON -->``: never run (say why).
+* ``<!-- docs-test: run -->`` before a ``sh`` block: run it too, with bash
+  (``set -euo pipefail``), in its place among the page's blocks; an ``sh``
+  block without it (an install command, a path of the reader's) is only shown.
 
 A block whose fence says ``python title="..."`` (a one-line fragment shown for
 comparison, such as a framework's "before") is not a program and is not run.
@@ -42,7 +45,7 @@ SCHEMA = DOCS / "reference" / "transcript.schema.json"
 PAGES = sorted(p for p in DOCS.rglob("*.md") if "scripts" not in p.parts)
 
 _BLOCK = re.compile(
-    r"(?:^<!--\s*docs-test:(?P<marker>[^>]*?)-->\n)?^```(?P<info>python[^\n]*)\n(?P<code>.*?)^```$",
+    r"(?:^<!--\s*docs-test:(?P<marker>[^>]*?)-->\n)?^```(?P<info>(?:python|sh)[^\n]*)\n(?P<code>.*?)^```$",
     re.M | re.S,
 )
 
@@ -56,6 +59,7 @@ class Example:
     code: str
     requires: list[str] = field(default_factory=list)
     skip: str | None = None
+    shell: bool = False
 
     @property
     def expected(self) -> list[str] | None:
@@ -82,10 +86,13 @@ def examples(page: Path) -> list[Example]:
     text = page.read_text(encoding="utf-8")
     found = []
     for m in _BLOCK.finditer(text):
-        if m.group("info").strip() != "python":
-            continue  # python title="before": a fragment, not a program
         marker = (m.group("marker") or "").strip()
-        example = Example(page, text.count("\n", 0, m.start("code")) + 1, m.group("code"))
+        shell = m.group("info").strip() == "sh"
+        if shell and "run" not in marker.split():
+            continue  # shown, not run
+        if not shell and m.group("info").strip() != "python":
+            continue  # python title="before": a fragment, not a program
+        example = Example(page, text.count("\n", 0, m.start("code")) + 1, m.group("code"), shell=shell)
         if marker.startswith("skip"):
             example.skip = marker[4:].strip() or "marked skip"
         for word in marker.split():
@@ -121,7 +128,11 @@ def run(example: Example, cwd: Path) -> str | None:
     """Run one block in a fresh interpreter in ``cwd``; a message if it failed, else None."""
     env = {**os.environ, "PYTHONWARNINGS": "error", "NO_COLOR": "1", "COLUMNS": "100"}
     env.pop("PYTHONPATH", None)
-    done = subprocess.run([sys.executable, "-c", example.code], cwd=cwd, env=env,
+    bin_dir = str(Path(sys.executable).parent)  # agent-transcript, installed beside this interpreter
+    env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+    command = (["bash", "-c", "set -euo pipefail\n" + example.code] if example.shell
+               else [sys.executable, "-c", example.code])
+    done = subprocess.run(command, cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
     where = f"{_name(example.page) if example.page.is_relative_to(ROOT) else example.page}:{example.line}"
     if done.returncode != 0:
