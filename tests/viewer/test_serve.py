@@ -174,6 +174,26 @@ def test_events_send_every_line_of_a_big_append_once(tmp_path: Path) -> None:
         c.close()
 
 
+def test_events_send_a_line_read_over_several_polls_once_whole(tmp_path: Path) -> None:
+    """A line longer than a read (8 MiB), its pieces appended between polls: it is
+    held, piece by piece, and sent once, whole (shortened), when its newline comes."""
+    src, size = _live(tmp_path)
+    big = envelope_line(1, "y" * (20 << 20))
+    after = envelope_line(2, "after the big one")
+    with served(tmp_path) as base:
+        c, r = _stream(base, "live.jsonl", size, 3)
+        for piece in (big[:9 << 20], big[9 << 20:19 << 20], big[19 << 20:] + after):
+            append_line(src, piece)
+            time.sleep(0.5)  # a poll or two between the pieces
+        first, second = _read_event(r), _read_event(r)
+        c.close()
+    assert first["event"] == "rec" and first["id"] == f"{size + len(big)}.3"
+    shown = json.loads(json.loads(first["data"])["raw"])
+    cut = shown["payload"]["content"]  # cut as a page cuts a long string: its start, and its size
+    assert shown["id"] == "live0001" and cut["bytes"] == 20 << 20 and set(next(v for k, v in cut.items() if k != "bytes")) == {"y"}
+    assert second["id"] == f"{size + len(big) + len(after)}.4" and "after the big one" in json.loads(second["data"])["raw"]
+
+
 def test_events_never_wait_on_a_fifo_put_at_the_path(tmp_path: Path) -> None:
     """Opening a FIFO waits for a writer: the stream would hang there for good.
     It goes on with the file it has, as ``follow`` does."""

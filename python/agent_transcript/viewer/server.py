@@ -457,7 +457,10 @@ class _Handler(BaseHTTPRequestHandler):
                 first = self.server.marks(path, tail_from)[0] + 1
                 line = first + tail_n
                 self._send_event("notes", self._tail_notes(path, name, first, line - 1), f"{pos}.{line}")
-            held = b""
+            # The half line read so far, in the pieces read: joined once, when its \n comes
+            # (a long line added to again and again would be copied whole at each read).
+            held: list[bytes] = []
+            held_n = 0
             beat = time.monotonic()
             while not self.server.stopping.is_set():
                 try:
@@ -481,7 +484,7 @@ class _Handler(BaseHTTPRequestHandler):
                         f = new
                         ino = os.fstat(f.fileno()).st_ino
                         edges.reset(f.fileno(), pos)
-                        held = b""  # the held half line is read again from the new file
+                        held, held_n = [], 0  # the held half line is read again from the new file
                 size = os.fstat(f.fileno()).st_size
                 if size < pos or edges.changed(f.fileno()):
                     # Cut below what was shown, or written again in place past it: the
@@ -489,14 +492,19 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.write(b"event: reset\ndata: {}\n\n")
                     self.wfile.flush()
                     return
-                if size < pos + len(held):  # the held half line went (a repair removed it)
-                    held = b""
-                if size > pos + len(held):
-                    f.seek(pos + len(held))
-                    held += f.read(min(size - pos - len(held), 8 << 20))
-                    edges.read(held, held.rfind(b"\n") + 1)
+                if size < pos + held_n:  # the held half line went (a repair removed it)
+                    held, held_n = [], 0
+                if size > pos + held_n:
+                    f.seek(pos + held_n)
+                    got = f.read(min(size - pos - held_n, 8 << 20))
+                    held.append(got)
+                    held_n += len(got)
+                if b"\n" in (held[-1] if held else b""):
+                    read = b"".join(held)
+                    edges.read(read, read.rfind(b"\n") + 1)
+                    *whole, rest = read.split(b"\n")  # one split: not one copy of the rest per line
+                    held, held_n = [rest], len(rest)
                     sent = False
-                    *whole, held = held.split(b"\n")  # one split: not one copy of the rest per line
                     for raw in whole:
                         pos += len(raw) + 1
                         if raw.strip():
@@ -582,33 +590,40 @@ def _short(raw: bytes) -> bytes:
 def read_tail(fd: int, size: int, records: int) -> tuple[int, int, list[bytes]]:
     """The last ``records`` whole lines of ``fd`` (up to its last ``\n``: a line still
     being written is never in them), read back from the end: ``(offset of the first,
-    offset after the last, the lines without their \n)``."""
+    offset after the last, the lines without their \n)``.
+
+    Each block read is kept as it is and the blocks are joined once: a long last
+    line is copied a fixed number of times, not once for each block read before it."""
     pos = size
-    buf = b""
+    blocks: list[bytes] = []  # from the end back
+    newlines = 0
     block = 64 * 1024
     while pos > 0:
         n = min(block, pos)
         pos -= n
-        buf = os.pread(fd, n, pos) + buf
-        whole = buf.rfind(b"\n")
-        if whole >= 0 and buf.count(b"\n", 0, whole) >= records:
-            break
-        if whole >= 0 and buf.count(b"\n", 0, whole) >= 1 and len(buf) >= TAIL_MAX:
+        got = os.pread(fd, n, pos)
+        blocks.append(got)
+        newlines += got.count(b"\n")
+        # Enough: `records` lines after a \n, or one whole line and TAIL_MAX read.
+        if newlines > records or (newlines > 1 and size - pos >= TAIL_MAX):
             break
         block = min(block * 2, 4 << 20)
-    last_nl = buf.rfind(b"\n")
-    if last_nl < 0:
+    blocks.reverse()
+    buf = b"".join(blocks)
+    del blocks  # no more than two copies alive at once: the blocks and the whole, then the whole and its lines
+    pieces = buf.split(b"\n")
+    del buf
+    if len(pieces) == 1:  # no \n: not one whole line
         return pos, pos, []
-    end = pos + last_nl + 1
-    lines = buf[:last_nl].split(b"\n")
     start = pos
+    lines = pieces[:-1]  # the last piece is what follows the last \n
     if pos > 0:  # the first piece is the end of a line that starts earlier
         start += len(lines[0]) + 1
         lines = lines[1:]
-    while len(lines) > records:
-        start += len(lines[0]) + 1
-        lines = lines[1:]
-    return start, end, lines
+    drop = max(0, len(lines) - records)
+    start += sum(len(line) + 1 for line in lines[:drop])
+    lines = lines[drop:]
+    return start, start + sum(len(line) + 1 for line in lines), lines
 
 
 def _first_index(reading: Reading, line: int) -> int:
