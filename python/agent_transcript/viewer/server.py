@@ -11,15 +11,24 @@ it stopped; a half-written line is held until its ``\\n`` comes; a repair that
 swaps the file is followed. ``GET /a/<name>?file=F`` is an artifact, as text.
 
 Every request's Host header must name this server (127.0.0.1 or localhost
-and its port: a page of another site cannot rebind a name to it); there is no
-write endpoint (anything but GET and HEAD is 405); a name is resolved inside
-the folder or refused.
+and its port: a page of another site cannot rebind a name to it), and every
+request carries the server's secret token, as Jupyter's do: ``?token=`` in the
+URL ``serve`` prints, then the cookie the first answer sets (``HttpOnly``,
+``SameSite=Strict``), compared in constant time; without it, a 403 (another
+local user reaches 127.0.0.1 too). There is no write endpoint (anything but
+GET and HEAD is 405). Only transcripts are served, and their artifacts: a
+``*.jsonl`` or ``*.jsonl.zst`` inside the folder whose first line is a
+session-meta, no part of its name hidden (``.ssh/``, ``.env.jsonl``), not a
+link out of the folder or to a file named otherwise; anything else is a 404.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import os
+import secrets
+import stat
 import threading
 import time
 import urllib.parse
@@ -65,6 +74,27 @@ class PickerRow:
     held: bool | None = None
 
 
+def _name_in(root: str, path: str) -> str | None:
+    """``path``'s name under the folder ``root`` (a real path, ``/`` too), or None
+    when it is not inside it."""
+    inside = root.rstrip(os.sep) + os.sep
+    return path[len(inside):] if path.startswith(inside) else None
+
+
+def _served(name: str) -> bool:
+    """Whether ``name``, a path under the folder, is one the viewer serves: a
+    transcript's (``*.jsonl``, ``*.jsonl.zst``), no part of it hidden (``.ssh/``,
+    ``.env.jsonl``), empty, ``.`` or ``..``, and not in an artifacts folder."""
+    parts = name.split("/")
+    return (name.endswith(fleet.TRANSCRIPT_SUFFIXES) and "\x00" not in name
+            and all(part and not part.startswith(".") for part in parts)
+            and not (len(parts) > 1 and parts[-2].endswith(".artifacts")))
+
+
+#: fleet's statuses of a file the viewer opens: its first line is a session-meta.
+_OPENED = ("clean", "torn tail", "corrupt")
+
+
 def _obj(line: bytes) -> dict[str, Any] | None:
     try:
         v = json.loads(line)
@@ -80,7 +110,7 @@ def picker_row(root: str, name: str) -> PickerRow:
 
 def _row(root: str, r: fleet.TranscriptRow) -> PickerRow:
     path = str(r.path)
-    name = path[len(root) + 1 :] if path.startswith(root + os.sep) else os.path.relpath(path, root)
+    name = _name_in(root, path) or os.path.relpath(path, root)
     status = r.status
     if r.last_type == "tool-dispatched" and status in ("clean", "torn tail"):
         # The run stopped with a call in flight: nothing was written after its dispatch.
@@ -91,12 +121,14 @@ def _row(root: str, r: fleet.TranscriptRow) -> PickerRow:
 
 
 class ViewerServer(ThreadingHTTPServer):
-    """The viewer's HTTP server over the folder ``root``."""
+    """The viewer's HTTP server over the folder ``root``; ``token`` is the secret every
+    request must carry (None: none is asked)."""
 
     daemon_threads = True
 
-    def __init__(self, root: str, port: int) -> None:
+    def __init__(self, root: str, port: int, token: str | None = None) -> None:
         self.root = os.path.realpath(root)
+        self.token = token
         self.stopping = threading.Event()
         self._readings: OrderedDict[str, tuple[tuple[int, int, int], Reading]] = OrderedDict()
         self._marks: OrderedDict[str, tuple[tuple[int, int, int], int, list[tuple[int, int]]]] = OrderedDict()
@@ -107,26 +139,58 @@ class ViewerServer(ThreadingHTTPServer):
     def port(self) -> int:
         return int(self.server_address[1])
 
+    @property
+    def url(self) -> str:
+        """The address to open: the picker, with ``?token=`` when one is asked."""
+        url = f"http://127.0.0.1:{self.port}/"
+        return f"{url}?token={self.token}" if self.token else url
+
+    @property
+    def cookie(self) -> str:
+        """The name of the cookie that carries the token, one a port (a browser keeps
+        cookies by host, not by port)."""
+        return f"agent-transcript-{self.port}"
+
+    def admits(self, token: str | None) -> bool:
+        """Whether ``token`` is this server's (compared in constant time), or none is asked."""
+        if self.token is None:
+            return True
+        return token is not None and hmac.compare_digest(token.encode("utf-8", "surrogatepass"), self.token.encode())
+
     def hosts(self) -> set[str]:
         return {f"127.0.0.1:{self.port}", f"localhost:{self.port}"}
 
     def resolve(self, name: str) -> str | None:
-        """The path of transcript ``name`` inside the folder, or None."""
-        if not name or "\x00" in name:
+        """The path of transcript ``name`` inside the folder, or None: a name the
+        picker does not list, a link out of the folder or to another name, anything
+        but a regular file, a file whose first line is not a session-meta (an
+        archive's is read when it is shown: it is read whole)."""
+        if not _served(name):
             return None
         path = os.path.realpath(os.path.join(self.root, name))
-        if not path.startswith(self.root + os.sep) or not os.path.isfile(path):
+        real = _name_in(self.root, path)
+        if real is None or not _served(real):
             return None
-        return path
+        try:
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                return None
+        except OSError:
+            return None
+        if path.endswith(".zst") or fleet.read_row(Path(path)).status in _OPENED:
+            return path
+        return None
 
     def transcripts(self) -> list[PickerRow]:
-        """Every transcript under the folder (``agent_transcript.fleet.list_transcripts``),
-        newest activity first; a link out of the folder is not listed (it is not served)."""
+        """Every transcript under the folder that the viewer serves
+        (``agent_transcript.fleet.list_transcripts``, without hidden names and links
+        out of the folder), newest activity first."""
         rows = []
-        inside = self.root + os.sep
         for r in fleet.list_transcripts(self.root):
+            name = _name_in(self.root, str(r.path))
+            if name is None or not _served(name):
+                continue
             # fleet walks no linked folder: only the file itself can be a link out of the folder
-            if r.path.parent.name.endswith(".artifacts") or (os.path.islink(r.path) and not os.path.realpath(r.path).startswith(inside)):
+            if os.path.islink(r.path) and not _served(_name_in(self.root, os.path.realpath(r.path)) or ""):
                 continue
             rows.append(_row(self.root, r))
         rows.sort(key=lambda r: r.mtime, reverse=True)
@@ -184,8 +248,13 @@ class ViewerServer(ThreadingHTTPServer):
         super().shutdown()
 
 
-def make_server(root: str, port: int = 0) -> ViewerServer:
+def make_server(root: str, port: int = 0, *, token: bool = True) -> ViewerServer:
     """A viewer of ``root`` on 127.0.0.1:``port`` (0: a free port), not yet serving.
+
+    With ``token`` (the default) every request must carry a new random secret:
+    open :attr:`ViewerServer.url`, which holds it (the first answer sets a cookie
+    that holds it after). With ``token=False`` any local user can read every
+    transcript in the folder.
 
     Raises:
         NotADirectoryError: ``root`` is not a directory.
@@ -193,7 +262,7 @@ def make_server(root: str, port: int = 0) -> ViewerServer:
     """
     if not os.path.isdir(root):
         raise NotADirectoryError(20, "Not a directory", root)
-    return ViewerServer(root, port)
+    return ViewerServer(root, port, secrets.token_urlsafe(32) if token else None)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -201,6 +270,9 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "agent-transcript"
     sys_version = ""
+
+    #: The Set-Cookie of this request's answer: the token's, when it came in the URL.
+    set_cookie: str | None = None
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet: no request log
         pass
@@ -217,6 +289,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Referrer-Policy", "no-referrer")
         self.send_header("X-Frame-Options", "DENY")
         self.send_header("Content-Security-Policy", (policy or "default-src 'none'; sandbox") + "; frame-ancestors 'none'")
+        if self.set_cookie:
+            self.send_header("Set-Cookie", self.set_cookie)
         self.end_headers()
 
     def _send(self, status: int, body: str | bytes, ctype: str = "text/html; charset=utf-8", policy: str | None = None) -> None:
@@ -240,11 +314,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.do_GET()
 
     def do_GET(self) -> None:  # noqa: N802
+        self.set_cookie = None  # a connection's handler answers each of its requests
         if self.headers.get("Host", "") not in self.server.hosts():
             self._error(HTTPStatus.FORBIDDEN, "this viewer answers only to 127.0.0.1 and localhost on its port")
             return
         url = urllib.parse.urlsplit(self.path)
         query = urllib.parse.parse_qs(url.query)
+        if not self._admitted(query):
+            self._error(HTTPStatus.FORBIDDEN, "this viewer needs its token: open the URL serve printed (with ?token=)")
+            return
         route = urllib.parse.unquote(url.path)
         try:
             if route == "/":
@@ -259,6 +337,19 @@ class _Handler(BaseHTTPRequestHandler):
                 self._error(HTTPStatus.NOT_FOUND, "no such page")
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+    def _admitted(self, query: dict[str, list[str]]) -> bool:
+        """Whether the request carries the server's token: in the URL (``?token=``; the
+        answer then sets the cookie that carries it after) or in that cookie."""
+        server = self.server
+        if server.token is None:
+            return True
+        if server.admits(query.get("token", [None])[-1]):
+            self.set_cookie = f"{server.cookie}={server.token}; HttpOnly; SameSite=Strict; Path=/"
+            return True
+        given = [value.strip() for header in self.headers.get_all("Cookie", [])
+                 for key, _, value in (c.partition("=") for c in header.split(";")) if key.strip() == server.cookie]
+        return any([server.admits(value) for value in given])  # every one compared: no early answer
 
     # -- pages
 
@@ -296,9 +387,6 @@ class _Handler(BaseHTTPRequestHandler):
                 start, end, lines = read_tail(f.fileno(), size, TAIL_RECORDS)
         except OSError as exc:
             self._error(HTTPStatus.NOT_FOUND, exc.strerror or str(exc))
-            return
-        if start == 0 and not (lines and b'"session-meta"' in lines[0]):
-            self._error(HTTPStatus.UNPROCESSABLE_ENTITY, "not a transcript: the first line is not a session-meta")
             return
         quoted = urllib.parse.quote(name)
         data = {"tail": "1", "events": f"/e/{quoted}?offset={end}&from={start}&n={len(lines)}"}
@@ -388,7 +476,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _artifact(self, name: str, query: dict[str, list[str]]) -> None:
         path = self.server.resolve(name)
         file = query.get("file", [""])[0]
-        if path is None or not file or file in (".", "..") or any(c in file for c in "/\\\x00"):
+        if path is None or not file or file.startswith(".") or any(c in file for c in "/\\\x00"):
             self._error(HTTPStatus.NOT_FOUND, "no such artifact")
             return
         # Never through a link (out of the folder, to /dev/zero), never a FIFO
@@ -413,7 +501,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _events(self, name: str, query: dict[str, list[str]]) -> None:
         path = self.server.resolve(name)
-        if path is None:
+        if path is None or path.endswith(".zst"):  # an archive is a closed run: nothing to follow
             self._error(HTTPStatus.NOT_FOUND, "no such transcript in this folder")
             return
         try:
