@@ -1,7 +1,8 @@
-"""``serve``'s picker: any folder (``/`` too)."""
+"""``serve``'s picker: any name the folder holds, any folder (``/`` too)."""
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from pathlib import Path
@@ -12,7 +13,39 @@ import pytest
 from agent_transcript import Message, Session
 from agent_transcript.viewer import make_server
 
-from .serving import get
+from .serving import connect, get, served
+
+
+def _odd_names(folder: Path) -> Path:
+    odd = folder / os.fsdecode(b"odd-\xff\xfe.jsonl")
+    with Session.create(odd) as s:
+        s.append_message(Message.user("the odd one"))
+    with Session.create(folder / "lone.jsonl") as s:
+        s.append_message(Message.user("a lone \ud800 surrogate"))
+    with Session.create(folder / "plain.jsonl") as s:
+        s.append_message(Message.user("plain"))
+    return odd
+
+
+def test_the_picker_lists_a_name_that_is_not_utf8(tmp_path: Path) -> None:
+    """A file name that is not UTF-8, and a title with a lone surrogate: the picker
+    answered nothing (UnicodeEncodeError, the connection closed). Now it lists every
+    one, the odd name escaped, and its link opens it."""
+    _odd_names(tmp_path)
+    with served(tmp_path) as url:
+        status, _, body = get(url, "/")
+        assert status == 200
+        page = body.decode("utf-8")  # strict: the page is UTF-8
+        assert page.count("<tr class=row") == 3
+        assert "<code>odd-\\xff\\xfe.jsonl</code>" in page and "a lone \\ud800 surrogate" in page
+        href = re.search(r'href="(/t/odd-[^"]*)"', page)
+        assert href and href.group(1) == "/t/odd-%FF%FE.jsonl"
+        status, _, body = get(url, href.group(1))
+        assert status == 200 and b"the odd one" in body
+        events = body.split(b'data-events="', 1)[1].split(b'"', 1)[0].decode().replace("&amp;", "&")
+        c, r = connect(url, events)
+        assert r.status == 200 and r.readline() == b"retry: 1000\n"
+        c.close()
 
 
 @pytest.fixture

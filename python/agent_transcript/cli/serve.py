@@ -7,6 +7,7 @@ import os
 import sys
 
 from ..viewer import make_server
+from ..viewer.server import shown_name
 from .errors import CliError
 from .reading import describe_os_error
 
@@ -32,7 +33,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CliError(f"127.0.0.1:{args.port}: {describe_os_error(exc, args.dir) if exc.filename else exc.strerror or exc}") from None
     anyone = "; no token: any local user can read it" if server.token is None else ""
-    sys.stdout.write(f"serving {server.root} at {server.url} (read-only{anyone}; Ctrl-C to stop)\n")
+    sys.stdout.write(f"serving {shown_name(server.root)} at {server.url} (read-only{anyone}; Ctrl-C to stop)\n")
     sys.stdout.flush()
     try:
         server.serve_forever(poll_interval=0.2)

@@ -74,6 +74,16 @@ class PickerRow:
     held: bool | None = None
 
 
+def shown_name(name: str) -> str:
+    """A file name as a page shows it: a byte that is not UTF-8 as ``\\xNN``."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+def _quoted(name: str) -> str:
+    """A file name in a URL: its bytes, percent-encoded (whether UTF-8 or not)."""
+    return urllib.parse.quote(os.fsencode(name))
+
+
 def _name_in(root: str, path: str) -> str | None:
     """``path``'s name under the folder ``root`` (a real path, ``/`` too), or None
     when it is not inside it."""
@@ -294,7 +304,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def _send(self, status: int, body: str | bytes, ctype: str = "text/html; charset=utf-8", policy: str | None = None) -> None:
-        data = body.encode("utf-8", "surrogateescape") if isinstance(body, str) else body
+        data = body.encode("utf-8", "backslashreplace") if isinstance(body, str) else body
         self._headers(status, ctype, len(data), policy)
         if self.command != "HEAD":
             self.wfile.write(data)
@@ -323,7 +333,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._admitted(query):
             self._error(HTTPStatus.FORBIDDEN, "this viewer needs its token: open the URL serve printed (with ?token=)")
             return
-        route = urllib.parse.unquote(url.path)
+        route = os.fsdecode(urllib.parse.unquote_to_bytes(url.path))  # a name's bytes, UTF-8 or not
         try:
             if route == "/":
                 self._picker()
@@ -355,16 +365,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _picker(self) -> None:
         rows = self.server.transcripts()
-        out = [head(f"transcripts in {self.server.root}", csp(), tools=False),
-               f'<div class=layout><main id=records><section class=summary><b>{len(rows):,} transcript{"s" if len(rows) != 1 else ""}</b> in <code>{text(self.server.root)}</code>, newest activity first</section>'
+        root = shown_name(self.server.root)
+        out = [head(f"transcripts in {root}", csp(), tools=False),
+               f'<div class=layout><main id=records><section class=summary><b>{len(rows):,} transcript{"s" if len(rows) != 1 else ""}</b> in <code>{text(root)}</code>, newest activity first</section>'
                "<table class=picker><thead><tr><th>title</th><th>status</th><th>started</th><th>last activity</th><th>size</th><th>file</th></tr></thead><tbody>"]
         for r in rows:
             st = "clean" if r.status == "clean" else ("torn" if r.status.startswith("torn") else ("pending" if "pending" in r.status else "other"))
             live = " <span class=live-badge>live</span>" if r.held else ""
-            href = "/t/" + urllib.parse.quote(r.name)
+            href = "/t/" + _quoted(r.name)
             out.append(
                 f'<tr class=row data-status="{text(st)}"><td><a href="{text(href)}">{text(r.title)}</a></td><td class="st-{st}">{text(r.status)}{live}</td>'
-                f"<td>{text(r.started)}</td><td>{text(r.last)}</td><td class=num>{size_text(r.size)}</td><td><code>{text(r.name)}</code></td></tr>"
+                f"<td>{text(r.started)}</td><td>{text(r.last)}</td><td class=num>{size_text(r.size)}</td><td><code>{text(shown_name(r.name))}</code></td></tr>"
             )
         out.append(f"</tbody></table></main></div>\n<script>{assets().js}</script></body></html>\n")
         self._send(HTTPStatus.OK, "".join(out), policy=csp())
@@ -388,9 +399,9 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError as exc:
             self._error(HTTPStatus.NOT_FOUND, exc.strerror or str(exc))
             return
-        quoted = urllib.parse.quote(name)
+        quoted = _quoted(name)
         data = {"tail": "1", "events": f"/e/{quoted}?offset={end}&from={start}&n={len(lines)}"}
-        title = os.path.basename(path)
+        title = shown_name(os.path.basename(path))
         earlier = ('<nav class=pager><a href="?from=0">the first records</a> · the last '
                    f'{len(lines):,} lines of {size_text(size)} are shown here</nav>\n') if start > 0 else ""
         out = [head(title, csp(connect=True), body_data=data), "<div class=layout><main id=records>\n",
@@ -398,7 +409,7 @@ class _Handler(BaseHTTPRequestHandler):
                '<section class=summary aria-label="summary"><p id=summary-wait>reading the whole file for the check and what replay says…</p></section>\n',
                earlier, "<div id=at-end></div></main></div>\n"]
         shown = island_bytes(b"\n".join(ln if len(ln) <= BIG_LINE else _short(ln) for ln in lines))
-        body = "".join(out).encode("utf-8", "surrogateescape") + b"".join(data_islands(1 if start == 0 else 0, shown, {}, {}, {}))
+        body = "".join(out).encode("utf-8", "backslashreplace") + b"".join(data_islands(1 if start == 0 else 0, shown, {}, {}, {}))
         body += script_tag()
         self._send(HTTPStatus.OK, body, policy=csp(connect=True))
 
@@ -419,7 +430,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             start = 0
         end = min(n, start + TAIL_RECORDS)
-        quoted = urllib.parse.quote(name)
+        quoted = _quoted(name)
 
         def href(file: str, found: str | None) -> str:
             return f"/a/{quoted}?file={urllib.parse.quote(file)}"
@@ -457,7 +468,7 @@ class _Handler(BaseHTTPRequestHandler):
             finally:
                 os.close(fd)
         page_notes = notes.page(items)
-        title = os.path.basename(path)
+        title = shown_name(os.path.basename(path))
         out = [head(title, csp(connect=True)), "<div class=layout><main id=records>\n",
                '<nav class=pager><a href="/">all transcripts</a> · <a href="/t/' + text(quoted) + '">the tail</a></nav>\n',
                summary_panel(reading, title)]
@@ -469,7 +480,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             out.append(ended_banner(reading))
         out.append("</main></div>\n")
-        body = "".join(out).encode("utf-8", "surrogateescape") + b"".join(data_islands(page.first_line, data, page_notes, state, page.cut))
+        body = "".join(out).encode("utf-8", "backslashreplace") + b"".join(data_islands(page.first_line, data, page_notes, state, page.cut))
         body += script_tag()
         self._send(HTTPStatus.OK, body, policy=csp(connect=True))
 
@@ -627,7 +638,7 @@ class _Handler(BaseHTTPRequestHandler):
         if reading.error is not None:
             out["summary"] = [["warning", f"not a transcript: {reading.error}"]]
             return out
-        quoted = urllib.parse.quote(name)
+        quoted = _quoted(name)
 
         def href(file: str, found: str | None) -> str:
             return f"/a/{quoted}?file={urllib.parse.quote(file)}"
