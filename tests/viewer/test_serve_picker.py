@@ -1,4 +1,5 @@
-"""``serve``'s picker: any name the folder holds, any folder (``/`` too)."""
+"""``serve``'s picker: any name the folder holds, any folder (``/`` too), in
+the order it says."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Iterator
 
 import pytest
 
-from agent_transcript import Message, Session
+from agent_transcript import Message, Session, canonical_json
 from agent_transcript.viewer import make_server
 
 from .serving import connect, get, served
@@ -81,3 +82,25 @@ def test_serve_of_the_root_folder_opens_what_it_lists(tmp_path: Path, root_serve
     for href in hrefs:
         status, _, page = get(root_server, href)
         assert status == 200 and b"in " + href.rsplit("/", 1)[1].encode() in page, href
+
+
+def test_the_picker_is_newest_activity_first_by_the_last_line(tmp_path: Path) -> None:
+    """The picker says newest activity first: the order of the last envelopes'
+    times, whatever the files' modification times say."""
+    def run(name: str, last_ts: str, mtime: int) -> None:
+        path = tmp_path / name
+        with Session.create(path) as s:
+            s.append_message(Message.user(name))
+        env = {"id": name.replace(".", "-"), "payload": {"role": "assistant", "content": "ok"}, "ts": last_ts, "type": "message", "v": 1}
+        with open(path, "ab") as f:
+            f.write(canonical_json(env).encode() + b"\n")
+        os.utime(path, (mtime, mtime))
+
+    run("oldest.jsonl", "2026-01-01T00:00:00.000000Z", 1_900_000_000)
+    run("newest.jsonl", "2026-03-01T00:00:00.000000Z", 1_700_000_000)
+    run("middle.jsonl", "2026-02-01T00:00:00.000000Z", 1_800_000_000)
+    (tmp_path / "no-ts.jsonl").write_text("not a transcript\n")
+    os.utime(tmp_path / "no-ts.jsonl", (1_770_000_000, 1_770_000_000))  # 2026-02-02: between newest and middle
+    with served(tmp_path) as url:
+        page = get(url, "/")[2].decode()
+    assert re.findall(r"<code>([^<]*)</code></td></tr>", page) == ["newest.jsonl", "no-ts.jsonl", "middle.jsonl", "oldest.jsonl"]

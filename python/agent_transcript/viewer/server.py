@@ -34,6 +34,7 @@ import time
 import urllib.parse
 from collections import OrderedDict
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -72,6 +73,23 @@ class PickerRow:
     size: int
     mtime: float
     held: bool | None = None
+
+    @property
+    def activity(self) -> float:
+        """When the run last did something, in seconds since the epoch: its last
+        envelope's ``ts``, or the file's mtime when there is none to read."""
+        when = _epoch(self.last)
+        return self.mtime if when is None else when
+
+
+def _epoch(ts: str) -> float | None:
+    """``ts`` (``%Y-%m-%dT%H:%M:%S.%fZ``, or another ISO 8601 time; without a zone,
+    UTC) in seconds since the epoch, or None when it is no such time."""
+    try:
+        when = datetime.fromisoformat(ts[:-1] if ts.endswith("Z") else ts)
+    except ValueError:
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
 
 
 def shown_name(name: str) -> str:
@@ -193,7 +211,7 @@ class ViewerServer(ThreadingHTTPServer):
     def transcripts(self) -> list[PickerRow]:
         """Every transcript under the folder that the viewer serves
         (``agent_transcript.fleet.list_transcripts``, without hidden names and links
-        out of the folder), newest activity first."""
+        out of the folder), newest activity first: by the last envelope's ``ts``."""
         rows = []
         for r in fleet.list_transcripts(self.root):
             name = _name_in(self.root, str(r.path))
@@ -203,7 +221,7 @@ class ViewerServer(ThreadingHTTPServer):
             if os.path.islink(r.path) and not _served(_name_in(self.root, os.path.realpath(r.path)) or ""):
                 continue
             rows.append(_row(self.root, r))
-        rows.sort(key=lambda r: r.mtime, reverse=True)
+        rows.sort(key=lambda r: r.activity, reverse=True)
         return rows
 
     def reading(self, path: str) -> Reading:
