@@ -20,10 +20,10 @@ mod session;
 mod signals;
 mod transcript;
 
-// The canonical writer walks lists and dicts with borrowed references, which
-// another thread could free on a free-threaded interpreter: keep the GIL on
-// there (`gil_used = true`) until that walk holds strong references inside
-// critical sections.
+// The canonical writer holds no borrowed list or dict item (owned references,
+// critical sections: canonical.rs), so the module is sound with the GIL off
+// (PYTHON_GIL=0). It still asks for the GIL (`gil_used = true`) until a run
+// on a free-threaded interpreter has checked it.
 #[pymodule(gil_used = true)]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The package's version, from the Cargo workspace: its only source.
