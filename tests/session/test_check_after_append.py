@@ -256,7 +256,7 @@ print(json.dumps(links))
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
-def test_a_process_that_appends_holds_no_io_uring_or_inotify(tmp_path: Path) -> None:
+def test_a_process_that_appends_holds_no_ring_or_watch_descriptor(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", NO_WATCH_CHILD, str(tmp_path / "t.jsonl")],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr

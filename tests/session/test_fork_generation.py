@@ -16,12 +16,8 @@ from __future__ import annotations
 
 import json
 import os
-import select
-import signal
 import sys
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,46 +26,11 @@ import pytest
 from agent_transcript import Message, Session, SessionBroken
 
 from ._helpers import python
+from .test_fork import in_child
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 
 CHILD_TIMEOUT = 30.0
-
-
-def in_child(body: Callable[[], Any]) -> Any:
-    """Fork; run ``body`` in the child and return what it returned (as JSON),
-    or the name of the exception it raised. A child that has not answered
-    within ``CHILD_TIMEOUT`` is killed and the test fails."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never return into pytest
-        os.close(r)
-        try:
-            try:
-                out: Any = {"value": body()}
-            except BaseException as e:  # noqa: BLE001 — reported to the parent
-                out = {"raised": type(e).__name__, "message": str(e)}
-            os.write(w, json.dumps(out).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    chunks = []
-    deadline = time.monotonic() + CHILD_TIMEOUT
-    while True:
-        ready, _, _ = select.select([r], [], [], max(deadline - time.monotonic(), 0))
-        if not ready:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            os.close(r)
-            pytest.fail(f"the forked child hung for {CHILD_TIMEOUT} s")
-        chunk = os.read(r, 65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(r)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    return json.loads(b"".join(chunks))
 
 
 def test_a_fork_while_another_thread_holds_the_session_lock(tmp_path: Path) -> None:
