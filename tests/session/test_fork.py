@@ -14,6 +14,7 @@ import os
 import select
 import signal
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,11 @@ def in_child(body: Callable[[], Any], timeout: float = 30.0) -> Any:
     the name of the exception it raised. A child that has not answered within
     ``timeout`` seconds is killed and the test fails (a hang fails, not hangs)."""
     r, w = os.pipe()
-    pid = os.fork()
+    with warnings.catch_warnings():
+        # Python 3.12+ warns of a fork with other threads alive: a test here
+        # forks while one holds the session lock on purpose.
+        warnings.filterwarnings("ignore", r".*fork\(\) may lead to deadlocks", DeprecationWarning)
+        pid = os.fork()
     if pid == 0:  # the child: never return into pytest
         os.close(r)
         try:
