@@ -11,8 +11,8 @@ method returned is ever lost":
   file has no name any more, so anything appended to it is gone when the session
   closes. The next append raises ``SessionBroken`` instead of returning an id
   for a line no one will ever read, and every append after it too:
-  ``Transcript.append`` checks ``fstat(fd).st_nlink`` after its ``write(2)``
-  (one ``fstat`` per append).
+  each append asks ``statx`` for the link count and the length after its
+  ``write(2)``.
 * Either way the reading side keeps working: ``messages``/``events`` read
   through the session's own descriptor, and ``close()`` is clean.
 """
