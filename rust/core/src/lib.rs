@@ -18,4 +18,5 @@ pub mod page;
 pub mod scan;
 pub mod stamp;
 pub mod stop;
+pub mod threads;
 pub mod transcript;

@@ -29,6 +29,7 @@ use crate::envelope::{
 use crate::json::string_size;
 use crate::scan::{is_blank, ReadAt};
 use crate::stamp::IdGen;
+use crate::threads::spawn_or_run;
 
 /// Where one envelope is in the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,62 +117,6 @@ where
         }
         Ok(out)
     })
-}
-
-/// A piece of work on a thread of its own, or already done: a thread that
-/// cannot be started (a process at its thread or memory limit) is not an error,
-/// the work is then done on the calling thread.
-enum Worker<'scope, T> {
-    Thread(std::thread::ScopedJoinHandle<'scope, T>),
-    Done(T),
-}
-
-impl<T> Worker<'_, T> {
-    /// The work's result; `Err` if its thread panicked.
-    fn join(self) -> Result<T, ()> {
-        match self {
-            Worker::Thread(h) => h.join().map_err(|_| ()),
-            Worker::Done(t) => Ok(t),
-        }
-    }
-}
-
-/// Runs `work` on a new thread of `scope`, or here and now if none can be
-/// started (`std::thread::Scope::spawn` would panic).
-fn spawn_or_run<'scope, 'env, T, F>(
-    scope: &'scope std::thread::Scope<'scope, 'env>,
-    work: F,
-) -> Worker<'scope, T>
-where
-    T: Send + 'scope,
-    F: FnOnce() -> T + Send + Copy + 'scope,
-{
-    match thread_builder().spawn_scoped(scope, work) {
-        Ok(h) => Worker::Thread(h),
-        Err(_) => Worker::Done(work()),
-    }
-}
-
-#[cfg(not(test))]
-fn thread_builder() -> std::thread::Builder {
-    std::thread::Builder::new()
-}
-
-#[cfg(test)]
-thread_local! {
-    // Set by a test: every thread this thread starts fails to start.
-    static SPAWN_FAILS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-#[cfg(test)]
-fn thread_builder() -> std::thread::Builder {
-    let b = std::thread::Builder::new();
-    if SPAWN_FAILS.with(std::cell::Cell::get) {
-        // A stack no system can map: the spawn fails with an error.
-        b.stack_size(1 << 60)
-    } else {
-        b
-    }
 }
 
 /// Every envelope's place in the file, and the names its records cannot hold:
@@ -2152,7 +2097,7 @@ where
                     }
                 }
             };
-            match thread_builder().spawn_scoped(scope, parser) {
+            match crate::threads::thread_builder().spawn_scoped(scope, parser) {
                 Ok(h) => {
                     from.push(Some(get));
                     threads.push(h);
@@ -3307,17 +3252,13 @@ mod tests {
             .index
             .payload_members(text.as_bytes(), &every, &["role"])
             .unwrap();
-        SPAWN_FAILS.with(|f| f.set(true));
-        let refused = thread_builder().spawn(|| ()).is_err();
-        let here = std::thread::scope(|scope| spawn_or_run(scope, || 42).join());
+        crate::threads::fail_spawns(true);
         let loaded = load(text.as_bytes(), size);
         let peeked = peek(text.as_bytes(), size);
         let found = alone
             .index
             .payload_members(text.as_bytes(), &every, &["role"]);
-        SPAWN_FAILS.with(|f| f.set(false));
-        assert!(refused, "the test's premise: no thread can start");
-        assert_eq!(here, Ok(42));
+        crate::threads::fail_spawns(false);
         assert_eq!(loaded.unwrap().index.records(), alone.index.records());
         assert_eq!(peeked.unwrap().index.records(), alone.index.records());
         assert_eq!(found.unwrap(), members);
