@@ -10,7 +10,7 @@ __version__: str
 __all__ = [
     "__version__", "canonical_json", "envelope_line", "digest", "loads", "tail_check", "parse_envelope",
     "Transcript", "SessionBase", "SessionLock", "Peeked", "zstd_compress", "zstd_decompress", "zstd_matches",
-    "ZSTD_LEVEL", "ExportBatch", "ColumnBuffer", "ExportFile", "NativeImport", "import_native", "zstd_head", "list_rows",
+    "ZSTD_LEVEL", "ExportBatch", "ColumnBuffer", "ExportFile", "zstd_head", "list_rows",
     "excerpt",
     "PageWalk", "PageBytes", "PageWriter",
 ]
@@ -109,14 +109,6 @@ class Transcript:
     def fileno(self) -> int: ...
     def broken(self) -> str | None: ...
 
-@final
-class NativeImport:
-    def summary(
-        self,
-    ) -> tuple[str, int, list[str], str | None, str, int, str, int, int, str | None, list[str]]: ...
-    def write_lines(self, dest_fd: int, ids_used: int, /) -> None: ...
-
-def import_native(format: str, src_fd: int, spool_fd: int, /) -> NativeImport | str: ...
 def zstd_head(src_fd: int, limit: int, /) -> bytes: ...
 
 @final

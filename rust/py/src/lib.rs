@@ -13,7 +13,6 @@ mod decode;
 mod errors;
 mod excerpt;
 mod fds;
-mod import_native;
 mod listing;
 mod page;
 mod session;
@@ -39,9 +38,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(archive::zstd_decompress, m)?)?;
     m.add_function(wrap_pyfunction!(archive::zstd_matches, m)?)?;
     m.add("ZSTD_LEVEL", archive::ZSTD_LEVEL)?;
-    m.add_function(wrap_pyfunction!(import_native::import_native, m)?)?;
-    m.add_class::<import_native::NativeImport>()?;
-    m.add_function(wrap_pyfunction!(import_native::zstd_head, m)?)?;
+    m.add_function(wrap_pyfunction!(archive::zstd_head, m)?)?;
     m.add_function(wrap_pyfunction!(listing::list_rows, m)?)?;
     m.add_function(wrap_pyfunction!(excerpt::excerpt, m)?)?;
     m.add_class::<transcript::Transcript>()?;
