@@ -455,20 +455,27 @@ def name_max(folder: Path) -> int:
         return 255
 
 
+#: What the tail check's two kinds of damage mean. A torn last line is what a
+#: crash leaves, and begins with ``{`` (this library never writes a leading
+#: blank): a malformed last line that does not, or one after another malformed
+#: line, is damage, which load refuses and leaves as it is.
+TAIL_DAMAGE = {
+    "corrupt": "the last two non-blank lines are both malformed",
+    "damaged": "the last non-blank line is malformed and does not begin with '{'",
+}
+
+
 def repair_tail(fd: Descriptor, path: Path) -> TailRepair:
     """Run load's repair on the locked ``fd`` of ``path``.
 
     A cut leaves the repaired file's descriptor in ``fd`` (the old one closed).
-    Returns the warning to report. Raises ``CorruptTranscript`` when the two
-    last non-blank lines are both malformed; the file is then untouched.
+    Returns the warning to report. Raises ``CorruptTranscript`` when the end
+    is damage rather than a torn write (see :data:`TAIL_DAMAGE`); the file is
+    then untouched.
     """
     kind, keep, line, removed, missing_newline, _ = _core.tail_check(fd.fd)
-    if kind == "corrupt":
-        raise CorruptTranscript(
-            "the last two non-blank lines are both malformed: damage, not a crash",
-            line,
-            str(path),
-        )
+    if kind in TAIL_DAMAGE:
+        raise CorruptTranscript(f"{TAIL_DAMAGE[kind]}: damage, not a crash", line, str(path))
     if kind != "torn":
         return TailRepair(None, missing_newline)
     _write_repair(fd, _resolved(fd.fd, path), keep)
