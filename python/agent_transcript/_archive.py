@@ -10,16 +10,15 @@ its descriptor is closed.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
 import tempfile
 from pathlib import Path
 
 from . import _core, _platform, _storage
-from .errors import CorruptTranscript
-
-#: What an archive's name ends with (``run.jsonl`` -> ``run.jsonl.zst``).
-SUFFIX = ".zst"
+from ._storage import ARCHIVE_SUFFIX as SUFFIX
+from .errors import CorruptTranscript, SessionLocked
 
 
 def is_archive(path: str | os.PathLike[str]) -> bool:
@@ -133,6 +132,60 @@ def archive(path: Path, keep: bool) -> Path:
             except OSError:
                 pass
         raise
+
+
+def extract(path: Path, keep: bool) -> Path:
+    """See :meth:`agent_transcript.Session.unarchive`."""
+    if not is_archive(path):
+        raise ValueError(f"{path}: not an archive (its name does not end in {SUFFIX})")
+    path = Path(os.path.realpath(path))  # a symlink names the archive to extract
+    dest = path.with_name(path.name[: -len(SUFFIX)])
+    if not dest.name:
+        raise ValueError(f"{path}: the archive's name is only {SUFFIX}: no name to extract to")
+    partial = _storage.beside(dest, "", ".partial")
+    if os.path.lexists(dest):
+        raise FileExistsError(errno.EEXIST, "a file is there already", str(dest))
+    src = _storage.Descriptor()
+    out = _storage.Descriptor()
+    locked = renamed = False  # the .partial is this call's to remove only under the lock
+    try:
+        src.fd = _storage.open_regular(path, os.O_RDONLY)
+        locked = _lock_archive(src.fd, path)  # one extract of it at a time
+        mode = stat.S_IMODE(os.fstat(src.fd).st_mode)
+        _remove_partial(partial)  # what an extract killed before its rename left
+        out.fd = os.open(partial, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+        os.fchmod(out.fd, mode)
+        _decompress(src.fd, out.fd, path)
+        _platform.sync(out.fd)
+        if not _core.zstd_matches(src.fd, out.fd, os.fstat(out.fd).st_size):
+            raise OSError(errno.EIO, "the transcript read back differs from the archive", str(partial))
+        out.close()
+        _storage.move_into_place(partial, dest)  # never over a file put there meanwhile
+        renamed = True
+        _storage.fsync_dir(dest.parent)
+        if not keep:
+            os.unlink(path)
+            _storage.fsync_dir(path.parent)
+        src.close()
+        return dest
+    except BaseException:
+        out.close()
+        src.close()
+        if locked and not renamed:
+            try:
+                os.unlink(partial)
+            except OSError:
+                pass
+        raise
+
+
+def _lock_archive(fd: int, path: Path) -> bool:
+    """Lock the archive ``fd`` (True), or raise ``SessionLocked`` when another extract holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise SessionLocked(f"{path}: another process is extracting this archive") from None
+    return True
 
 
 # The two below are not inline in archive(): in CPython 3.11 the line of a try

@@ -103,7 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     export_arguments(p)
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("archive", help="compress a closed transcript into PATH.zst", description="Compress the transcript at PATH into PATH.zst (zstd), verified by reading it back before the transcript is removed (--keep keeps it). Refuses a transcript a writer holds. show, check, stats, ls and Session.peek read PATH.zst as they read PATH.")
+    p = sub.add_parser("archive", help="compress a closed transcript into PATH.zst (--extract: back)", description="Compress the transcript at PATH into PATH.zst (zstd), verified by reading it back before the transcript is removed (--keep keeps it). Refuses a transcript a writer holds. show, check, stats, ls and Session.peek read PATH.zst as they read PATH; to append to it again, --extract gives the transcript back.")
     archive_arguments(p)
     p.set_defaults(func=cmd_archive)
 
