@@ -92,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="the whole story on a scratch transcript: a kill -9 mid-tool-call, then repair and resume", description="A scripted agent (no model, no network) writes a transcript and is killed with SIGKILL mid-tool-call; the demo then shows peek, check, load's repair, the pending tool operations, their resolution and a resumed run.")
     p.add_argument("dir", metavar="DIR", nargs="?", help="where to write (default: a new temporary directory); the files are kept")
+    p.add_argument("-v", "--verbose", action="store_true", help="tell each step at length and end by showing the whole transcript (the default fits one screen)")
     colour_option(p)
     p.set_defaults(func=cmd_demo)
 
