@@ -116,7 +116,7 @@ def _parser() -> argparse.ArgumentParser:
     import_arguments(p)
     p.set_defaults(func=cmd_import)
 
-    sub.add_parser("bench", help="measure against a plain-Python baseline (see: bench --help)", add_help=False)
+    sub.add_parser("bench", help="measure against a plain-Python baseline: a quick run of seconds; --mb 1024 for the 1 GiB targets (see: bench --help)", add_help=False)
     return parser
 
 
