@@ -98,11 +98,12 @@ def archive(path: Path, keep: bool) -> Path:
         raise FileExistsError(errno.EEXIST, "the archive is there already", str(dest))
     src = _storage.Descriptor()
     out = _storage.Descriptor()
-    renamed = False
+    locked = False  # the .partial is this call's only under the lock
     try:
         # The writer's lock, held throughout: no session can append meanwhile,
         # and one that holds it makes this raise SessionLocked.
         _storage.open_locked(src, path, create=False)
+        locked = True
         size = os.fstat(src.fd).st_size
         mode = stat.S_IMODE(os.fstat(src.fd).st_mode)
         _remove_partial(partial)  # what an archive killed before its rename left
@@ -115,22 +116,14 @@ def archive(path: Path, keep: bool) -> Path:
             raise OSError(errno.EIO, "the archive read back differs from the transcript", str(partial))
         # Never over a file put there since the check above (a copy of an
         # older archive, say): a rename would lose it.
-        _storage.move_into_place(partial, dest)
-        renamed = True
-        _storage.fsync_dir(dest.parent)
-        if not keep:
-            os.unlink(path)
-            _storage.fsync_dir(path.parent)
+        _put_in_place(partial, dest, path, keep)
         src.close()
         return dest
     except BaseException:
         out.close()
         src.close()
-        if not renamed:
-            try:
-                os.unlink(partial)
-            except OSError:
-                pass
+        if locked:
+            _discard(partial)
         raise
 
 
@@ -147,7 +140,7 @@ def extract(path: Path, keep: bool) -> Path:
         raise FileExistsError(errno.EEXIST, "a file is there already", str(dest))
     src = _storage.Descriptor()
     out = _storage.Descriptor()
-    locked = renamed = False  # the .partial is this call's to remove only under the lock
+    locked = False  # the .partial is this call's only under the lock
     try:
         src.fd = _storage.open_regular(path, os.O_RDONLY)
         locked = _lock_archive(src.fd, path)  # one extract of it at a time
@@ -160,23 +153,35 @@ def extract(path: Path, keep: bool) -> Path:
         if not _core.zstd_matches(src.fd, out.fd, os.fstat(out.fd).st_size):
             raise OSError(errno.EIO, "the transcript read back differs from the archive", str(partial))
         out.close()
-        _storage.move_into_place(partial, dest)  # never over a file put there meanwhile
-        renamed = True
-        _storage.fsync_dir(dest.parent)
-        if not keep:
-            os.unlink(path)
-            _storage.fsync_dir(path.parent)
+        _put_in_place(partial, dest, path, keep)  # never over a file put there meanwhile
         src.close()
         return dest
     except BaseException:
         out.close()
         src.close()
-        if locked and not renamed:
-            try:
-                os.unlink(partial)
-            except OSError:
-                pass
+        if locked:
+            _discard(partial)
         raise
+
+
+def _put_in_place(partial: Path, dest: Path, source: Path, keep: bool) -> None:
+    """Link the verified ``partial`` to ``dest``, never over a file there, and
+    make it durable; then remove ``source`` unless ``keep``."""
+    _storage.move_into_place(partial, dest)
+    _storage.fsync_dir(dest.parent)
+    if not keep:
+        os.unlink(source)
+        _storage.fsync_dir(source.parent)
+
+
+def _discard(partial: Path) -> None:
+    """Remove the ``.partial`` a failed or interrupted call leaves: before the
+    link it is the unfinished copy; after it, ``dest`` holds the file (the
+    name is gone already, or is a second name of it)."""
+    try:
+        os.unlink(partial)
+    except OSError:
+        pass
 
 
 def _lock_archive(fd: int, path: Path) -> bool:

@@ -133,24 +133,31 @@ class Killed(BaseException):
 STEPS = ["zstd_compress", "sync", "zstd_matches", "link", "fsync_dir", "unlink"]
 
 
-@pytest.mark.parametrize("step", STEPS)
-def test_a_kill_at_each_step_leaves_the_original(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  step: str) -> None:
+def kill_at(monkeypatch: pytest.MonkeyPatch, step: str, source: Path) -> None:
+    """Make ``step`` of an archive or an extract raise ``Killed``; ``unlink`` only
+    of ``source``, the file the call removes once it is done."""
     import agent_transcript._archive as archive_module
 
-    path = copy(tmp_path, "clean.jsonl")
-    original = path.read_bytes()
-    target: Any = {"zstd_compress": archive_module._core, "zstd_matches": archive_module._core,
-                   "sync": archive_module._platform, "fsync_dir": archive_module._storage,
-                   "link": archive_module.os, "unlink": archive_module.os}[step]
+    target: Any = {"zstd_compress": archive_module._core, "zstd_decompress": archive_module._core,
+                   "zstd_matches": archive_module._core, "sync": archive_module._platform,
+                   "fsync_dir": archive_module._storage, "link": archive_module.os,
+                   "unlink": archive_module.os}[step]
     real = getattr(target, step)
 
     def kill(*args: Any) -> Any:
-        if step == "unlink" and Path(args[0]) != path:
+        if step == "unlink" and Path(args[0]) != source:
             return real(*args)  # the leftover partial's removal, before the work
         raise Killed
 
     monkeypatch.setattr(target, step, kill)
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_kill_at_each_step_leaves_the_original(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  step: str) -> None:
+    path = copy(tmp_path, "clean.jsonl")
+    original = path.read_bytes()
+    kill_at(monkeypatch, step, path)
     with pytest.raises(Killed):
         Session.archive(path)
     monkeypatch.undo()
@@ -417,23 +424,11 @@ EXTRACT_STEPS = ["zstd_decompress", "sync", "zstd_matches", "link", "fsync_dir",
 @pytest.mark.parametrize("step", EXTRACT_STEPS)
 def test_a_kill_at_each_extract_step_leaves_the_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         step: str) -> None:
-    import agent_transcript._archive as archive_module
-
     path = copy(tmp_path, "clean.jsonl")
     original = path.read_bytes()
     packed = Session.archive(path)
     archived = packed.read_bytes()
-    target: Any = {"zstd_decompress": archive_module._core, "zstd_matches": archive_module._core,
-                   "sync": archive_module._platform, "fsync_dir": archive_module._storage,
-                   "link": archive_module.os, "unlink": archive_module.os}[step]
-    real = getattr(target, step)
-
-    def kill(*args: Any) -> Any:
-        if step == "unlink" and Path(args[0]) != packed:
-            return real(*args)  # the leftover partial's removal, before the work
-        raise Killed
-
-    monkeypatch.setattr(target, step, kill)
+    kill_at(monkeypatch, step, packed)
     with pytest.raises(Killed):
         Session.unarchive(packed)
     monkeypatch.undo()
