@@ -10,16 +10,15 @@ its descriptor is closed.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
 import tempfile
 from pathlib import Path
 
 from . import _core, _platform, _storage
-from .errors import CorruptTranscript
-
-#: What an archive's name ends with (``run.jsonl`` -> ``run.jsonl.zst``).
-SUFFIX = ".zst"
+from ._storage import ARCHIVE_SUFFIX as SUFFIX
+from .errors import CorruptTranscript, SessionLocked
 
 
 def is_archive(path: str | os.PathLike[str]) -> bool:
@@ -99,11 +98,12 @@ def archive(path: Path, keep: bool) -> Path:
         raise FileExistsError(errno.EEXIST, "the archive is there already", str(dest))
     src = _storage.Descriptor()
     out = _storage.Descriptor()
-    renamed = False
+    locked = False  # the .partial is this call's only under the lock
     try:
         # The writer's lock, held throughout: no session can append meanwhile,
         # and one that holds it makes this raise SessionLocked.
         _storage.open_locked(src, path, create=False)
+        locked = True
         size = os.fstat(src.fd).st_size
         mode = stat.S_IMODE(os.fstat(src.fd).st_mode)
         _remove_partial(partial)  # what an archive killed before its rename left
@@ -116,23 +116,81 @@ def archive(path: Path, keep: bool) -> Path:
             raise OSError(errno.EIO, "the archive read back differs from the transcript", str(partial))
         # Never over a file put there since the check above (a copy of an
         # older archive, say): a rename would lose it.
-        _storage.move_into_place(partial, dest)
-        renamed = True
-        _storage.fsync_dir(dest.parent)
-        if not keep:
-            os.unlink(path)
-            _storage.fsync_dir(path.parent)
+        _put_in_place(partial, dest, path, keep)
         src.close()
         return dest
     except BaseException:
         out.close()
         src.close()
-        if not renamed:
-            try:
-                os.unlink(partial)
-            except OSError:
-                pass
+        if locked:
+            _discard(partial)
         raise
+
+
+def extract(path: Path, keep: bool) -> Path:
+    """See :meth:`agent_transcript.Session.unarchive`."""
+    if not is_archive(path):
+        raise ValueError(f"{path}: not an archive (its name does not end in {SUFFIX})")
+    path = Path(os.path.realpath(path))  # a symlink names the archive to extract
+    dest = path.with_name(path.name[: -len(SUFFIX)])
+    if not dest.name:
+        raise ValueError(f"{path}: the archive's name is only {SUFFIX}: no name to extract to")
+    partial = _storage.beside(dest, "", ".partial")
+    if os.path.lexists(dest):
+        raise FileExistsError(errno.EEXIST, "a file is there already", str(dest))
+    src = _storage.Descriptor()
+    out = _storage.Descriptor()
+    locked = False  # the .partial is this call's only under the lock
+    try:
+        src.fd = _storage.open_regular(path, os.O_RDONLY)
+        locked = _lock_archive(src.fd, path)  # one extract of it at a time
+        mode = stat.S_IMODE(os.fstat(src.fd).st_mode)
+        _remove_partial(partial)  # what an extract killed before its rename left
+        out.fd = os.open(partial, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+        os.fchmod(out.fd, mode)
+        _decompress(src.fd, out.fd, path)
+        _platform.sync(out.fd)
+        if not _core.zstd_matches(src.fd, out.fd, os.fstat(out.fd).st_size):
+            raise OSError(errno.EIO, "the transcript read back differs from the archive", str(partial))
+        out.close()
+        _put_in_place(partial, dest, path, keep)  # never over a file put there meanwhile
+        src.close()
+        return dest
+    except BaseException:
+        out.close()
+        src.close()
+        if locked:
+            _discard(partial)
+        raise
+
+
+def _put_in_place(partial: Path, dest: Path, source: Path, keep: bool) -> None:
+    """Link the verified ``partial`` to ``dest``, never over a file there, and
+    make it durable; then remove ``source`` unless ``keep``."""
+    _storage.move_into_place(partial, dest)
+    _storage.fsync_dir(dest.parent)
+    if not keep:
+        os.unlink(source)
+        _storage.fsync_dir(source.parent)
+
+
+def _discard(partial: Path) -> None:
+    """Remove the ``.partial`` a failed or interrupted call leaves: before the
+    link it is the unfinished copy; after it, ``dest`` holds the file (the
+    name is gone already, or is a second name of it)."""
+    try:
+        os.unlink(partial)
+    except OSError:
+        pass
+
+
+def _lock_archive(fd: int, path: Path) -> bool:
+    """Lock the archive ``fd`` (True), or raise ``SessionLocked`` when another extract holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise SessionLocked(f"{path}: another process is extracting this archive") from None
+    return True
 
 
 # The two below are not inline in archive(): in CPython 3.11 the line of a try

@@ -23,6 +23,33 @@ from . import _core, _platform
 from .errors import CorruptTranscript, SessionLocked
 
 FILE_MODE = 0o600
+
+#: What an archive's name ends with (``run.jsonl`` -> ``run.jsonl.zst``).
+ARCHIVE_SUFFIX = ".zst"
+#: The first bytes of a zstd frame, whatever the file's name.
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def refuse_archive(path: Path, fd: int | None = None) -> None:
+    """Refuse to write a transcript under an archive's name, or to load an archive.
+
+    A transcript is plain JSONL: a name ending in ``.zst`` is an archive's,
+    which every reader reads as zstd. With ``fd`` (load), a file that holds a
+    zstd frame is an archive whatever its name.
+
+    Raises:
+        CorruptTranscript: ``fd``'s file is a zstd archive.
+        ValueError: ``path``'s name ends in ``.zst``.
+    """
+    if fd is not None and os.pread(fd, len(_ZSTD_MAGIC), 0) == _ZSTD_MAGIC:
+        raise CorruptTranscript(
+            "a zstd archive, not a transcript a session can open: read it as it is with "
+            "Session.peek or show/check/stats, or extract it first with "
+            "`agent-transcript archive --extract PATH` (Session.unarchive)", None, str(path))
+    if path.name.endswith(ARCHIVE_SUFFIX):
+        raise ValueError(f"{path}: a name ending in {ARCHIVE_SUFFIX} is an archive's, and a transcript "
+                         f"is plain JSONL: name it without {ARCHIVE_SUFFIX} "
+                         "(`agent-transcript archive` makes the archive of a closed one)")
 DIR_MODE = 0o700
 
 _T = TypeVar("_T")
@@ -205,10 +232,13 @@ def open_locked(fd: Descriptor, path: Path, *, create: bool) -> None:
     the file it names created (as ``open(2)`` does), its missing parents too.
     Raises ``SessionLocked`` at once when another session holds it,
     ``FileNotFoundError`` when it is missing and ``create`` is false, and
-    ``OSError`` for what is not a regular file (see :func:`open_regular`);
+    ``OSError`` for what is not a regular file (see :func:`open_regular`),
+    ``ValueError`` to create under an archive's name (see :func:`refuse_archive`);
     ``fd`` is then empty again, and a file this call created is gone (unless
     another session has locked it meanwhile: it is theirs).
     """
+    if create:
+        refuse_archive(path)
     flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
     try:
         while True:
@@ -287,8 +317,10 @@ def check_head(fd: int, path: Path) -> None:
 
     Raises:
         CorruptTranscript, UnsupportedVersion: the file is not a transcript
-            this library reads.
+            this library reads (an archive among them).
+        ValueError: the file is named as an archive (see :func:`refuse_archive`).
     """
+    refuse_archive(path, fd)
     first, ended, end = _first_line(fd)
     if not first:
         return
@@ -455,20 +487,27 @@ def name_max(folder: Path) -> int:
         return 255
 
 
+#: What the tail check's two kinds of damage mean. A torn last line is what a
+#: crash leaves, and begins with ``{`` (this library never writes a leading
+#: blank): a malformed last line that does not, or one after another malformed
+#: line, is damage, which load refuses and leaves as it is.
+TAIL_DAMAGE = {
+    "corrupt": "the last two non-blank lines are both malformed",
+    "damaged": "the last non-blank line is malformed and does not begin with '{'",
+}
+
+
 def repair_tail(fd: Descriptor, path: Path) -> TailRepair:
     """Run load's repair on the locked ``fd`` of ``path``.
 
     A cut leaves the repaired file's descriptor in ``fd`` (the old one closed).
-    Returns the warning to report. Raises ``CorruptTranscript`` when the two
-    last non-blank lines are both malformed; the file is then untouched.
+    Returns the warning to report. Raises ``CorruptTranscript`` when the end
+    is damage rather than a torn write (see :data:`TAIL_DAMAGE`); the file is
+    then untouched.
     """
     kind, keep, line, removed, missing_newline, _ = _core.tail_check(fd.fd)
-    if kind == "corrupt":
-        raise CorruptTranscript(
-            "the last two non-blank lines are both malformed: damage, not a crash",
-            line,
-            str(path),
-        )
+    if kind in TAIL_DAMAGE:
+        raise CorruptTranscript(f"{TAIL_DAMAGE[kind]}: damage, not a crash", line, str(path))
     if kind != "torn":
         return TailRepair(None, missing_newline)
     _write_repair(fd, _resolved(fd.fd, path), keep)

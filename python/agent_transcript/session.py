@@ -118,6 +118,9 @@ class Session(_core.SessionBase):
             FileExistsError: ``path`` exists and is not empty.
             SessionLocked: another session holds ``path``.
             TypeError, ValueError: ``meta`` cannot be written as JSON.
+            ValueError: ``path``'s name ends in ``.zst``, an archive's: a
+                transcript is plain JSONL, refused rather than written under a
+                name every reader reads as zstd (:meth:`archive` makes one).
         """
         return cls._create(_absolute(path), meta, _durability(durability), [])
 
@@ -164,9 +167,12 @@ class Session(_core.SessionBase):
             FileNotFoundError: there is no file at ``path``.
             SessionLocked: another session holds ``path``.
             CorruptTranscript: the file is empty, does not start with a
-                session-meta, or is damaged in a way no crash produces (the
+                session-meta, is a zstd archive (:meth:`unarchive` extracts
+                it), or is damaged in a way no crash produces (the
                 exception's ``line`` says where); the file is left as it was.
             UnsupportedVersion: an envelope's ``v`` is not 1.
+            ValueError: ``path``'s name ends in ``.zst``, an archive's (see
+                :meth:`create`).
         """
         fsync = _durability(durability)
         path = _absolute(path)
@@ -230,6 +236,7 @@ class Session(_core.SessionBase):
             FileNotFoundError: there is no file at ``source``.
             FileExistsError: ``path`` exists and is not empty.
             SessionLocked: another session holds ``path``.
+            ValueError: ``path``'s name ends in ``.zst`` (see :meth:`create`).
             UnknownId: ``through_id`` is not an envelope of ``source``.
             CorruptTranscript: ``source`` is not a transcript, or a line up to
                 ``through_id`` is damaged (the exception's ``line`` says
@@ -240,6 +247,7 @@ class Session(_core.SessionBase):
             _check_type("through_id", through_id, str)
         source_path, new_path = _absolute(source), _absolute(path)
         from ._archive import open_for_reading
+        from ._fork import copy_lines, fork_prefix, fork_replay
 
         # One try, each step recorded in the line that takes it (the folders
         # made, the file created or the empty one taken), so that a Ctrl-C at
@@ -251,18 +259,18 @@ class Session(_core.SessionBase):
         taken = False  # an existing empty file, written into
         try:
             src.fd = open_for_reading(source_path)  # an archive is read decompressed
-            length = _fork_prefix(src.fd, source_path, through_id)
+            length = fork_prefix(src.fd, source_path, through_id)
             _storage.make_parents(new_path, made)
             _storage.open_locked(fd, new_path, create=True)
             if os.fstat(fd.fd).st_size > 0:
                 raise FileExistsError(17, "a transcript that is not empty is there already", str(new_path))
             taken = not fd.created
-            _copy_lines(src.fd, fd.fd, length)
+            copy_lines(src.fd, fd.fd, length)
             src.close()
             _platform.sync(fd.fd)
             if fd.created:
                 _storage.fsync_dir(fd.created.parent)
-            core = _fork_replay(fd.fd, source_path)
+            core = fork_replay(fd.fd, source_path)
             return cls(new_path, fd, core, [])  # which takes fd over last
         except BaseException:
             src.close()
@@ -314,6 +322,28 @@ class Session(_core.SessionBase):
         from ._archive import archive
 
         return archive(_absolute(path), keep)
+
+    @staticmethod
+    def unarchive(path: str | os.PathLike[str], *, keep: bool = False) -> Path:
+        """Extract the archive at ``path`` (``run.jsonl.zst``) back into the
+        transcript beside it (``run.jsonl``), byte for byte; returns its path.
+
+        Made as :meth:`archive` makes an archive: written to ``<dest>.partial``
+        (created exclusively, with the archive's mode), fsynced, read back and
+        compared with the archive, then linked into place, never over a file
+        there; the archive is removed after that, unless ``keep``. A crash or
+        Ctrl-C at any step leaves the archive as it was and no transcript.
+
+        Raises:
+            FileExistsError: a file is at the transcript's name already.
+            FileNotFoundError: there is no file at ``path``.
+            SessionLocked: another process is extracting the same archive.
+            CorruptTranscript: ``path`` is not a whole zstd archive.
+            ValueError: ``path`` is not named as an archive (``*.zst``).
+        """
+        from ._archive import extract
+
+        return extract(_absolute(path), keep)
 
     @staticmethod
     def follow(path: str | os.PathLike[str], *, poll: float = 0.1,
@@ -874,81 +904,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _fork_prefix(fd: int, path: Path, through_id: str | None) -> int:
-    """How many bytes of ``fd``'s file a fork through ``through_id`` copies: up
-    to and including that envelope's line (the last envelope's, if None) and
-    its ``\n``, read from peek's index; nothing past the last whole line.
-
-    Raises ``CorruptTranscript`` (the file is not a transcript, or a line before
-    that one does not parse) or ``UnknownId``.
-    """
-    from .peek import judge  # the library's own lenient reader
-
-    index = _core.Peeked.open(fd)
-    _, error = judge(index)
-    if error is not None:
-        raise CorruptTranscript(error, None, str(path))
-    if through_id is None:
-        at = len(index) - 1
-    else:
-        at = next((i for i in range(len(index)) if index.envelope_id(i) == through_id), -1)
-        if at < 0:
-            raise UnknownId(f"{path}: no envelope {through_id!r} to fork through")
-    number = index.line_number(at)
-    for skipped, why in index.skipped():
-        if skipped < number:
-            raise CorruptTranscript(f"line {skipped} is damaged ({why}); a fork copies it",
-                                    skipped, str(path))
-    return _end_of_line(fd, number, index.size())
-
-
-def _fork_replay(fd: int, source: Path) -> _core.Transcript:
-    """The core's replay of the fork's new file ``fd``, a refusal named after
-    ``source``. (Not inline: in CPython 3.11 the line of a try nested in
-    another is outside the outer one's handler, and a Ctrl-C there would leave
-    the fork's file, locked, to the garbage collector.)"""
-    try:
-        return _core.Transcript.load(fd, False, False)
-    except CorruptTranscript as e:
-        raise type(e)(e.message, e.line, str(source)) from None
-
-
-def _end_of_line(fd: int, number: int, size: int) -> int:
-    """The offset just past line ``number``'s ``\n`` (1-based), or ``size``
-    when that line is the last and has none."""
-    offset = 0
-    seen = 0
-    while offset < size:
-        chunk = os.pread(fd, min(1 << 20, size - offset), offset)
-        if not chunk:
-            break
-        count = chunk.count(b"\n")
-        if seen + count >= number:
-            at = -1
-            for _ in range(number - seen):
-                at = chunk.index(b"\n", at + 1)
-            return offset + at + 1
-        seen += count
-        offset += len(chunk)
-    return size
-
-
-def _copy_lines(src: int, dst: int, length: int) -> None:
-    """Append the first ``length`` bytes of ``src`` to ``dst``, and a ``\n`` when
-    they end without one (a whole last line that lacked it)."""
-    done = 0
-    last = b"\n"
-    while done < length:
-        chunk = os.pread(src, min(1 << 20, length - done), done)
-        if not chunk:
-            raise OSError(5, "the source transcript shrank while it was being forked")
-        view = memoryview(chunk)
-        while view:
-            view = view[os.write(dst, view):]
-        done += len(chunk)
-        last = chunk[-1:]
-    if last != b"\n":
-        os.write(dst, b"\n")
 
 
 def _absolute(path: str | os.PathLike[str]) -> Path:

@@ -136,28 +136,53 @@ def test_follow_missing_or_directory(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- demo
 
 
+STORY = (
+    "SIGKILL (kill -9",
+    "Session.peek(path)",
+    "skipped, not JSON",
+    "torn tail: the last line",
+    "exit status 1",
+    "warning: removed a torn last line: line 21",
+    "write_file  call_3  result-persisted",
+    "run_tests   call_4  dispatched",
+    "write_file  -> completed",
+    "run_tests   -> outcome-unknown",
+    "pending_tool_operations() now: []",
+    "SessionLocked",
+    "run.jsonl: clean (29 envelopes, 29 lines",
+    "agent-transcript show --replayed",
+)
+
+
+def test_the_demo_tells_the_story_on_one_screen(tmp_path: Path) -> None:
+    """Killed mid-tool-call, peek, load, pending operations, the answer, the
+    resume: in at most 60 lines of at most 80 columns on an 80-column terminal."""
+    where = tmp_path / "demo"
+    r = run("demo", where, COLUMNS="80")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) <= 60, len(lines)
+    lines_without_the_folder = [x for x in lines if str(where) not in x]
+    assert max(len(x) for x in lines_without_the_folder) <= 80, max(lines_without_the_folder, key=len)
+    flat = " ".join(r.stdout.split())
+    assert all(" ".join(needle.split()) in flat for needle in STORY), [n for n in STORY if n not in flat]
+    assert [x.split(".")[0] for x in lines if x[:1].isdigit()] == ["1", "2", "3", "4", "5", "6", "7"]
+    assert "demo --verbose" in r.stdout  # the rest, on request
+    assert "finish-reason=stop" not in r.stdout  # the transcript is not shown
+
+
 def test_the_demo_tells_the_whole_story(tmp_path: Path) -> None:
     # No timed assertion (it took 22 s under qemu on aarch64): how long the
     # demo takes is a figure for the benches, not a test's verdict.
     where = tmp_path / "demo"
-    r = run("demo", where)
+    r = run("demo", "--verbose", where)
     assert r.returncode == 0, r.stderr
     out = r.stdout
     flat = " ".join(out.split())  # the narration is wrapped to the terminal
-    for needle in (
-        "SIGKILL (kill -9",
-        "Session.peek(path)",
-        "skipped, not JSON",
-        "torn tail: the last line",
-        "exit status 1",
-        "warning: removed a torn last line: line 21",
-        "write_file  call_3  result-persisted",
-        "run_tests   call_4  dispatched",
-        "write_file  -> completed",
-        "run_tests   -> outcome-unknown",
-        "SessionLocked",
-        "run.jsonl: clean (29 envelopes, 29 lines",
-        "agent-transcript show --replayed",
+    for needle in STORY + (
+        "idempotency=idempotent  (its result is in the file, its settle line is not: it completed)",
+        "SessionLocked: ",
+        "renamed over the file",
     ):
         assert " ".join(needle.split()) in flat, needle
     assert ANSI not in out

@@ -31,6 +31,10 @@ def check(path: Path) -> tuple[str, int, int, int, bool, int]:
         (LINE * 2 + LINE[:10], "torn", len(LINE) * 2, 3, False),
         (LINE + b"\n\n" + LINE[:10], "torn", len(LINE) + 2, 4, False),
         (LINE + b"{\n" + LINE[:10], "corrupt", len(LINE) * 1 + 2 + 10, 2, False),
+        (LINE + b" {", "damaged", len(LINE) + 2, 2, False),
+        (b"\r{", "damaged", 2, 1, False),
+        (b'\t{"id', "damaged", 5, 1, False),
+        (LINE + b"{\n" + b" x\n\n", "damaged", len(LINE) + 2 + 4, 3, False),
     ],
 )
 def test_kinds_of_tail(tmp_path: Path, content: bytes, kind: str, keep: int, line: int, missing_newline: bool) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from agent_transcript import Message, Session, SessionLocked, _core
+from agent_transcript import CorruptTranscript, Message, Session, SessionLocked, _core
 from interrupt import stopped_by_a_signal
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "cli"
@@ -133,24 +133,31 @@ class Killed(BaseException):
 STEPS = ["zstd_compress", "sync", "zstd_matches", "link", "fsync_dir", "unlink"]
 
 
-@pytest.mark.parametrize("step", STEPS)
-def test_a_kill_at_each_step_leaves_the_original(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  step: str) -> None:
+def kill_at(monkeypatch: pytest.MonkeyPatch, step: str, source: Path) -> None:
+    """Make ``step`` of an archive or an extract raise ``Killed``; ``unlink`` only
+    of ``source``, the file the call removes once it is done."""
     import agent_transcript._archive as archive_module
 
-    path = copy(tmp_path, "clean.jsonl")
-    original = path.read_bytes()
-    target: Any = {"zstd_compress": archive_module._core, "zstd_matches": archive_module._core,
-                   "sync": archive_module._platform, "fsync_dir": archive_module._storage,
-                   "link": archive_module.os, "unlink": archive_module.os}[step]
+    target: Any = {"zstd_compress": archive_module._core, "zstd_decompress": archive_module._core,
+                   "zstd_matches": archive_module._core, "sync": archive_module._platform,
+                   "fsync_dir": archive_module._storage, "link": archive_module.os,
+                   "unlink": archive_module.os}[step]
     real = getattr(target, step)
 
     def kill(*args: Any) -> Any:
-        if step == "unlink" and Path(args[0]) != path:
+        if step == "unlink" and Path(args[0]) != source:
             return real(*args)  # the leftover partial's removal, before the work
         raise Killed
 
     monkeypatch.setattr(target, step, kill)
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_kill_at_each_step_leaves_the_original(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  step: str) -> None:
+    path = copy(tmp_path, "clean.jsonl")
+    original = path.read_bytes()
+    kill_at(monkeypatch, step, path)
     with pytest.raises(Killed):
         Session.archive(path)
     monkeypatch.undo()
@@ -300,3 +307,191 @@ def test_a_signal_during_the_compression_stops_it_with_its_handlers_exception(tm
     assert path.read_bytes() == original
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.jsonl"]
     assert unpacked(Session.archive(path)) == original  # and it is done when asked again
+
+
+# -- the way back: Session.unarchive / archive --extract ----------------------
+
+
+def test_load_of_an_archive_says_it_is_one_and_what_to_do(tmp_path: Path) -> None:
+    """Before: 'invalid UTF-8 at byte 1'. Whatever the archive's name."""
+    packed = Session.archive(copy(tmp_path, "clean.jsonl"))
+    renamed = tmp_path / "renamed.jsonl"
+    shutil.copyfile(packed, renamed)
+    for path in (packed, renamed):
+        before = path.read_bytes()
+        for opener in (Session.load, Session.open):
+            with pytest.raises(CorruptTranscript) as info:
+                opener(path)
+            assert "zstd archive" in info.value.message and "--extract" in info.value.message
+            assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("opener", ["create", "open", "fork"])
+def test_a_transcript_is_never_written_under_an_archive_name(tmp_path: Path, opener: str) -> None:
+    """Issue 28, item 13: create wrote plain JSONL at run.jsonl.zst, which every
+    reader but load then refused as 'not a whole zstd archive'."""
+    dest = tmp_path / "new" / "run.jsonl.zst"
+    with pytest.raises(ValueError, match="archive"):
+        if opener == "fork":
+            Session.fork(DATA / "clean.jsonl", dest)
+        else:
+            getattr(Session, opener)(dest)
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_plain_file_named_as_an_archive_is_not_loaded(tmp_path: Path) -> None:
+    # What create used to make: load refuses it too, saying to rename it.
+    plain = copy(tmp_path, "clean.jsonl").rename(tmp_path / "clean.jsonl.zst")
+    with pytest.raises(ValueError, match="without .zst"):
+        Session.load(plain)
+    assert plain.read_bytes() == (DATA / "clean.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("name", ["clean.jsonl", "torn.jsonl", "two_bad_tails.jsonl"])
+def test_unarchive_round_trip_byte_for_byte(tmp_path: Path, name: str) -> None:
+    path = copy(tmp_path, name)
+    original = path.read_bytes()
+    packed = Session.archive(path)
+    assert Session.unarchive(packed) == path
+    assert path.read_bytes() == original
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+
+
+def test_unarchive_then_load_and_append(tmp_path: Path) -> None:
+    path = copy(tmp_path, "clean.jsonl")
+    packed = Session.archive(path)
+    Session.unarchive(packed, keep=True)
+    with Session.load(path) as s:
+        s.append_message(Message.user("back again"))
+    assert unpacked(packed) == (DATA / "clean.jsonl").read_bytes()  # the archive kept, as it was
+
+
+def test_unarchive_keeps_the_archives_mode(tmp_path: Path) -> None:
+    path = copy(tmp_path, "clean.jsonl")
+    os.chmod(path, 0o640)
+    packed = Session.archive(path)
+    assert os.stat(Session.unarchive(packed)).st_mode & 0o777 == 0o640
+
+
+def test_unarchive_never_clobbers(tmp_path: Path) -> None:
+    path = copy(tmp_path, "clean.jsonl")
+    packed = Session.archive(path, keep=True)
+    path.write_bytes(b"mine")
+    with pytest.raises(FileExistsError):
+        Session.unarchive(packed)
+    assert path.read_bytes() == b"mine" and packed.exists()
+    with pytest.raises(ValueError):
+        Session.unarchive(path)  # not an archive
+    with pytest.raises(FileNotFoundError):
+        Session.unarchive(tmp_path / "missing.jsonl.zst")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clean.jsonl", "clean.jsonl.zst"]
+
+
+def test_a_transcript_made_meanwhile_is_never_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import agent_transcript._archive as archive_module
+
+    path = copy(tmp_path, "clean.jsonl")
+    packed = Session.archive(path)
+    real = archive_module._core.zstd_decompress
+
+    def decompress_and_race(*args: Any) -> Any:
+        done = real(*args)
+        path.write_bytes(b"a transcript someone began meanwhile")
+        return done
+
+    monkeypatch.setattr(archive_module._core, "zstd_decompress", decompress_and_race)
+    with pytest.raises(FileExistsError):
+        Session.unarchive(packed)
+    assert path.read_bytes() == b"a transcript someone began meanwhile"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clean.jsonl", "clean.jsonl.zst"]
+
+
+def test_a_damaged_archive_is_not_extracted(tmp_path: Path) -> None:
+    packed = Session.archive(copy(tmp_path, "clean.jsonl"))
+    data = packed.read_bytes()
+    packed.write_bytes(data[: len(data) // 2])
+    with pytest.raises(CorruptTranscript):
+        Session.unarchive(packed)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clean.jsonl.zst"]
+    r = run_cli("archive", "--extract", packed)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "not extracted" in r.stderr
+
+
+EXTRACT_STEPS = ["zstd_decompress", "sync", "zstd_matches", "link", "fsync_dir", "unlink"]
+
+
+@pytest.mark.parametrize("step", EXTRACT_STEPS)
+def test_a_kill_at_each_extract_step_leaves_the_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        step: str) -> None:
+    path = copy(tmp_path, "clean.jsonl")
+    original = path.read_bytes()
+    packed = Session.archive(path)
+    archived = packed.read_bytes()
+    kill_at(monkeypatch, step, packed)
+    with pytest.raises(Killed):
+        Session.unarchive(packed)
+    monkeypatch.undo()
+    assert packed.read_bytes() == archived
+    if path.exists():  # linked into place: whole and verified
+        assert step in ("fsync_dir", "unlink") and path.read_bytes() == original
+    else:
+        assert Session.unarchive(packed) == path and path.read_bytes() == original
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".partial")]
+
+
+def test_a_real_kill_minus_9_of_an_extract_leaves_no_half_transcript(tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    big_transcript(path, 40_000)
+    original = path.read_bytes()
+    packed = Session.archive(path)
+    archived = packed.read_bytes()
+    for delay in (0.05, 0.15, 0.3):
+        proc = subprocess.Popen([sys.executable, "-m", "agent_transcript", "archive", "--extract", str(packed)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if packed.exists():
+            assert packed.read_bytes() == archived
+            if path.exists():
+                assert path.read_bytes() == original  # never a half file under the name
+                path.unlink()
+        else:  # it had finished
+            assert path.read_bytes() == original
+            return
+    # A kill's leftover .partial is removed by the next extract, which goes through.
+    assert Session.unarchive(packed) == path and path.read_bytes() == original
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.jsonl"]
+
+
+def test_a_signal_during_the_extract_stops_it_with_its_handlers_exception(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    big_transcript(path, 30_000)
+    original = path.read_bytes()
+    packed = Session.archive(path)
+    with stopped_by_a_signal() as stopped, pytest.raises(stopped):
+        Session.unarchive(packed)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.jsonl.zst"]
+    assert Session.unarchive(packed).read_bytes() == original
+
+
+def test_cli_archive_extract(tmp_path: Path) -> None:
+    path = copy(tmp_path, "clean.jsonl")
+    original = path.read_bytes()
+    packed = Session.archive(path)
+    r = run_cli("archive", "--extract", packed, "--keep", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out == {"archive": str(packed), "path": str(path), "bytes": len(original),
+                   "archive_bytes": packed.stat().st_size, "kept": True}
+    assert path.read_bytes() == original
+    r = run_cli("archive", "--extract", packed)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "there already" in r.stderr
+    path.unlink()
+    r = run_cli("archive", "--extract", packed)
+    assert r.returncode == 0 and "verified" in r.stdout and not packed.exists()
+    assert path.read_bytes() == original
+    for bad in (path, tmp_path / "missing.jsonl.zst"):
+        r = run_cli("archive", "--extract", bad)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr

@@ -228,3 +228,51 @@ def test_fork_from_an_archive(tmp_path: Path) -> None:
             Session.fork(src, tmp_path / "b.jsonl", through_id=through) as b:
         assert replay_state(a) == replay_state(b)
     assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("name", ["pending.jsonl", "torn.jsonl", "corrupt_mid.jsonl"])
+def test_cli_fork_through_line_is_through_that_lines_envelope(tmp_path: Path, name: str) -> None:
+    """--through-line N copies through the envelope show prints on line N, whatever
+    its type: the same file --through with its id makes."""
+    source = tmp_path / "src.jsonl"
+    shutil.copyfile(DATA / name, source)
+    data = source.read_bytes().replace(b"\n", b"\n\n", 2)  # blank lines: numbers count them
+    source.write_bytes(data)
+    peeked = Session.peek(source)
+    damaged = min([int(w.split()[1].rstrip(":")) for w in peeked.warnings], default=len(data))
+    numbers = {e.line: e.id for e in peeked.envelopes if e.line < damaged}  # a fork copies no damage
+    for number, env_id in list(numbers.items())[:4] + list(numbers.items())[-2:]:
+        by_line, by_id = tmp_path / f"l{number}.jsonl", tmp_path / f"i{number}.jsonl"
+        r = run_cli("fork", source, by_line, "--through-line", str(number), "--json")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["through_id"] == env_id
+        assert run_cli("fork", source, by_id, "--through", env_id).returncode == 0
+        assert by_line.read_bytes() == by_id.read_bytes()
+    assert source.read_bytes() == data
+
+
+def test_cli_fork_through_line_refuses_a_line_without_an_envelope(tmp_path: Path) -> None:
+    source = tmp_path / "src.jsonl"
+    lines = (DATA / "clean.jsonl").read_bytes().splitlines(keepends=True)
+    source.write_bytes(b"".join(lines[:2]) + b"\n" + b"".join(lines[2:4]) + b'{"id":"cut\n' + b"".join(lines[4:]))
+    last = len(source.read_bytes().splitlines())
+    dest = tmp_path / "f.jsonl"
+    for n, says in [("3", "is blank"), ("6", "is damaged"), (str(last + 1), "past the last envelope"),
+                    ("0", "not a line number"), ("-2", "not a line number"), ("x", "not a line number"),
+                    ("2.0", "not a line number")]:
+        r = run_cli("fork", source, dest, "--through-line", n)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and says in r.stderr, (n, r.stderr)
+        assert r.stdout == "" and not dest.exists()
+    r = run_cli("fork", source, dest, "--through-line", "2", "--through", "x")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and not dest.exists()
+    r = run_cli("fork", tmp_path / "missing.jsonl", dest, "--through-line", "2")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and not dest.exists()
+    r = run_cli("fork", source, dest, "--through-line", "2")
+    assert r.returncode == 0, r.stderr
+    assert dest.read_bytes() == b"".join(lines[:2])
+
+
+def test_cli_fork_into_an_archive_name_is_refused_in_one_line(tmp_path: Path) -> None:
+    r = run_cli("fork", DATA / "clean.jsonl", tmp_path / "f.jsonl.zst")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "archive" in r.stderr
+    assert list(tmp_path.iterdir()) == []

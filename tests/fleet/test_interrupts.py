@@ -97,6 +97,34 @@ def test_archive(fast_tmp: Path, keep: bool) -> None:
     every_interrupt(prepare, lambda p: Session.archive(p, keep=keep), after)
 
 
+@pytest.mark.parametrize("keep", [False, True], ids=["extract", "keep"])
+def test_unarchive(fast_tmp: Path, keep: bool) -> None:
+    """Ctrl-C at each line of an extract: the archive is as it was and not
+    locked, no ``.partial`` is left, and the transcript is not there (the same
+    extract then goes through) or whole (the archive may still be there if the
+    interrupt came between the link and its removal)."""
+    path = fast_tmp / "run.jsonl"
+    original = _transcript(path).read_bytes()
+    archived = Session.archive(path)
+    packed = archived.read_bytes()
+
+    def prepare() -> Path:
+        path.unlink(missing_ok=True)
+        archived.write_bytes(packed)
+        return archived
+
+    def after(a: Path) -> None:
+        assert sorted(x.name for x in fast_tmp.iterdir()) in ([a.name], [path.name, a.name], [path.name])
+        if a.exists():
+            assert a.read_bytes() == packed
+        if path.exists():  # whole: the transcript as it was archived
+            assert path.read_bytes() == original
+        else:
+            Session.unarchive(a, keep=keep)
+
+    every_interrupt(prepare, lambda a: Session.unarchive(a, keep=keep), after)
+
+
 @pytest.mark.parametrize("reader", ["list_transcripts", "read_row"])
 def test_ls(fast_tmp: Path, reader: str) -> None:
     """Ctrl-C at each line of a listing (a folder holding a transcript, an

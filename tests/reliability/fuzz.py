@@ -1,6 +1,6 @@
 """A deterministic mutation fuzzer over load, its repair, peek and the tail check.
 
-``python fuzz.py DIR SECONDS SEED`` mutates real transcripts (made through the
+``python fuzz.py DIR CASES SEED`` mutates real transcripts (made through the
 public API, every envelope type, plus torn and corrupt fixtures) with byte and
 bit flips, truncations, splices, duplicated/dropped/swapped lines and JSON-aware
 edits, and for every input checks that:
@@ -8,10 +8,12 @@ edits, and for every input checks that:
 * nothing but ``CorruptTranscript``/``UnsupportedVersion`` escapes ``load``, and
   nothing at all escapes ``peek`` (no panic, no other exception; an abort or a
   hang is caught by the parent, which finds the input in ``DIR/current.bin``);
-* ``_core.tail_check`` agrees with what load did: ``whole``/``empty`` leave the
+* ``_core.tail_check`` follows SPEC's load step 2 (only a last line that begins
+  with ``{`` at its first byte is ever ``torn``; a malformed one that does not is
+  ``damaged``) and agrees with what load did: ``whole``/``empty`` leave the
   file as it was, ``torn`` cuts it to exactly ``keep`` bytes with one warning
-  naming the line, ``corrupt`` raises ``CorruptTranscript`` at that line with the
-  file untouched; but a file whose first non-blank line is not a whole
+  naming the line, ``corrupt`` and ``damaged`` raise ``CorruptTranscript`` at
+  that line with the file untouched; but a file whose first non-blank line is not a whole
   session-meta (nor the lone torn one of an unfinished create) is refused and
   never written, whatever its tail;
 * a loaded file reads as Python's ``json`` reads it, line by line (strict UTF-8,
@@ -25,7 +27,8 @@ have; atheris installs but cannot see coverage inside the Rust extension
 without rebuilding it instrumented. A seeded mutation fuzzer runs everywhere
 and replays exactly.)
 
-Prints one JSON line of counts; a failing input is saved as ``DIR/fail-N.bin``.
+The run is CASES inputs drawn from SEED, the same inputs on any machine however
+fast. Prints one JSON line of counts; a failing input is saved as ``DIR/fail-N.bin``.
 """
 
 from __future__ import annotations
@@ -102,6 +105,8 @@ def seeds(folder: Path) -> list[bytes]:
         b"".join(lines[:1] + lines[1:3] * 2),  # duplicate ids
         lines[0],
         b"",
+        # Found by this fuzzer: malformed last lines that do not begin with `{`.
+        b" {", b"\r{", b'\t{"id', small + b' {"id"',
     ]
     return out
 
@@ -181,6 +186,31 @@ def head_kind(data: bytes) -> str:
                     for i, (c, w) in enumerate(zip(first, start)))
         return "torn-meta" if not ended and looks else "other"
     return "meta" if env["type"] == "session-meta" else "other"
+
+
+def last_line(data: bytes) -> tuple[int, int] | None:
+    """``(offset, number)`` of the last non-blank line, or None."""
+    offset = 0
+    found = None
+    for n, line in enumerate(data.split(b"\n"), 1):
+        if line.strip(b" \t\r"):
+            found = (offset, n)
+        offset += len(line) + 1
+    return found
+
+
+def check_tail_rule(data: bytes, kind: str, keep: int, tline: int) -> None:
+    """SPEC's load step 2: a torn last line begins with ``{`` at its first byte;
+    any other malformed last line is damage."""
+    last = last_line(data)
+    begins = last is not None and data[last[0]:last[0] + 1] == b"{"
+    if kind == "torn" and not (begins and last is not None and (keep, tline) == last):
+        raise Failure(f"torn at line {tline} (keep {keep}), but the last line {last} "
+                      f"{'begins' if begins else 'does not begin'} with '{{'")
+    if kind == "damaged" and (begins or last is None or tline != last[1]):
+        raise Failure(f"damaged at line {tline}, but the last line is {last}, begins with '{{': {begins}")
+    if kind in ("empty", "whole", "corrupt") and not (last is None) == (kind == "empty"):
+        raise Failure(f"tail {kind}, but the last non-blank line is {last}")
 
 
 def nonblank_lines(data: bytes) -> list[tuple[int, bytes]]:
@@ -308,7 +338,7 @@ class Failure(Exception):
     pass
 
 
-def check(path: Path, data: bytes, counts: dict[str, int]) -> None:
+def check(path: Path, data: bytes, counts: dict[str, int], tails: dict[str, int]) -> None:
     repair = path.with_name(path.name + ".repair")
     if repair.exists():
         repair.unlink()
@@ -318,6 +348,8 @@ def check(path: Path, data: bytes, counts: dict[str, int]) -> None:
         kind, keep, tline, removed, _, _ = _core.tail_check(fd)
     finally:
         os.close(fd)
+    tails[kind] = tails.get(kind, 0) + 1
+    check_tail_rule(data, kind, keep, tline)
     peeked = Session.peek(path)
     if peeked.error is None:
         list(peeked.envelopes)  # decode every line peek says parsed
@@ -356,7 +388,7 @@ def check(path: Path, data: bytes, counts: dict[str, int]) -> None:
     elif kind == "torn":
         if outcome != "loaded" and after != data[:keep]:
             raise Failure("tail torn but the file is not its good prefix")
-    elif kind == "corrupt":
+    elif kind in ("corrupt", "damaged"):
         if outcome != "corrupt" or after != data or getattr(error, "line", None) != tline:
             raise Failure(f"tail corrupt at {tline} but load: {outcome} {error!r}")
 
@@ -396,7 +428,7 @@ def check(path: Path, data: bytes, counts: dict[str, int]) -> None:
     else:
         line = getattr(error, "line", None)
         good = data[:keep] if kind == "torn" else data
-        if line is not None and kind != "corrupt":
+        if line is not None and kind not in ("corrupt", "damaged"):
             for number, text in nonblank_lines(good):
                 if number >= line:
                     break
@@ -408,28 +440,26 @@ def check(path: Path, data: bytes, counts: dict[str, int]) -> None:
 
 
 def main() -> None:
-    folder, seconds, seed = Path(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
-    # At least this many cases, however long they take on a loaded machine.
-    least = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+    folder, cases, seed = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     folder.mkdir(parents=True, exist_ok=True)
     pool = seeds(folder / "seeds")
     rng = random.Random(seed)
     mutate = Mutator(rng, pool)
     counts: dict[str, int] = {k: 0 for k in ("loaded", "repaired", "corrupt", "unsupported",
                                               "repaired+corrupt", "repaired+unsupported")}
+    tails: dict[str, int] = {}
     failures: list[str] = []
     path = folder / "case.jsonl"
     current = folder / "current.bin"
     started = time.monotonic()
-    execs = 0
     last_report = started
-    while time.monotonic() - started < seconds or execs < least:
+    execs = 0
+    for execs in range(1, cases + 1):
         base = rng.choice(pool[1:]) if rng.random() < 0.85 else pool[0]
         data = mutate(base) if rng.random() < 0.97 else base
         current.write_bytes(data)
-        execs += 1
         try:
-            check(path, data, counts)
+            check(path, data, counts, tails)
         except BaseException as e:  # noqa: BLE001 - a panic is a BaseException: report it
             if isinstance(e, KeyboardInterrupt):
                 raise
@@ -444,7 +474,7 @@ def main() -> None:
             print(json.dumps({"progress": execs}), flush=True)
             last_report = now
     print(json.dumps({"executions": execs, "seconds": round(time.monotonic() - started, 1),
-                      "counts": counts, "failures": failures}), flush=True)
+                      "counts": counts, "tails": tails, "failures": failures}), flush=True)
 
 
 if __name__ == "__main__":

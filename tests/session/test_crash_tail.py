@@ -93,13 +93,34 @@ def test_a_torn_line_after_blank_lines_keeps_them(tmp_path: Path) -> None:
     b'{"id":"x","payload":NaN,"ts":"t","type":"grants","v":1}\n',
     b'{"id":"x","payload":{"a":"\xe2\x82"},"ts":"t","type":"grants","v":1}\n',
     b'{"id":"x","payload":{},"ts":"t","type":"grants","v":1} {"a":1}\n',
-    b'garbage\n',
+    b'{garbage\n',
 ], ids=["unclosed", "nan", "bad-utf8", "two-values", "garbage"])
 def test_a_malformed_whole_last_line_is_removed(tmp_path: Path, tail: bytes) -> None:
     p = tmp_path / "run.jsonl"
     prefix, _ = good_transcript(p, "x")
     write(p, prefix, tail)
     check_repaired(p, prefix, prefix.count(b"\n") + 1, len(tail))
+
+
+@pytest.mark.parametrize("tail", [b" {", b"\r{", b'\t{"id', b"garbage\n", b' {"id":"x"\n \n', b'"id":"x"}'],
+                         ids=["space", "cr", "tab", "garbage", "space-then-blank", "no-brace"])
+@pytest.mark.parametrize("alone", [True, False], ids=["alone", "after-lines"])
+def test_a_malformed_last_line_not_beginning_with_a_brace_is_damage(
+        tmp_path: Path, tail: bytes, alone: bool) -> None:
+    # SPEC, load step 2: a torn line begins with `{` at its first byte (this
+    # library never writes a leading blank). Found by the fuzzer: a file holding
+    # only ` {`, `\r{` or `\t{"id` was emptied and then refused.
+    p = tmp_path / "run.jsonl"
+    prefix = b"" if alone else good_transcript(p, "x")[0]
+    write(p, prefix, tail)
+    before = freeze(p)
+    with pytest.raises(CorruptTranscript) as info:
+        Session.load(p)
+    assert info.value.line == prefix.count(b"\n") + 1
+    if not alone:  # alone, it may be refused first as no session-meta
+        assert "begin with '{'" in info.value.message
+    assert state(p) == before
+    assert not p.with_name(p.name + ".repair").exists()
 
 
 def test_a_torn_line_with_blank_lines_after_it_goes_with_them(tmp_path: Path) -> None:

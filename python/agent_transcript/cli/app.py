@@ -92,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="the whole story on a scratch transcript: a kill -9 mid-tool-call, then repair and resume", description="A scripted agent (no model, no network) writes a transcript and is killed with SIGKILL mid-tool-call; the demo then shows peek, check, load's repair, the pending tool operations, their resolution and a resumed run.")
     p.add_argument("dir", metavar="DIR", nargs="?", help="where to write (default: a new temporary directory); the files are kept")
+    p.add_argument("-v", "--verbose", action="store_true", help="tell each step at length and end by showing the whole transcript (the default fits one screen)")
     colour_option(p)
     p.set_defaults(func=cmd_demo)
 
@@ -103,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     export_arguments(p)
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("archive", help="compress a closed transcript into PATH.zst", description="Compress the transcript at PATH into PATH.zst (zstd), verified by reading it back before the transcript is removed (--keep keeps it). Refuses a transcript a writer holds. show, check, stats, ls and Session.peek read PATH.zst as they read PATH.")
+    p = sub.add_parser("archive", help="compress a closed transcript into PATH.zst (--extract: back)", description="Compress the transcript at PATH into PATH.zst (zstd), verified by reading it back before the transcript is removed (--keep keeps it). Refuses a transcript a writer holds. show, check, stats, ls and Session.peek read PATH.zst as they read PATH; to append to it again, --extract gives the transcript back.")
     archive_arguments(p)
     p.set_defaults(func=cmd_archive)
 
@@ -115,7 +116,7 @@ def _parser() -> argparse.ArgumentParser:
     import_arguments(p)
     p.set_defaults(func=cmd_import)
 
-    sub.add_parser("bench", help="measure against a plain-Python baseline (see: bench --help)", add_help=False)
+    sub.add_parser("bench", help="measure against a plain-Python baseline: a quick run of seconds; --mb 1024 for the 1 GiB targets (see: bench --help)", add_help=False)
     return parser
 
 

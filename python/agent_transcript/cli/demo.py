@@ -29,6 +29,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     terminal = demo.Terminal(style=Style(colour), width=terminal_width(), check_line=report_line, show=show)
     try:
-        return demo.run(args.dir, terminal)
+        return demo.run(args.dir, terminal, verbose=args.verbose)
     except demo.DemoError as exc:
         raise CliError(str(exc)) from None

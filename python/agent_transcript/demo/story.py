@@ -4,8 +4,9 @@ A scripted agent (:mod:`agent_transcript.demo.agent`) runs in a child process
 and is killed with SIGKILL while a line is half written and two tool calls are
 in flight. Then, in this process: ``peek`` (read-only), ``check`` (what load
 would do), ``load`` (the repair and its warning), ``pending_tool_operations``,
-``resolve_tool_operation``, a resumed run appending to the same file, and the
-transcript as ``show`` prints it. No model, no network; the files stay.
+``resolve_tool_operation``, a resumed run appending to the same file. It fits
+one screen; ``verbose`` tells each step at length and ends with the transcript
+as ``show`` prints it. No model, no network; the files stay.
 """
 
 from __future__ import annotations
@@ -56,9 +57,12 @@ def _clip(text: str, limit: int) -> str:
 
 
 class _Narrator:
-    def __init__(self, style: Callable[..., str], width: int) -> None:
+    """Prints the story: its short form, and with ``verbose`` the longer telling too."""
+
+    def __init__(self, style: Callable[..., str], width: int, verbose: bool) -> None:
         self.s = style
         self.width = width
+        self.verbose = verbose
         self.step = 0
 
     def out(self, text: str = "") -> None:
@@ -75,9 +79,16 @@ class _Narrator:
         for line in textwrap.wrap(text, max(40, self.width - 3)) or [""]:
             self.out("   " + line)
 
+    def more(self, text: str) -> None:
+        """What only the long telling (``--verbose``) says."""
+        if self.verbose:
+            self.say(text)
+
     def show(self, text: str, *styles: str) -> None:
+        """``text`` indented, each line cut to the width unless verbose (a person
+        reads the story on one screen; the whole line is in the files)."""
         for line in text.splitlines() or [""]:
-            self.out("     " + self.s(line, *styles))
+            self.out("     " + self.s(line if self.verbose else _clip(line, self.width - 5), *styles))
 
 
 def _start_agent(path: Path) -> subprocess.Popen[bytes]:
@@ -110,8 +121,11 @@ def _wait_ready(child: subprocess.Popen[bytes], timeout: float) -> None:
             buf += chunk
 
 
-def run(directory: str | None, terminal: Terminal) -> int:
+def run(directory: str | None, terminal: Terminal, verbose: bool = False) -> int:
     """Runs the demo in ``directory`` (a new temporary one when None); returns 0.
+
+    The story fits one screen; ``verbose`` tells each step at length and ends
+    by showing the whole transcript.
 
     Raises:
         DemoError: the directory holds an earlier demo's files or cannot be
@@ -120,22 +134,8 @@ def run(directory: str | None, terminal: Terminal) -> int:
     started = time.monotonic()
     s = terminal.style
     width = terminal.width
-    n = _Narrator(s, width)
-    if directory is None:
-        where = Path(tempfile.mkdtemp(prefix="agent-transcript-demo-"))
-    else:
-        where = Path(directory)
-        not_a_directory = f"{directory}: not a directory; give an empty or new directory"
-        if where.exists() and not where.is_dir():  # /dev/null, a file: mkdir would say "File exists"
-            raise DemoError(not_a_directory)
-        try:
-            where.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except FileExistsError:
-            raise DemoError(not_a_directory) from None
-        except OSError as exc:
-            raise DemoError(describe_os_error(exc, directory)) from None
-        if not where.is_dir():
-            raise DemoError(not_a_directory)
+    n = _Narrator(s, width, verbose)
+    where = _directory(directory)
     path = where / "run.jsonl"
     crashed = where / "crashed.jsonl"
     for existing in (path, crashed):
@@ -148,7 +148,7 @@ def run(directory: str | None, terminal: Terminal) -> int:
     # 1. The run that crashes.
     child = _start_agent(path)
     n.title("A scripted agent runs in a child process", f"pid {child.pid}")
-    n.say(
+    n.more(
         "No model and no network: it appends what a real loop appends — meta, run context, "
         "the system prompt, a user turn, grants, two rounds of tool calls (one with an artifact), "
         "an elision, a compaction — and then dispatches write_file and run_tests together."
@@ -162,8 +162,8 @@ def run(directory: str | None, terminal: Terminal) -> int:
         child.stderr.close()
     size = path.stat().st_size
     n.say(
-        f"While it was writing the settle line of write_file — half the line in the file — "
-        f"it got SIGKILL (kill -9 {child.pid}). The file is {size:,} bytes."
+        f"It writes what a real loop writes, dispatches write_file and run_tests together, and "
+        f"halfway through a line gets SIGKILL (kill -9 {child.pid}). The file is {size:,} bytes."
     )
     shutil.copyfile(path, crashed)
     os.chmod(crashed, 0o600)
@@ -174,9 +174,8 @@ def run(directory: str | None, terminal: Terminal) -> int:
     n.title("Read it without opening it", "Session.peek(path)")
     peek = Session.peek(path)
     n.say(
-        f"Read-only: no lock, no repair, safe on a file a writer still holds. "
-        f"{len(peek.envelopes)} envelopes parse; {len(peek.messages)} message lines, in file order, "
-        f"nothing applied. What it could not parse:"
+        f"No lock, no repair, safe while a writer holds it: {len(peek.envelopes)} envelopes parse, "
+        f"{len(peek.messages)} of them messages. Skipped:"
     )
     for w in peek.warnings:
         n.show(w, "yellow")
@@ -185,7 +184,7 @@ def run(directory: str | None, terminal: Terminal) -> int:
     n.title("What would load do?", f"agent-transcript check {path.name}")
     report = check_path(str(path))
     n.show(terminal.check_line(report).replace(str(path), path.name), "yellow")
-    n.say(f"exit status {report.exit_code}: a torn tail that load repairs. check itself wrote nothing.")
+    n.say(f"exit status {report.exit_code}: a torn tail that load repairs. check wrote nothing.")
 
     # 4. load: the repair.
     n.title("Load it: repair, then replay", "Session.load(path)")
@@ -193,11 +192,13 @@ def run(directory: str | None, terminal: Terminal) -> int:
     for w in session.warnings:
         n.show("warning: " + w, "yellow")
     written = sum(1 for e in session.events if e.type == "message")
-    n.say(
+    n.more(
         f"The good prefix was copied to run.jsonl.repair and renamed over the file: "
-        f"{path.stat().st_size:,} bytes now. Replay applied the compaction and the elision: "
-        f"{len(session.messages)} live messages from {written} message lines — exactly the list the "
-        f"agent was working with when it died:"
+        f"{path.stat().st_size:,} bytes now."
+    )
+    n.say(
+        f"Replay applied the compaction and the elision: {len(session.messages)} live messages from "
+        f"{written} message lines, the list the agent had when it died:"
     )
     for m in session.messages:
         text = content_text(m.content) or ""
@@ -206,19 +207,20 @@ def run(directory: str | None, terminal: Terminal) -> int:
         if calls:
             line += f"  -> {calls}"
         n.show(line)
-    n.say("grants (the last snapshot), handed back to the permission policy so the human is not asked twice:")
-    n.show(compact(session.grants), "green")
+    n.more("grants (the last snapshot), handed back to the permission policy so the human is not asked twice:")
+    n.show(("" if verbose else "grants ") + compact(session.grants), "green")
 
     # 5. pending tool operations.
     n.title("Which tool calls were interrupted?", "session.pending_tool_operations()")
     pending = session.pending_tool_operations()
     for op in pending:
-        meaning = (
-            "its result is in the file, its settle line is not: it completed"
-            if op.state == "result-persisted"
-            else "no result: it may or may not have run"
-        )
-        n.show(f"{op.tool:<11} {op.call_id}  {op.state:<17} idempotency={op.idempotency}  ({meaning})", "yellow")
+        if verbose:
+            meaning = (f"idempotency={op.idempotency}  (its result is in the file, its settle line is not: "
+                       "it completed)" if op.state == "result-persisted" else
+                       f"idempotency={op.idempotency}  (no result: it may or may not have run)")
+        else:
+            meaning = "its result is in the file" if op.state == "result-persisted" else "it may or may not have run"
+        n.show(f"{op.tool:<11} {op.call_id}  {op.state:<17} {meaning}", "yellow")
 
     # 6. resolve them.
     n.title("The app decides, and writes it down", "session.resolve_tool_operation(op_id)")
@@ -236,9 +238,10 @@ def run(directory: str | None, terminal: Terminal) -> int:
             "Run it again if it is safe to.]"
         )
         session.append_message(Message.tool(op.call_id, note))
-        n.say(
-            f"{op.tool} ({op.call_id}) has no answer in the conversation, and a model must see one for every "
-            f"tool call: the app appends a tool message that says what happened. (Dropping the turn instead "
+        n.say(f"A model must see an answer to every tool call: the app appends a tool message for "
+              f"{op.call_id} that says what happened.")
+        n.more(
+            f"{op.tool} ({op.call_id}) had no answer in the conversation. (Dropping the turn instead "
             f"would be the other honest choice; the library makes neither for you.)"
         )
     left = session.pending_tool_operations()
@@ -250,7 +253,8 @@ def run(directory: str | None, terminal: Terminal) -> int:
         Session.load(path)
         n.say("(a second load got in: that should not happen)")
     except SessionLocked as exc:
-        n.say(f"Meanwhile another writer is refused at once — SessionLocked: {exc}")
+        n.say("Meanwhile another writer is refused at once"
+              + (f" — SessionLocked: {exc}" if verbose else ": SessionLocked."))
     session.append_message(Message.user("and now the tests, please"))
     call = tool_call("call_5", "run_tests", {"args": ["-q", "tests/test_dates.py"]})
     session.append_message(Message.assistant("Running the tests again.", tool_calls=[call]))
@@ -272,23 +276,45 @@ def run(directory: str | None, terminal: Terminal) -> int:
     final = check_path(str(path))
     n.show(terminal.check_line(final).replace(str(path), path.name), "green")
 
-    # 8. The transcript.
-    n.title("The transcript, as a person reads it", f"agent-transcript show {path}")
-    n.out()
-    terminal.show(str(path))
+    # 8. The transcript (the long telling only: it is as long as the rest).
+    if verbose:
+        n.title("The transcript, as a person reads it", f"agent-transcript show {path}")
+        n.out()
+        terminal.show(str(path))
 
     elapsed = time.monotonic() - started
     n.out()
     n.out(s(f"done in {elapsed:.1f} s. The files are in {where}/:", "bold"))
-    n.out(f"   run.jsonl      the transcript, repaired and resumed")
-    n.out(f"   crashed.jsonl  a copy as the kill left it (torn last line)")
-    n.out(f"   run.artifacts/ the search output too big for the conversation")
-    n.out("Try:")
+    n.out("   run.jsonl      the transcript, repaired and resumed")
+    n.out("   crashed.jsonl  a copy as the kill left it (torn last line)")
+    n.out("   run.artifacts/ the search output too big for the conversation")
+    n.out("Try:" + ("" if verbose else "  (or demo --verbose: each step at length, and the transcript)"))
     for cmd in (
-        f"agent-transcript show --replayed {path}",
-        f"agent-transcript stats {path}",
-        f"agent-transcript check {crashed}",
-        f"agent-transcript show --type tool-dispatched,tool-settled {crashed}",
+        f"cd {where}",
+        f"agent-transcript show {path.name}",
+        f"agent-transcript show --replayed {path.name}",
+        f"agent-transcript stats {path.name}",
+        f"agent-transcript check {crashed.name}",
+        f"agent-transcript show --type tool-dispatched,tool-settled {crashed.name}",
     ):
         n.out("   " + s(cmd, "cyan"))
     return 0
+
+
+def _directory(directory: str | None) -> Path:
+    """The demo's folder: ``directory``, made if missing, or a new temporary one."""
+    if directory is None:
+        return Path(tempfile.mkdtemp(prefix="agent-transcript-demo-"))
+    where = Path(directory)
+    not_a_directory = f"{directory}: not a directory; give an empty or new directory"
+    if where.exists() and not where.is_dir():  # /dev/null, a file: mkdir would say "File exists"
+        raise DemoError(not_a_directory)
+    try:
+        where.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except FileExistsError:
+        raise DemoError(not_a_directory) from None
+    except OSError as exc:
+        raise DemoError(describe_os_error(exc, directory)) from None
+    if not where.is_dir():
+        raise DemoError(not_a_directory)
+    return where

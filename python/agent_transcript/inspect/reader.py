@@ -22,7 +22,7 @@ from typing import Any, Callable, Literal, TypeVar
 
 from .. import _core
 from .._archive import open_for_reading
-from .._storage import Descriptor
+from .._storage import TAIL_DAMAGE, Descriptor
 from ..envelope import Envelope, PendingToolOperation
 from ..errors import CorruptTranscript, UnsupportedVersion
 from ..peek import judge, skipped_warning
@@ -42,19 +42,21 @@ class Tail:
 
     Attributes:
         kind: ``"empty"``, ``"whole"``, ``"torn"`` (load removes the last
-            line) or ``"corrupt"`` (the line before a torn one is not whole
-            either: load refuses the file).
+            line), ``"corrupt"`` (the line before a torn one is not whole
+            either) or ``"damaged"`` (the last line is malformed and does not
+            begin with ``{``, so no crash explains it): load refuses the last
+            two, leaving the file as it is.
         size: the file's size in bytes when it was checked.
         keep: the length of the good prefix (``size`` unless torn).
-        line: the torn line's number (torn), or the earlier bad line's
-            (corrupt), else None.
+        line: the torn line's number (torn), the earlier bad line's
+            (corrupt), the last line's (damaged), else None.
         removed: bytes a repair removes (torn), else 0.
         reason: why the torn line is not whole, in the core's words (torn).
         missing_newline: the last line is whole but lacks its ``\\n``.
         scanned: how many bytes the check read.
     """
 
-    kind: Literal["empty", "whole", "torn", "corrupt"]
+    kind: Literal["empty", "whole", "torn", "corrupt", "damaged"]
     size: int
     keep: int
     line: int | None = None
@@ -448,7 +450,7 @@ def _reading(path: str, read: Callable[[int], _T]) -> _T:
 def _tail(fd: int) -> tuple[Tail, bytes]:
     """The tail check of ``fd`` and the torn part of the file (empty unless torn)."""
     kind, keep, line, removed, missing_newline, scanned = _core.tail_check(fd)
-    if kind not in ("empty", "whole", "torn", "corrupt"):
+    if kind not in ("empty", "whole", "torn", "corrupt", "damaged"):
         raise ValueError(f"the core's tail check answered {kind!r}")
     torn_part = _pread_all(fd, removed, keep) if kind == "torn" else b""
     tail = Tail(
@@ -473,13 +475,13 @@ def _read(fd: int, path: str, lenient: bool) -> Reading:
         refusal = Refusal("corrupt", None, "not a transcript: the file is empty")
     else:
         try:
-            transcript = _core.Transcript.read_only(fd, size if kind == "corrupt" else keep)
+            transcript = _core.Transcript.read_only(fd, keep)
         except CorruptTranscript as exc:
             refusal = _refusal(fd, tail, exc)
-        if kind == "corrupt":
+        if kind in TAIL_DAMAGE:
             transcript = None
             if refusal is None:  # the file changed between the two looks
-                refusal = Refusal("corrupt", tail.line, "the last two non-blank lines are both malformed")
+                refusal = Refusal("corrupt", tail.line, TAIL_DAMAGE[kind])
     if transcript is not None:
         warnings = [skipped_warning(tail.line or 0, tail.reason or "")] if kind == "torn" else []
         lines = transcript.line_count() + _count_lines(torn_part)
@@ -509,11 +511,11 @@ def _refusal(fd: int, tail: Tail, exc: CorruptTranscript) -> Refusal:
         # Load refuses at the tail, before replay; replay's first damage says more.
         if line == tail.line:
             return Refusal("corrupt", line, f"{message}, and the line after it is not whole either")
-        return Refusal(
-            "corrupt",
-            tail.line,
-            f"the last two non-blank lines are both malformed (and line {line}: {message})",
-        )
+        return Refusal("corrupt", tail.line, f"{TAIL_DAMAGE['corrupt']} (and line {line}: {message})")
+    if tail.kind == "damaged":
+        if line == tail.line:
+            return Refusal("corrupt", line, f"{message} (a last line that does not begin with '{{' is damage, not a torn write)")
+        return Refusal("corrupt", tail.line, f"{TAIL_DAMAGE['damaged']} (and line {line}: {message})")
     return Refusal("unsupported" if version else "corrupt", line, message)
 
 

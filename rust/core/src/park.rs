@@ -74,13 +74,15 @@ mod tests {
         let word = Arc::new(AtomicU32::new(0));
         let waiter = {
             let word = Arc::clone(&word);
-            std::thread::spawn(move || {
-                let started = Instant::now();
-                while word.load(Ordering::SeqCst) == 0 {
-                    wait_on(&word, 0, Duration::from_secs(5));
-                }
-                started.elapsed()
-            })
+            std::thread::Builder::new()
+                .spawn(move || {
+                    let started = Instant::now();
+                    while word.load(Ordering::SeqCst) == 0 {
+                        wait_on(&word, 0, Duration::from_secs(5));
+                    }
+                    started.elapsed()
+                })
+                .unwrap()
         };
         std::thread::sleep(Duration::from_millis(50));
         word.fetch_add(1, Ordering::SeqCst);

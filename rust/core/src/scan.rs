@@ -99,6 +99,13 @@ pub enum Tail {
         /// 1-based number of the earlier malformed line.
         line: u64,
     },
+    /// The last non-blank line is malformed and does not begin with `{` at its
+    /// first byte: no write of this library leaves that (it never writes a
+    /// leading blank), so it is damage, not a crash.
+    Damaged {
+        /// 1-based number of that line.
+        line: u64,
+    },
 }
 
 // How much is read per step while walking backwards.
@@ -224,6 +231,11 @@ pub fn tail_scan<R: ReadAt + ?Sized>(src: &R, size: u64) -> io::Result<(Tail, u6
     if end - start > MAX_LINE || is_one_value(&back.bytes(start, end)?) {
         let missing_newline = size > 0 && !last_byte_is_newline;
         return Ok((Tail::Whole { missing_newline }, back.bytes_read));
+    }
+    // A write this library started begins with `{`; anything else is damage.
+    if *back.bytes(start, start + 1)? != *b"{" {
+        let line = count_lines_before(src, start, &mut back.bytes_read)? + 1;
+        return Ok((Tail::Damaged { line }, back.bytes_read));
     }
     // Torn. The non-blank line before it must be whole.
     let previous = if start == 0 {
@@ -382,12 +394,33 @@ mod tests {
     }
 
     #[test]
+    fn a_malformed_last_line_not_beginning_with_a_brace_is_damage() {
+        // Found by the fuzzer: each was cut as if torn, leaving an empty file.
+        assert_eq!(scan(b" {"), Tail::Damaged { line: 1 });
+        assert_eq!(scan(b"\r{"), Tail::Damaged { line: 1 });
+        assert_eq!(scan(b"\t{\"id"), Tail::Damaged { line: 1 });
+        assert_eq!(scan(b"{}\n\n garbage\n"), Tail::Damaged { line: 3 });
+        assert_eq!(scan(b"{}\n\"a"), Tail::Damaged { line: 2 });
+        // Before a malformed line that is not a write of ours, the line is named.
+        assert_eq!(scan(b"{\n x"), Tail::Damaged { line: 2 });
+        // A blank line is not a line: the torn one after it still begins with `{`.
+        assert_eq!(
+            scan(b"{}\n \n{\"a"),
+            Tail::Torn {
+                keep: 5,
+                line: 3,
+                removed: 3
+            }
+        );
+    }
+
+    #[test]
     fn a_torn_last_line_many_steps_long_is_read_in_linear_time() {
         let mut file = b"{}\n".to_vec();
         file.extend_from_slice(&b" \n".repeat(STEP));
         let keep = file.len() as u64;
         let torn_len = 40 * STEP;
-        file.push(b'"');
+        file.extend_from_slice(b"{\"");
         file.extend_from_slice(&"\u{1F680}".repeat(torn_len / 4).as_bytes()[..torn_len - 3]);
         let (tail, read) = tail_scan(&file[..], file.len() as u64).unwrap_or((Tail::Empty, 0));
         assert_eq!(

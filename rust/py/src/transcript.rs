@@ -412,7 +412,7 @@ fn places(at: &[Source]) -> Vec<Place> {
 
 /// `tail_check(fd, /)`: the tail check of an open file, as
 /// `(kind, keep, line, removed, missing_newline, bytes_read)` with kind one of
-/// `"empty"`, `"whole"`, `"torn"`, `"corrupt"`.
+/// `"empty"`, `"whole"`, `"torn"`, `"corrupt"`, `"damaged"`.
 #[pyfunction]
 #[pyo3(signature = (fd, /))]
 pub fn tail_check(py: Python<'_>, fd: RawFd) -> PyResult<(&'static str, u64, u64, u64, bool, u64)> {
@@ -430,6 +430,7 @@ pub fn tail_check(py: Python<'_>, fd: RawFd) -> PyResult<(&'static str, u64, u64
             removed,
         } => ("torn", keep, line, removed, false, read),
         Tail::Corrupt { line } => ("corrupt", size, line, 0, false, read),
+        Tail::Damaged { line } => ("damaged", size, line, 0, false, read),
     })
 }
 

@@ -25,6 +25,7 @@ fuzz_target!(|data: &[u8]| {
     let want = match lines.last().copied() {
         None => Tail::Empty,
         Some(last) if whole(last) => Tail::Whole { missing_newline: file.last() != Some(&b'\n') },
+        Some(last) if file[last.0] != b'{' => Tail::Damaged { line: last.2 },
         Some(last) => match lines.len().checked_sub(2).map(|i| lines[i]) {
             Some(prev) if !whole(prev) => Tail::Corrupt { line: prev.2 },
             _ => Tail::Torn {
