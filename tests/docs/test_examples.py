@@ -1,4 +1,4 @@
-"""Every Python example of docs/**/*.md runs, and prints what its page says.
+"""Every Python example of README.md and docs/**/*.md runs, and prints what its page says.
 
 The blocks of one page run in order, each in a fresh interpreter, in one
 temporary folder per page: a later block may read the files an earlier one
@@ -42,7 +42,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 SCHEMA = DOCS / "reference" / "transcript.schema.json"
-PAGES = sorted(p for p in DOCS.rglob("*.md") if "scripts" not in p.parts)
+PAGES = [ROOT / "README.md", *sorted(p for p in DOCS.rglob("*.md") if "scripts" not in p.parts)]
 
 _BLOCK = re.compile(
     r"(?:^<!--\s*docs-test:(?P<marker>[^>]*?)-->\n)?^```(?P<info>(?:python|sh)[^\n]*)\n(?P<code>.*?)^```$",
@@ -110,7 +110,8 @@ def test_the_pages_have_examples() -> None:
     """The extractor finds the blocks (a change of fence syntax would silently test nothing)."""
     counts = {_name(p): len(examples(p)) for p in PAGES}
     assert counts["docs/getting-started.md"] >= 4
-    assert sum(counts.values()) >= 25, counts
+    assert counts["README.md"] >= 1
+    assert sum(counts.values()) >= 28, counts
     for page in PAGES:
         for example in examples(page):
             assert example.code.strip(), f"{_name(page)}:{example.line}: an empty block"
