@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 from ..inspect.paths import read_regular_file
 from ._emit import Emitter
-from ._source import Line, to_ts
+from ._source import Line, strict_json, to_ts
 
 __all__ = ["looks_like", "convert", "SUMMARY_PREFIX"]
 
@@ -167,7 +167,7 @@ def _call(item: dict[str, Any]) -> tuple[str, str, str]:
 
 def _stored_arguments(text: str) -> Any:
     try:
-        return json.loads(text)
+        return strict_json(text)
     except ValueError:
         return text
 
@@ -193,7 +193,7 @@ def _duration(content: Any) -> float | None:
         return None
     if content.startswith("{"):
         try:
-            parsed = json.loads(content)
+            parsed = strict_json(content)
         except ValueError:
             parsed = None
         if isinstance(parsed, dict) and isinstance(parsed.get("metadata"), dict):
@@ -518,7 +518,7 @@ def _total_tokens(body: dict[str, Any]) -> int | None:
 def g0_lines(path: Path, lines: list[Line]) -> list[Line] | None:
     """A G0 rollout (one JSON document over many lines) as one synthetic record per item; None if it is not one."""
     try:
-        doc = read_regular_file(path, json.load)
+        doc = read_regular_file(path, lambda f: strict_json(f.read()))
     except (ValueError, OSError):
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("session"), dict) or not isinstance(doc.get("items"), list):
