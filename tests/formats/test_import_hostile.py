@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_transcript import Session
 from agent_transcript import formats
@@ -170,3 +172,62 @@ def test_two_sources_with_one_destination_are_refused(tmp_path: Path) -> None:
     r = cli("import", tmp_path / "a" / "session.jsonl", tmp_path / "a" / "other.jsonl", "-o", out)
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in out.iterdir()) == ["other.jsonl", "session.jsonl"]
+
+
+# -- Codex lines without a timestamp -------------------------------------------------
+
+@st.composite
+def _rollout(draw: st.DrawFn) -> bytes:
+    """A Codex rollout of a few turns (a prompt, calls, some of their outputs, in
+    order or not), its timestamps never going back and each line's left out or not."""
+    from .sources import META, amsg, fcall, fout, umsg
+
+    items: list[dict[str, Any]] = []
+    for turn in range(draw(st.integers(1, 3))):
+        items.append(umsg(f"task {turn}"))
+        if draw(st.booleans()):
+            items.append(amsg(f"on it {turn}"))
+        calls = [f"c{turn}-{k}" for k in range(draw(st.integers(0, 3)))]
+        items += [fcall(c, "ls") for c in calls]
+        answered = draw(st.permutations(calls))[: draw(st.integers(0, len(calls)))]
+        items += [fout(c, "done") for c in answered]
+        if draw(st.booleans()):
+            items.append(amsg(f"done {turn}"))
+    out: list[dict[str, Any]] = [META]
+    second = 0
+    for item in items:
+        second += draw(st.integers(0, 2))
+        record: dict[str, Any] = {"type": "response_item", "payload": item}
+        if draw(st.booleans()):
+            record = {"timestamp": f"2026-02-01T09:01:{second:02d}.000Z", **record}
+        out.append(record)
+    return lines(*out)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_rollout(), st.booleans())
+def test_a_codex_settle_is_never_dated_before_its_dispatch(tmp_path_factory: pytest.TempPathFactory,
+                                                           data: bytes, native: bool) -> None:
+    tmp = tmp_path_factory.mktemp("dates")
+    src, dest = tmp / "rollout.jsonl", tmp / "out.jsonl"
+    src.write_bytes(data)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(formats, "_NATIVE", native)
+        import_transcript(src, dest)
+    with Session.load(dest) as s:
+        events = [e for e in s.events if e.type not in ("source-line", "session-meta")]
+    dispatched: dict[str, str] = {}  # op id -> ts
+    call_ts: dict[str, str] = {}  # call id -> its dispatch's ts
+    last_message = ""
+    for e in events:
+        if e.type == "message":
+            if e.payload["role"] == "tool":
+                assert e.ts >= call_ts[e.payload["tool_call_id"]], e
+            last_message = e.ts
+        elif e.type == "tool-dispatched":
+            assert e.ts >= last_message, e
+            dispatched[e.id] = call_ts[e.payload["call-id"]] = e.ts
+        elif e.type == "tool-settled":
+            assert e.ts >= dispatched[e.payload["op-id"]], e
+    stamps = [e.ts for e in events]
+    assert stamps == sorted(stamps)
