@@ -54,6 +54,13 @@ def _import(src: Path, out: Path) -> list[object]:
     return ["import", cc, "-o", out / "nested" / "imported.jsonl"]
 
 
+def _import_folder(src: Path, out: Path) -> list[object]:
+    tree = src.parent / "claude"
+    (tree / "project").mkdir(parents=True)
+    (tree / "project" / "session.jsonl").write_bytes(lines(*BASIC))
+    return ["import", tree, "-o", out / "nested" / "imported"]
+
+
 def _fork(src: Path, out: Path) -> list[object]:
     return ["fork", src, out / "nested" / "fork.jsonl"]
 
@@ -66,6 +73,7 @@ def _archive(src: Path, out: Path) -> list[object]:
 
 COMMANDS: dict[str, Callable[[Path, Path], list[object]]] = {
     "html-single": _html_single, "html-pages": _html_pages, "export": _export, "import": _import,
+    "import-folder": _import_folder,
     "fork": _fork, "archive": _archive,
 }
 
