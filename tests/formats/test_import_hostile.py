@@ -44,11 +44,8 @@ def test_a_type_that_is_no_string_is_no_format(tmp_path: Path, kind: Any) -> Non
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
 
 
-@pytest.mark.parametrize("native", [True, False])
 @pytest.mark.parametrize("kind", ODD_TYPES, ids=["list", "object", "empty-list", "empty-object"])
-def test_a_line_whose_type_is_no_string_is_kept_raw(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                    kind: Any, native: bool) -> None:
-    monkeypatch.setattr(formats, "_NATIVE", native)
+def test_a_line_whose_type_is_no_string_is_kept_raw(tmp_path: Path, kind: Any) -> None:
     data = lines(*BASIC[:3], {"type": kind, "uuid": "x1", "parentUuid": "a1", "sessionId": "s1"}, *BASIC[3:])
     path = tmp_path / "s.jsonl"
     path.write_bytes(data)
@@ -75,11 +72,8 @@ def _tool_use_with(value: str) -> bytes:
     return lines(*BASIC[:3], record.encode(), *BASIC[4:])
 
 
-@pytest.mark.parametrize("native", [True, False])
 @pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
-def test_nan_in_a_source_line_is_imported_with_the_line_kept_raw(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                  value: str, native: bool) -> None:
-    monkeypatch.setattr(formats, "_NATIVE", native)
+def test_nan_in_a_source_line_is_imported_with_the_line_kept_raw(tmp_path: Path, value: str) -> None:
     data = _tool_use_with(value)
     path = tmp_path / "nan.jsonl"
     path.write_bytes(data)
@@ -114,31 +108,24 @@ def test_nan_in_codex_arguments_is_stored_as_their_text(tmp_path: Path) -> None:
 # -- a source still being written ----------------------------------------------
 
 @pytest.mark.parametrize("torn", [True, False], ids=["torn", "whole"])
-@pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
 def test_a_source_that_grows_during_the_import_is_one_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                              native: bool, torn: bool) -> None:
-    """The writer appends right after the import's first read of the source
-    (the core's scan, or the Python importer's when the core hands a file with
-    a damaged line back to it): every later read stays within what it read."""
+                                                              torn: bool) -> None:
+    """The writer appends right after the import's first read of the source:
+    every later read stays within what that read."""
     whole = lines(*BASIC)
     cut = len(whole) - 40 if torn else len(lines(*BASIC[:-1]))  # torn: the writer is half way through a line
+    snapshot = whole[:cut]
     path = tmp_path / "live.jsonl"
-    path.write_bytes(whole[:cut])
-    monkeypatch.setattr(formats, "_NATIVE", native)
-    reads: list[bytes] = []
+    path.write_bytes(snapshot)
+    read_source = formats.read_source
 
-    def after(first_read: Any) -> Any:
-        def read_then_the_writer_goes_on(*args: Any) -> Any:
-            done = first_read(*args)
-            if not reads:
-                reads.append(path.read_bytes())
-                with open(path, "ab") as f:
-                    f.write(whole[cut:] + lines(BASIC[-1]))
-            return done
-        return read_then_the_writer_goes_on
+    def read_then_the_writer_goes_on(*args: Any) -> Any:
+        done = read_source(*args)
+        with open(path, "ab") as f:
+            f.write(whole[cut:] + lines(BASIC[-1]))
+        return done
 
-    monkeypatch.setattr(formats, "native_import", after(formats.native_import))
-    monkeypatch.setattr(formats, "read_source", after(formats.read_source))
+    monkeypatch.setattr(formats, "read_source", read_then_the_writer_goes_on)
     dest = tmp_path / "out.jsonl"
     import_transcript(path, dest)
     assert path.stat().st_size > cut  # the writer did write meanwhile
@@ -147,13 +134,10 @@ def test_a_source_that_grows_during_the_import_is_one_snapshot(tmp_path: Path, m
         damaged = [e.payload["line"] for e in s.events
                    if e.type == "source-line" and e.payload["status"] == "damaged"]
     back = list(source_lines(dest))
-    read = b"\n".join(back) + (b"\n" if source["bytes"] == len(b"\n".join(back)) + 1 else b"")
-    assert source["sha256"] == "sha256:" + hashlib.sha256(read).hexdigest()
-    assert source["bytes"] == len(read) and source["lines"] == len(back)
-    assert path.read_bytes().startswith(read)
-    if not native:  # the Python importer's first read is the snapshot
-        assert read == reads[0] == whole[:cut]
-    assert damaged == ([len(back)] if read.endswith(whole[cut - 10:cut]) and torn else [])
+    assert b"\n".join(back) + (b"" if torn else b"\n") == snapshot
+    assert source["sha256"] == "sha256:" + hashlib.sha256(snapshot).hexdigest()
+    assert source["bytes"] == len(snapshot) and source["lines"] == len(back)
+    assert damaged == ([len(back)] if torn else [])
 
 
 # -- two sources, one destination --------------------------------------------------
@@ -205,15 +189,13 @@ def _rollout(draw: st.DrawFn) -> bytes:
 
 
 @settings(max_examples=60, deadline=None)
-@given(_rollout(), st.booleans())
+@given(_rollout())
 def test_a_codex_settle_is_never_dated_before_its_dispatch(tmp_path_factory: pytest.TempPathFactory,
-                                                           data: bytes, native: bool) -> None:
+                                                           data: bytes) -> None:
     tmp = tmp_path_factory.mktemp("dates")
     src, dest = tmp / "rollout.jsonl", tmp / "out.jsonl"
     src.write_bytes(data)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(formats, "_NATIVE", native)
-        import_transcript(src, dest)
+    import_transcript(src, dest)
     with Session.load(dest) as s:
         events = [e for e in s.events if e.type not in ("source-line", "session-meta")]
     dispatched: dict[str, str] = {}  # op id -> ts
