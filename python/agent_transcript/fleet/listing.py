@@ -51,7 +51,8 @@ __all__ = ["TranscriptRow", "list_transcripts", "read_row", "sort_rows", "writer
 #: * ``unsupported version``: the session-meta's ``v`` is not 1;
 #: * ``not a transcript``: the first line is not a session-meta (an empty file too);
 #: * ``claude-code``, ``codex``: another tool's transcript, which ``import`` reads;
-#: * ``unreadable``: it cannot be opened (``reason`` says why: permission, a dangling link).
+#: * ``unreadable``: it cannot be opened (``reason`` says why: permission, a dangling link);
+#:   a sub-folder the walk cannot list has a row of its own so.
 STATUSES = ("clean", "torn tail", "corrupt", "unsupported version", "not a transcript",
             "claude-code", "codex", "unreadable")
 
@@ -202,10 +203,14 @@ def _walk(top: Path, recursive: bool, table: dict[tuple[int, int], int] | None) 
         try:
             with os.scandir(folder) as it:
                 entries = sorted(it, key=_name)
-        except OSError:
+        except OSError as exc:
             if folder == top:
                 raise
-            continue  # an unreadable sub-folder is skipped, as find does
+            # Said, not skipped: a listing without it would look whole. (One
+            # removed since its folder was listed is gone: nothing to say.)
+            if not isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+                yield _unreadable_folder(folder, exc)
+            continue
         subfolders = []
         batch: list[os.DirEntry[str]] = []
         for entry in entries:
@@ -227,6 +232,16 @@ def _walk(top: Path, recursive: bool, table: dict[tuple[int, int], int] | None) 
 
 
 _name = operator.attrgetter("name")
+
+
+def _unreadable_folder(folder: Path, exc: OSError) -> TranscriptRow:
+    """The row of a sub-folder the walk cannot list: ``unreadable``, and why."""
+    try:
+        mtime = os.lstat(folder).st_mtime
+    except OSError:
+        mtime = 0.0
+    return TranscriptRow(folder, "unreadable", 0, mtime,
+                         reason=f"a folder that cannot be listed ({os_error_reason(exc)}): its transcripts are not shown")
 
 
 def _read_batch(folder: Path, batch: list[os.DirEntry[str]],

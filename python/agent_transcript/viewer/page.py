@@ -36,7 +36,7 @@ from pathlib import Path
 
 from .. import canonical_json
 from ..inspect.pages import PageBytes, PageWalk, PageWriter
-from ..inspect.paths import name_max, open_replacement, replace_with
+from ..inspect.paths import make_folders, name_max, open_replacement, replace_with
 from ..inspect import Reading, check_report, open_file
 from .markup import text
 from .render import BIG_LINE, MAX_BLOCK, Annotator, Outline, anchor, damaged_line, island_bytes, short_line, size_text
@@ -506,8 +506,8 @@ def _js_call(fn: str, *args: Any) -> str:
 
 
 def _write_folder(reading: Reading, out: str) -> int:
-    os.makedirs(os.path.join(out, "p"), exist_ok=True)
-    os.makedirs(os.path.join(out, "c"), exist_ok=True)
+    make_folders(Path(out, "p"))
+    make_folders(Path(out, "c"))
     title = _title(reading)
     notes = Annotator(reading, artifact_href=_artifact_href(os.path.join(out, "p")))
     policy = csp(self_scripts=True)
