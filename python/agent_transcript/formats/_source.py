@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Callable, Generator, Iterator, TypeVar
 
-from .. import canonical_json
+from .. import _core, canonical_json
 from ..inspect.paths import (Descriptor, beside, move_into_place, open_regular_file, read_regular_file,
                              refuse_to_replace, replace_with)
 
@@ -114,6 +114,14 @@ def strict_json(raw: bytes | str) -> Any:
     Raises:
         ValueError: ``raw`` is not JSON.
     """
+    try:
+        # The core's reader: the same values as ``json.loads`` for every JSON
+        # text, in half its time, and it refuses NaN and Infinity itself.
+        return _core.loads(raw)
+    except ValueError:
+        pass
+    # Not JSON to the core (or nested past its 512 levels): ``json`` says why, in
+    # the words (and the UnicodeDecodeError) the importer's damage notes use.
     return json.loads(raw, parse_constant=_refuse_constant)
 
 
