@@ -76,6 +76,15 @@ def cmd_stats(args: argparse.Namespace) -> int:
             row("pending" if i == 0 else "", s(f"{op['tool']} {op['call_id']} {op['state']}", "yellow") + f" (line {op['line']}, op {op['op_id']})")
     else:
         row("pending", "none")
+    if st["unanswered_tool_calls"] is None:
+        row("unanswered", unknown)
+    elif st["unanswered_tool_calls"]:
+        for i, c in enumerate(st["unanswered_tool_calls"]):
+            row("unanswered" if i == 0 else "", s(f"{c['tool'] or '?'} {c['call_id']}", "yellow") + f" (line {c['line']}, message {c['message_id']})")
+    else:
+        row("unanswered", "none")
+    for i, o in enumerate(st["orphan_tool_messages"] or []):
+        row("orphans" if i == 0 else "", s(f"tool message for {o['tool_call_id']}", "yellow") + f" (line {o['line']}, message {o['message_id']}) answers no call")
     a = st["artifacts"]
     if a["count"]:
         missing = f", {s(str(a['missing']) + ' missing', 'red')}" if a["missing"] else ""
