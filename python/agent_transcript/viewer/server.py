@@ -57,7 +57,7 @@ class PickerRow:
 
     name: str
     title: str
-    status: str  # fleet's status; "pending" when the last line is a call dispatched and never settled
+    status: str  # fleet's status (ls's): "pending" when the last line is a call never answered or settled
     started: str
     last: str
     size: int
@@ -82,10 +82,7 @@ def _row(root: str, r: fleet.TranscriptRow) -> PickerRow:
     path = str(r.path)
     name = path[len(root) + 1 :] if path.startswith(root + os.sep) else os.path.relpath(path, root)
     status = r.status
-    if r.last_type == "tool-dispatched" and status in ("clean", "torn tail"):
-        # The run stopped with a call in flight: nothing was written after its dispatch.
-        status = "pending: the last line is a call never settled" if status == "clean" else f"{status}, a call pending"
-    elif status == "unreadable" and r.reason:
+    if status == "unreadable" and r.reason:
         status = f"unreadable: {r.reason}"
     return PickerRow(name, r.title or name, status, r.started or "", r.last_activity or "", r.size, r.mtime, r.held)
 
@@ -268,7 +265,7 @@ class _Handler(BaseHTTPRequestHandler):
                f'<div class=layout><main id=records><section class=summary><b>{len(rows):,} transcript{"s" if len(rows) != 1 else ""}</b> in <code>{text(self.server.root)}</code>, newest activity first</section>'
                "<table class=picker><thead><tr><th>title</th><th>status</th><th>started</th><th>last activity</th><th>size</th><th>file</th></tr></thead><tbody>"]
         for r in rows:
-            st = "clean" if r.status == "clean" else ("torn" if r.status.startswith("torn") else ("pending" if "pending" in r.status else "other"))
+            st = {"clean": "clean", "torn tail": "torn", "pending": "pending"}.get(r.status, "other")
             live = " <span class=live-badge>live</span>" if r.held else ""
             href = "/t/" + urllib.parse.quote(r.name)
             out.append(
