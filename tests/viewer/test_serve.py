@@ -240,6 +240,9 @@ def test_the_tail_page_is_read_back_from_the_end_and_the_rest_follows(tmp_path: 
         assert notes["summary"][0][0] == "verdict v-repairable" and "torn tail" in notes["summary"][0][1]
         assert notes["notes"][str(lines)] == {"pending": "dispatched"}
         assert [p[1:] for p in notes["pending"]] == [["run", "c1", "dispatched"]]
+        # The call no tool message answers, named as check names it.
+        assert notes["notes"][str(lines - 1)] == {"unanswered": ["c1"]}
+        assert ["warning unanswered", f"1 tool call unanswered: run c1 (line {lines - 1})"] in notes["summary"]
         c.close()
 
 

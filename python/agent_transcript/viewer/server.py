@@ -34,7 +34,8 @@ from .. import fleet
 from ..inspect.paths import open_regular, open_stored_artifact
 from ..inspect import ReadEdges, Reading, open_file, read, same_prefix
 from .markup import text
-from .page import PageData, assets, csp, data_islands, ended_banner, head, records, script_tag, summary_panel, take_line, verdict
+from .page import (PageData, assets, csp, data_islands, ended_banner, head, records, script_tag, summary_panel, take_line,
+                   unpaired_lines, verdict)
 from .render import BIG_LINE, Annotator, anchor, island_bytes, shorten, size_text
 
 __all__ = ["ViewerServer", "make_server", "picker_row", "PickerRow"]
@@ -554,6 +555,7 @@ class _Handler(BaseHTTPRequestHandler):
         out["notes"] = notes.page(items)
         status, text_ = verdict(reading)
         out["summary"] = [[f"verdict v-{status}", "check " + text_]] + [["warning", w] for w in reading.warnings[:5]]
+        out["summary"] += unpaired_lines(reading)
         pending = reading.pending() or []
         out["pending"] = [[anchor(op.op_id), op.tool, op.call_id, op.state] for op in pending[:200]]
         out["torn"] = (f"line {reading.tail.line} was cut mid-write ({reading.tail.removed:,} bytes; load removes it)"
