@@ -89,10 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     c = http.client.HTTPConnection("127.0.0.1", server.port, timeout=600)
     t = time.perf_counter()
-    c.request("GET", f"/t/{src.name}", headers={"Host": f"127.0.0.1:{server.port}"})
+    c.request("GET", f"/t/{src.name}?token={server.token}", headers={"Host": f"127.0.0.1:{server.port}"})
     body = c.getresponse().read()
     print(f"serve: the tail page of {size:,.0f} MiB in {time.perf_counter() - t:.3f} s ({len(body) / MIB:.2f} MiB of HTML)")
-    paint = _first_paint(f"http://127.0.0.1:{server.port}/t/{src.name}")
+    paint = _first_paint(f"http://127.0.0.1:{server.port}/t/{src.name}?token={server.token}")
     if paint is not None:
         print(f"serve: first paint of the tail of {size:,.0f} MiB: {paint['firstContentfulPaint'] / 1000:.3f} s "
               f"(response {paint['responseEnd'] / 1000:.3f} s, DOM content loaded {paint['domContentLoaded'] / 1000:.3f} s; "
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     c = http.client.HTTPConnection("127.0.0.1", server.port, timeout=600)
     t = time.perf_counter()
-    c.request("GET", "/", headers={"Host": f"127.0.0.1:{server.port}"})
+    c.request("GET", f"/?token={server.token}", headers={"Host": f"127.0.0.1:{server.port}"})
     page = c.getresponse().read()
     get = time.perf_counter() - t
     server.shutdown()

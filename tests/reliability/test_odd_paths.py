@@ -274,9 +274,7 @@ def test_what_takes_an_artifacts_place_is_never_waited_on_nor_read(tmp_path: Pat
     place hung it, a link to ``/dev/zero`` read forever, and ``serve`` handed
     out whatever a link named. Now each is no stored artifact: the page says
     missing, ``serve`` answers 404, ``read_artifact`` refuses it at once."""
-    import http.client
-
-    from viewer.serving import served
+    from viewer.serving import get, served
 
     path, art, content = _with_an_artifact(tmp_path)
     art.unlink()
@@ -294,28 +292,17 @@ def test_what_takes_an_artifacts_place_is_never_waited_on_nor_read(tmp_path: Pat
         with pytest.raises(ValueError, match="never"):
             s.read_artifact(settle)
     with served(tmp_path) as base:
-        port = int(base.rsplit(":", 1)[1].strip("/"))
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
-        c.request("GET", f"/a/run.jsonl?file={art.name}", headers={"Host": f"127.0.0.1:{port}"})
-        r = c.getresponse()
-        assert r.status == 404 and b"not the transcript" not in r.read()
-        c.close()
+        status, _, body = get(base, f"/a/run.jsonl?file={art.name}")
+        assert status == 404 and b"not the transcript" not in body
 
 
 def test_serve_sends_a_stored_artifact_whole(tmp_path: Path) -> None:
-    import http.client
-
-    from viewer.serving import served
+    from viewer.serving import get, served
 
     path, art, content = _with_an_artifact(tmp_path)
     with served(tmp_path) as base:
-        port = int(base.rsplit(":", 1)[1].strip("/"))
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
-        c.request("GET", f"/a/run.jsonl?file={art.name}", headers={"Host": f"127.0.0.1:{port}"})
-        r = c.getresponse()
-        assert r.status == 200 and r.getheader("Content-Length") == str(len(content))
-        assert r.read() == content
-        c.close()
+        status, headers, body = get(base, f"/a/run.jsonl?file={art.name}")
+        assert status == 200 and headers["Content-Length"] == str(len(content)) and body == content
 
 
 @pytest.mark.parametrize("what", ["a file", "a folder"])

@@ -13,7 +13,7 @@ from agent_transcript import Message, Session, canonical_json
 from agent_transcript.viewer.server import picker_row
 
 from .helpers import every_kind
-from .serving import append_line, served
+from .serving import append_line, connect, get, port_of, served
 
 FIXTURES = Path(__file__).resolve().parent.parent / "data" / "cli"
 
@@ -23,24 +23,11 @@ def envelope_line(n: int, text: str) -> bytes:
     return canonical_json(env).encode() + b"\n"
 
 
-def get(base: str, path: str, *, host: str | None = None, method: str = "GET") -> tuple[int, dict[str, str], bytes]:
-    port = int(base.rsplit(":", 1)[1].strip("/"))
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
-    try:
-        c.putrequest(method, path, skip_host=True)
-        c.putheader("Host", host or f"127.0.0.1:{port}")
-        c.endheaders()
-        r = c.getresponse()
-        return r.status, dict(r.getheaders()), r.read()
-    finally:
-        c.close()
-
-
 def test_the_server_checks_the_host_refuses_writes_and_escapes_nothing(tmp_path: Path) -> None:
     every_kind(tmp_path / "run.jsonl")
     (tmp_path / "secret.txt").write_text("secret")
     with served(tmp_path) as base:
-        port = base.rsplit(":", 1)[1].strip("/")
+        port = port_of(base)
         status, headers, body = get(base, "/")
         assert status == 200 and b"<code>run.jsonl</code>" in body
         assert "default-src 'none'" in headers["Content-Security-Policy"] and headers["X-Content-Type-Options"] == "nosniff"
@@ -101,10 +88,7 @@ def test_events_hold_a_half_line_and_follow_a_repair(tmp_path: Path) -> None:
         s.append_message(Message.user("start"))
     size = src.stat().st_size
     with served(tmp_path) as base:
-        port = int(base.rsplit(":", 1)[1].strip("/"))
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
-        c.request("GET", f"/e/live.jsonl?offset={size}&line=3")
-        r = c.getresponse()
+        c, r = connect(base, f"/e/live.jsonl?offset={size}&line=3")
         assert r.status == 200 and r.getheader("Content-Type", "").startswith("text/event-stream")
         assert r.readline() == b"retry: 1000\n" and r.readline() == b"\n"
         one = envelope_line(1, "first live")
@@ -132,10 +116,7 @@ def _live(tmp_path: Path, first: str = "start") -> tuple[Path, int]:
 
 
 def _stream(base: str, name: str, offset: int, line: int) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
-    port = int(base.rsplit(":", 1)[1].strip("/"))
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
-    c.request("GET", f"/e/{name}?offset={offset}&line={line}")
-    r = c.getresponse()
+    c, r = connect(base, f"/e/{name}?offset={offset}&line={line}")
     assert r.status == 200 and r.readline() == b"retry: 1000\n" and r.readline() == b"\n"
     return c, r
 
@@ -172,6 +153,26 @@ def test_events_send_every_line_of_a_big_append_once(tmp_path: Path) -> None:
         assert [d["line"] for d in got] == list(range(3, 2003))
         assert [json.loads(d["raw"])["payload"]["content"] for d in got] == [f"line {i}" for i in range(1, 2001)]
         c.close()
+
+
+def test_events_send_a_line_read_over_several_polls_once_whole(tmp_path: Path) -> None:
+    """A line longer than a read (8 MiB), its pieces appended between polls: it is
+    held, piece by piece, and sent once, whole (shortened), when its newline comes."""
+    src, size = _live(tmp_path)
+    big = envelope_line(1, "y" * (20 << 20))
+    after = envelope_line(2, "after the big one")
+    with served(tmp_path) as base:
+        c, r = _stream(base, "live.jsonl", size, 3)
+        for piece in (big[:9 << 20], big[9 << 20:19 << 20], big[19 << 20:] + after):
+            append_line(src, piece)
+            time.sleep(0.5)  # a poll or two between the pieces
+        first, second = _read_event(r), _read_event(r)
+        c.close()
+    assert first["event"] == "rec" and first["id"] == f"{size + len(big)}.3"
+    shown = json.loads(json.loads(first["data"])["raw"])
+    cut = shown["payload"]["content"]  # cut as a page cuts a long string: its start, and its size
+    assert shown["id"] == "live0001" and cut["bytes"] == 20 << 20 and set(next(v for k, v in cut.items() if k != "bytes")) == {"y"}
+    assert second["id"] == f"{size + len(big) + len(after)}.4" and "after the big one" in json.loads(second["data"])["raw"]
 
 
 def test_events_never_wait_on_a_fifo_put_at_the_path(tmp_path: Path) -> None:
@@ -228,10 +229,7 @@ def test_the_tail_page_is_read_back_from_the_end_and_the_rest_follows(tmp_path: 
         assert len(shown) == TAIL_RECORDS and shown[-1] == whole.rstrip(b"\n").rsplit(b"\n", 1)[1]
         assert b"half" not in data and op.encode() in shown[-1]
         events = body.split(b'data-events="', 1)[1].split(b'"', 1)[0].decode().replace("&amp;", "&")
-        port = int(base.rsplit(":", 1)[1].strip("/"))
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
-        c.request("GET", events)
-        r = c.getresponse()
+        c, r = connect(base, events)
         assert r.readline() == b"retry: 1000\n" and r.readline() == b"\n"
         ev = _read_event(r)
         assert ev["event"] == "notes"

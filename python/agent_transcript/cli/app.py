@@ -88,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     html_arguments(p)
     p.set_defaults(func=cmd_html)
 
-    p = sub.add_parser("serve", help="a local viewer of a folder of transcripts (127.0.0.1 only, read-only, live)", description="Serve a folder of transcripts on 127.0.0.1: a resume picker, each transcript opening at its tail, live follow of a run still being written. Read-only: no endpoint writes.")
+    p = sub.add_parser("serve", help="a local viewer of a folder of transcripts (127.0.0.1 only, read-only, live)", description="Serve a folder of transcripts on 127.0.0.1: a resume picker, each transcript opening at its tail, live follow of a run still being written. Read-only: no endpoint writes. Only transcripts and their artifacts are served (no hidden file or folder, no link out of DIR), and only to whoever has the secret token in the URL it prints.")
     serve_arguments(p)
     p.set_defaults(func=cmd_serve)
 

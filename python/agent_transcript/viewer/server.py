@@ -11,20 +11,30 @@ it stopped; a half-written line is held until its ``\\n`` comes; a repair that
 swaps the file is followed. ``GET /a/<name>?file=F`` is an artifact, as text.
 
 Every request's Host header must name this server (127.0.0.1 or localhost
-and its port: a page of another site cannot rebind a name to it); there is no
-write endpoint (anything but GET and HEAD is 405); a name is resolved inside
-the folder or refused.
+and its port: a page of another site cannot rebind a name to it), and every
+request carries the server's secret token, as Jupyter's do: ``?token=`` in the
+URL ``serve`` prints, then the cookie the first answer sets (``HttpOnly``,
+``SameSite=Strict``), compared in constant time; without it, a 403 (another
+local user reaches 127.0.0.1 too). There is no write endpoint (anything but
+GET and HEAD is 405). Only transcripts are served, and their artifacts: a
+``*.jsonl`` or ``*.jsonl.zst`` inside the folder whose first line is a
+session-meta, no part of its name hidden (``.ssh/``, ``.env.jsonl``), not a
+link out of the folder or to a file named otherwise; anything else is a 404.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import os
+import secrets
+import stat
 import threading
 import time
 import urllib.parse
 from collections import OrderedDict
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -65,6 +75,54 @@ class PickerRow:
     mtime: float
     held: bool | None = None
 
+    @property
+    def activity(self) -> float:
+        """When the run last did something, in seconds since the epoch: its last
+        envelope's ``ts``, or the file's mtime when there is none to read."""
+        when = _epoch(self.last)
+        return self.mtime if when is None else when
+
+
+def _epoch(ts: str) -> float | None:
+    """``ts`` (``%Y-%m-%dT%H:%M:%S.%fZ``, or another ISO 8601 time; without a zone,
+    UTC) in seconds since the epoch, or None when it is no such time."""
+    try:
+        when = datetime.fromisoformat(ts[:-1] if ts.endswith("Z") else ts)
+    except ValueError:
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def shown_name(name: str) -> str:
+    """A file name as a page shows it: a byte that is not UTF-8 as ``\\xNN``."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+def _quoted(name: str) -> str:
+    """A file name in a URL: its bytes, percent-encoded (whether UTF-8 or not)."""
+    return urllib.parse.quote(os.fsencode(name))
+
+
+def _name_in(root: str, path: str) -> str | None:
+    """``path``'s name under the folder ``root`` (a real path, ``/`` too), or None
+    when it is not inside it."""
+    inside = root.rstrip(os.sep) + os.sep
+    return path[len(inside):] if path.startswith(inside) else None
+
+
+def _served(name: str) -> bool:
+    """Whether ``name``, a path under the folder, is one the viewer serves: a
+    transcript's (``*.jsonl``, ``*.jsonl.zst``), no part of it hidden (``.ssh/``,
+    ``.env.jsonl``), empty, ``.`` or ``..``, and not in an artifacts folder."""
+    parts = name.split("/")
+    return (name.endswith(fleet.TRANSCRIPT_SUFFIXES) and "\x00" not in name
+            and all(part and not part.startswith(".") for part in parts)
+            and not (len(parts) > 1 and parts[-2].endswith(".artifacts")))
+
+
+#: fleet's statuses of a file the viewer opens: its first line is a session-meta.
+_OPENED = ("clean", "torn tail", "corrupt")
+
 
 def _obj(line: bytes) -> dict[str, Any] | None:
     try:
@@ -81,7 +139,7 @@ def picker_row(root: str, name: str) -> PickerRow:
 
 def _row(root: str, r: fleet.TranscriptRow) -> PickerRow:
     path = str(r.path)
-    name = path[len(root) + 1 :] if path.startswith(root + os.sep) else os.path.relpath(path, root)
+    name = _name_in(root, path) or os.path.relpath(path, root)
     status = r.status
     if status == "unreadable" and r.reason:
         status = f"unreadable: {r.reason}"
@@ -89,12 +147,14 @@ def _row(root: str, r: fleet.TranscriptRow) -> PickerRow:
 
 
 class ViewerServer(ThreadingHTTPServer):
-    """The viewer's HTTP server over the folder ``root``."""
+    """The viewer's HTTP server over the folder ``root``; ``token`` is the secret every
+    request must carry (None: none is asked)."""
 
     daemon_threads = True
 
-    def __init__(self, root: str, port: int) -> None:
+    def __init__(self, root: str, port: int, token: str | None = None) -> None:
         self.root = os.path.realpath(root)
+        self.token = token
         self.stopping = threading.Event()
         self._readings: OrderedDict[str, tuple[tuple[int, int, int], Reading]] = OrderedDict()
         self._marks: OrderedDict[str, tuple[tuple[int, int, int], int, list[tuple[int, int]]]] = OrderedDict()
@@ -105,29 +165,61 @@ class ViewerServer(ThreadingHTTPServer):
     def port(self) -> int:
         return int(self.server_address[1])
 
+    @property
+    def url(self) -> str:
+        """The address to open: the picker, with ``?token=`` when one is asked."""
+        url = f"http://127.0.0.1:{self.port}/"
+        return f"{url}?token={self.token}" if self.token else url
+
+    @property
+    def cookie(self) -> str:
+        """The name of the cookie that carries the token, one a port (a browser keeps
+        cookies by host, not by port)."""
+        return f"agent-transcript-{self.port}"
+
+    def admits(self, token: str | None) -> bool:
+        """Whether ``token`` is this server's (compared in constant time), or none is asked."""
+        if self.token is None:
+            return True
+        return token is not None and hmac.compare_digest(token.encode("utf-8", "surrogatepass"), self.token.encode())
+
     def hosts(self) -> set[str]:
         return {f"127.0.0.1:{self.port}", f"localhost:{self.port}"}
 
     def resolve(self, name: str) -> str | None:
-        """The path of transcript ``name`` inside the folder, or None."""
-        if not name or "\x00" in name:
+        """The path of transcript ``name`` inside the folder, or None: a name the
+        picker does not list, a link out of the folder or to another name, anything
+        but a regular file, a file whose first line is not a session-meta (an
+        archive's is read when it is shown: it is read whole)."""
+        if not _served(name):
             return None
         path = os.path.realpath(os.path.join(self.root, name))
-        if not path.startswith(self.root + os.sep) or not os.path.isfile(path):
+        real = _name_in(self.root, path)
+        if real is None or not _served(real):
             return None
-        return path
+        try:
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                return None
+        except OSError:
+            return None
+        if path.endswith(".zst") or fleet.read_row(Path(path)).status in _OPENED:
+            return path
+        return None
 
     def transcripts(self) -> list[PickerRow]:
-        """Every transcript under the folder (``agent_transcript.fleet.list_transcripts``),
-        newest activity first; a link out of the folder is not listed (it is not served)."""
+        """Every transcript under the folder that the viewer serves
+        (``agent_transcript.fleet.list_transcripts``, without hidden names and links
+        out of the folder), newest activity first: by the last envelope's ``ts``."""
         rows = []
-        inside = self.root + os.sep
         for r in fleet.list_transcripts(self.root):
+            name = _name_in(self.root, str(r.path))
+            if name is None or not _served(name):
+                continue
             # fleet walks no linked folder: only the file itself can be a link out of the folder
-            if r.path.parent.name.endswith(".artifacts") or (os.path.islink(r.path) and not os.path.realpath(r.path).startswith(inside)):
+            if os.path.islink(r.path) and not _served(_name_in(self.root, os.path.realpath(r.path)) or ""):
                 continue
             rows.append(_row(self.root, r))
-        rows.sort(key=lambda r: r.mtime, reverse=True)
+        rows.sort(key=lambda r: r.activity, reverse=True)
         return rows
 
     def reading(self, path: str) -> Reading:
@@ -182,8 +274,13 @@ class ViewerServer(ThreadingHTTPServer):
         super().shutdown()
 
 
-def make_server(root: str, port: int = 0) -> ViewerServer:
+def make_server(root: str, port: int = 0, *, token: bool = True) -> ViewerServer:
     """A viewer of ``root`` on 127.0.0.1:``port`` (0: a free port), not yet serving.
+
+    With ``token`` (the default) every request must carry a new random secret:
+    open :attr:`ViewerServer.url`, which holds it (the first answer sets a cookie
+    that holds it after). With ``token=False`` any local user can read every
+    transcript in the folder.
 
     Raises:
         NotADirectoryError: ``root`` is not a directory.
@@ -191,7 +288,7 @@ def make_server(root: str, port: int = 0) -> ViewerServer:
     """
     if not os.path.isdir(root):
         raise NotADirectoryError(20, "Not a directory", root)
-    return ViewerServer(root, port)
+    return ViewerServer(root, port, secrets.token_urlsafe(32) if token else None)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -199,6 +296,9 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "agent-transcript"
     sys_version = ""
+
+    #: The Set-Cookie of this request's answer: the token's, when it came in the URL.
+    set_cookie: str | None = None
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet: no request log
         pass
@@ -215,10 +315,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Referrer-Policy", "no-referrer")
         self.send_header("X-Frame-Options", "DENY")
         self.send_header("Content-Security-Policy", (policy or "default-src 'none'; sandbox") + "; frame-ancestors 'none'")
+        if self.set_cookie:
+            self.send_header("Set-Cookie", self.set_cookie)
         self.end_headers()
 
     def _send(self, status: int, body: str | bytes, ctype: str = "text/html; charset=utf-8", policy: str | None = None) -> None:
-        data = body.encode("utf-8", "surrogateescape") if isinstance(body, str) else body
+        data = body.encode("utf-8", "backslashreplace") if isinstance(body, str) else body
         self._headers(status, ctype, len(data), policy)
         if self.command != "HEAD":
             self.wfile.write(data)
@@ -238,12 +340,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.do_GET()
 
     def do_GET(self) -> None:  # noqa: N802
+        self.set_cookie = None  # a connection's handler answers each of its requests
         if self.headers.get("Host", "") not in self.server.hosts():
             self._error(HTTPStatus.FORBIDDEN, "this viewer answers only to 127.0.0.1 and localhost on its port")
             return
         url = urllib.parse.urlsplit(self.path)
         query = urllib.parse.parse_qs(url.query)
-        route = urllib.parse.unquote(url.path)
+        if not self._admitted(query):
+            self._error(HTTPStatus.FORBIDDEN, "this viewer needs its token: open the URL serve printed (with ?token=)")
+            return
+        route = os.fsdecode(urllib.parse.unquote_to_bytes(url.path))  # a name's bytes, UTF-8 or not
         try:
             if route == "/":
                 self._picker()
@@ -258,20 +364,34 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
+    def _admitted(self, query: dict[str, list[str]]) -> bool:
+        """Whether the request carries the server's token: in the URL (``?token=``; the
+        answer then sets the cookie that carries it after) or in that cookie."""
+        server = self.server
+        if server.token is None:
+            return True
+        if server.admits(query.get("token", [None])[-1]):
+            self.set_cookie = f"{server.cookie}={server.token}; HttpOnly; SameSite=Strict; Path=/"
+            return True
+        given = [value.strip() for header in self.headers.get_all("Cookie", [])
+                 for key, _, value in (c.partition("=") for c in header.split(";")) if key.strip() == server.cookie]
+        return any([server.admits(value) for value in given])  # every one compared: no early answer
+
     # -- pages
 
     def _picker(self) -> None:
         rows = self.server.transcripts()
-        out = [head(f"transcripts in {self.server.root}", csp(), tools=False),
-               f'<div class=layout><main id=records><section class=summary><b>{len(rows):,} transcript{"s" if len(rows) != 1 else ""}</b> in <code>{text(self.server.root)}</code>, newest activity first</section>'
+        root = shown_name(self.server.root)
+        out = [head(f"transcripts in {root}", csp(), tools=False),
+               f'<div class=layout><main id=records><section class=summary><b>{len(rows):,} transcript{"s" if len(rows) != 1 else ""}</b> in <code>{text(root)}</code>, newest activity first</section>'
                "<table class=picker><thead><tr><th>title</th><th>status</th><th>started</th><th>last activity</th><th>size</th><th>file</th></tr></thead><tbody>"]
         for r in rows:
             st = {"clean": "clean", "torn tail": "torn", "pending": "pending"}.get(r.status, "other")
             live = " <span class=live-badge>live</span>" if r.held else ""
-            href = "/t/" + urllib.parse.quote(r.name)
+            href = "/t/" + _quoted(r.name)
             out.append(
                 f'<tr class=row data-status="{text(st)}"><td><a href="{text(href)}">{text(r.title)}</a></td><td class="st-{st}">{text(r.status)}{live}</td>'
-                f"<td>{text(r.started)}</td><td>{text(r.last)}</td><td class=num>{size_text(r.size)}</td><td><code>{text(r.name)}</code></td></tr>"
+                f"<td>{text(r.started)}</td><td>{text(r.last)}</td><td class=num>{size_text(r.size)}</td><td><code>{text(shown_name(r.name))}</code></td></tr>"
             )
         out.append(f"</tbody></table></main></div>\n<script>{assets().js}</script></body></html>\n")
         self._send(HTTPStatus.OK, "".join(out), policy=csp())
@@ -295,12 +415,9 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError as exc:
             self._error(HTTPStatus.NOT_FOUND, exc.strerror or str(exc))
             return
-        if start == 0 and not (lines and b'"session-meta"' in lines[0]):
-            self._error(HTTPStatus.UNPROCESSABLE_ENTITY, "not a transcript: the first line is not a session-meta")
-            return
-        quoted = urllib.parse.quote(name)
+        quoted = _quoted(name)
         data = {"tail": "1", "events": f"/e/{quoted}?offset={end}&from={start}&n={len(lines)}"}
-        title = os.path.basename(path)
+        title = shown_name(os.path.basename(path))
         earlier = ('<nav class=pager><a href="?from=0">the first records</a> · the last '
                    f'{len(lines):,} lines of {size_text(size)} are shown here</nav>\n') if start > 0 else ""
         out = [head(title, csp(connect=True), body_data=data), "<div class=layout><main id=records>\n",
@@ -308,7 +425,7 @@ class _Handler(BaseHTTPRequestHandler):
                '<section class=summary aria-label="summary"><p id=summary-wait>reading the whole file for the check and what replay says…</p></section>\n',
                earlier, "<div id=at-end></div></main></div>\n"]
         shown = island_bytes(b"\n".join(ln if len(ln) <= BIG_LINE else _short(ln) for ln in lines))
-        body = "".join(out).encode("utf-8", "surrogateescape") + b"".join(data_islands(1 if start == 0 else 0, shown, {}, {}, {}))
+        body = "".join(out).encode("utf-8", "backslashreplace") + b"".join(data_islands(1 if start == 0 else 0, shown, {}, {}, {}))
         body += script_tag()
         self._send(HTTPStatus.OK, body, policy=csp(connect=True))
 
@@ -329,7 +446,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             start = 0
         end = min(n, start + TAIL_RECORDS)
-        quoted = urllib.parse.quote(name)
+        quoted = _quoted(name)
 
         def href(file: str, found: str | None) -> str:
             return f"/a/{quoted}?file={urllib.parse.quote(file)}"
@@ -367,7 +484,7 @@ class _Handler(BaseHTTPRequestHandler):
             finally:
                 os.close(fd)
         page_notes = notes.page(items)
-        title = os.path.basename(path)
+        title = shown_name(os.path.basename(path))
         out = [head(title, csp(connect=True)), "<div class=layout><main id=records>\n",
                '<nav class=pager><a href="/">all transcripts</a> · <a href="/t/' + text(quoted) + '">the tail</a></nav>\n',
                summary_panel(reading, title)]
@@ -379,14 +496,14 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             out.append(ended_banner(reading))
         out.append("</main></div>\n")
-        body = "".join(out).encode("utf-8", "surrogateescape") + b"".join(data_islands(page.first_line, data, page_notes, state, page.cut))
+        body = "".join(out).encode("utf-8", "backslashreplace") + b"".join(data_islands(page.first_line, data, page_notes, state, page.cut))
         body += script_tag()
         self._send(HTTPStatus.OK, body, policy=csp(connect=True))
 
     def _artifact(self, name: str, query: dict[str, list[str]]) -> None:
         path = self.server.resolve(name)
         file = query.get("file", [""])[0]
-        if path is None or not file or file in (".", "..") or any(c in file for c in "/\\\x00"):
+        if path is None or not file or file.startswith(".") or any(c in file for c in "/\\\x00"):
             self._error(HTTPStatus.NOT_FOUND, "no such artifact")
             return
         # Never through a link (out of the folder, to /dev/zero), never a FIFO
@@ -411,7 +528,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _events(self, name: str, query: dict[str, list[str]]) -> None:
         path = self.server.resolve(name)
-        if path is None:
+        if path is None or path.endswith(".zst"):  # an archive is a closed run: nothing to follow
             self._error(HTTPStatus.NOT_FOUND, "no such transcript in this folder")
             return
         try:
@@ -455,7 +572,10 @@ class _Handler(BaseHTTPRequestHandler):
                 first = self.server.marks(path, tail_from)[0] + 1
                 line = first + tail_n
                 self._send_event("notes", self._tail_notes(path, name, first, line - 1), f"{pos}.{line}")
-            held = b""
+            # The half line read so far, in the pieces read: joined once, when its \n comes
+            # (a long line added to again and again would be copied whole at each read).
+            held: list[bytes] = []
+            held_n = 0
             beat = time.monotonic()
             while not self.server.stopping.is_set():
                 try:
@@ -479,7 +599,7 @@ class _Handler(BaseHTTPRequestHandler):
                         f = new
                         ino = os.fstat(f.fileno()).st_ino
                         edges.reset(f.fileno(), pos)
-                        held = b""  # the held half line is read again from the new file
+                        held, held_n = [], 0  # the held half line is read again from the new file
                 size = os.fstat(f.fileno()).st_size
                 if size < pos or edges.changed(f.fileno()):
                     # Cut below what was shown, or written again in place past it: the
@@ -487,14 +607,19 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.write(b"event: reset\ndata: {}\n\n")
                     self.wfile.flush()
                     return
-                if size < pos + len(held):  # the held half line went (a repair removed it)
-                    held = b""
-                if size > pos + len(held):
-                    f.seek(pos + len(held))
-                    held += f.read(min(size - pos - len(held), 8 << 20))
-                    edges.read(held, held.rfind(b"\n") + 1)
+                if size < pos + held_n:  # the held half line went (a repair removed it)
+                    held, held_n = [], 0
+                if size > pos + held_n:
+                    f.seek(pos + held_n)
+                    got = f.read(min(size - pos - held_n, 8 << 20))
+                    held.append(got)
+                    held_n += len(got)
+                if b"\n" in (held[-1] if held else b""):
+                    read = b"".join(held)
+                    edges.read(read, read.rfind(b"\n") + 1)
+                    *whole, rest = read.split(b"\n")  # one split: not one copy of the rest per line
+                    held, held_n = [rest], len(rest)
                     sent = False
-                    *whole, held = held.split(b"\n")  # one split: not one copy of the rest per line
                     for raw in whole:
                         pos += len(raw) + 1
                         if raw.strip():
@@ -529,7 +654,7 @@ class _Handler(BaseHTTPRequestHandler):
         if reading.error is not None:
             out["summary"] = [["warning", f"not a transcript: {reading.error}"]]
             return out
-        quoted = urllib.parse.quote(name)
+        quoted = _quoted(name)
 
         def href(file: str, found: str | None) -> str:
             return f"/a/{quoted}?file={urllib.parse.quote(file)}"
@@ -581,33 +706,40 @@ def _short(raw: bytes) -> bytes:
 def read_tail(fd: int, size: int, records: int) -> tuple[int, int, list[bytes]]:
     """The last ``records`` whole lines of ``fd`` (up to its last ``\n``: a line still
     being written is never in them), read back from the end: ``(offset of the first,
-    offset after the last, the lines without their \n)``."""
+    offset after the last, the lines without their \n)``.
+
+    Each block read is kept as it is and the blocks are joined once: a long last
+    line is copied a fixed number of times, not once for each block read before it."""
     pos = size
-    buf = b""
+    blocks: list[bytes] = []  # from the end back
+    newlines = 0
     block = 64 * 1024
     while pos > 0:
         n = min(block, pos)
         pos -= n
-        buf = os.pread(fd, n, pos) + buf
-        whole = buf.rfind(b"\n")
-        if whole >= 0 and buf.count(b"\n", 0, whole) >= records:
-            break
-        if whole >= 0 and buf.count(b"\n", 0, whole) >= 1 and len(buf) >= TAIL_MAX:
+        got = os.pread(fd, n, pos)
+        blocks.append(got)
+        newlines += got.count(b"\n")
+        # Enough: `records` lines after a \n, or one whole line and TAIL_MAX read.
+        if newlines > records or (newlines > 1 and size - pos >= TAIL_MAX):
             break
         block = min(block * 2, 4 << 20)
-    last_nl = buf.rfind(b"\n")
-    if last_nl < 0:
+    blocks.reverse()
+    buf = b"".join(blocks)
+    del blocks  # no more than two copies alive at once: the blocks and the whole, then the whole and its lines
+    pieces = buf.split(b"\n")
+    del buf
+    if len(pieces) == 1:  # no \n: not one whole line
         return pos, pos, []
-    end = pos + last_nl + 1
-    lines = buf[:last_nl].split(b"\n")
     start = pos
+    lines = pieces[:-1]  # the last piece is what follows the last \n
     if pos > 0:  # the first piece is the end of a line that starts earlier
         start += len(lines[0]) + 1
         lines = lines[1:]
-    while len(lines) > records:
-        start += len(lines[0]) + 1
-        lines = lines[1:]
-    return start, end, lines
+    drop = max(0, len(lines) - records)
+    start += sum(len(line) + 1 for line in lines[:drop])
+    lines = lines[drop:]
+    return start, start + sum(len(line) + 1 for line in lines), lines
 
 
 def _first_index(reading: Reading, line: int) -> int:
