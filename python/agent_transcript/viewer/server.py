@@ -121,7 +121,7 @@ def _served(name: str) -> bool:
 
 
 #: fleet's statuses of a file the viewer opens: its first line is a session-meta.
-_OPENED = ("clean", "torn tail", "corrupt")
+_OPENED = ("clean", "pending", "torn tail", "corrupt")
 
 
 def _obj(line: bytes) -> dict[str, Any] | None:
