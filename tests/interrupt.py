@@ -106,9 +106,6 @@ def every_interrupt(prepare: Callable[[], Any], call: Callable[[Any], Any],
     interrupt point too, named. The functions named in ``passing`` (pure
     computation, which holds nothing) and all they call are not interrupted,
     to keep a long call's test short."""
-    # The process's file watch (an inotify descriptor and a ring, made with
-    # its first session and kept) is not what an interrupted call leaves.
-    agent_transcript._core.file_watch()
     delivered = 0
     for at in range(1, 10_000):
         prepared = prepare()

@@ -366,8 +366,6 @@ class Session(_core.SessionBase):
         descriptor of the same file is put in place of the core's copy (reads go
         on through it) and the session's own copy is closed.
         """
-        # A thread of the parent may have held the lock at the fork; it is not here.
-        self._lock.reset_after_fork()
         self._stop_native_appends()
         self._forked = True
         fd, self._fd = self._fd, None
@@ -838,7 +836,8 @@ _OPEN: weakref.WeakSet[Session] = weakref.WeakSet()
 
 
 def _after_fork_in_child() -> None:
-    _core.after_fork()  # the core's id generators reseed: no id drawn twice
+    # The core counts forks itself (ids, the session lock); this hook only lets
+    # go of the child's copies of the locked descriptors.
     for session in list(_OPEN):
         try:
             session._forked_away()

@@ -110,18 +110,14 @@ def test_claude_code_mapping_details(tmp_path: Path) -> None:
         assert statuses[:5] == ["used"] * 5
 
 
-def test_the_title_is_the_summary_of_a_leaf_on_the_branch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_transcript import formats
-
+def test_the_title_is_the_summary_of_a_leaf_on_the_branch(tmp_path: Path) -> None:
     from .sources import TITLES
 
     path = tmp_path / "s.jsonl"
     path.write_bytes(lines(*TITLES))
-    for native in (True, False):
-        monkeypatch.setattr(formats, "_NATIVE", native)
-        import_transcript(path, tmp_path / "o.jsonl", force=True)
-        with Session.load(tmp_path / "o.jsonl") as s:
-            assert s.meta["title"] == "Listing demo files", native
+    import_transcript(path, tmp_path / "o.jsonl", force=True)
+    with Session.load(tmp_path / "o.jsonl") as s:
+        assert s.meta["title"] == "Listing demo files"
     path.write_bytes(lines(*TITLES[:-2], TITLES[-1]))  # no summary of this branch: the last one
     import_transcript(path, tmp_path / "o.jsonl", force=True)
     assert Session.peek(tmp_path / "o.jsonl").meta["title"] == "Some other session"

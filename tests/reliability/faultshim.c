@@ -6,11 +6,6 @@
  *   AT_FAULT_OP      write | pwrite | fsync | fdatasync | ftruncate | open |
  *                    rename | copy_file_range | symlink-on-open | statx (the
  *                    call Rust's File::metadata makes, an fstat of a descriptor)
- *                    | lseek (lseek and lseek64: the length check after an
- *                    append the file watch vouches for) | io_uring_setup
- *                    (through syscall(2): a sandbox that refuses io_uring, as
- *                    Docker's default seccomp profile does; AT_FAULT_MATCH
- *                    is not looked at)
  *   AT_FAULT_MATCH   suffix the file's path must end with (fd calls look the
  *                    path up in /proc/self/fd); empty matches everything
  *   AT_FAULT_NTH     the first matching call to hit (1-based, default 1)
@@ -43,7 +38,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 static const char *op = "";
@@ -249,35 +243,6 @@ int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *b
     int h = wants("statx") ? hit("statx", on_fd ? fd_matches(dirfd) : path_matches(path)) : 0;
     FAIL_IF(h);
     int r = real(dirfd, path, flags, mask, buf);
-    after(h);
-    return r;
-}
-
-#define LSEEK_CALL(name, type)                                                   \
-    type name(int fd, type offset, int whence) {                                 \
-        static type (*real)(int, type, int);                                     \
-        if (!real) real = next(#name);                                           \
-        int h = wants("lseek") ? hit("lseek", fd_matches(fd)) : 0;              \
-        FAIL_IF(h);                                                              \
-        type r = real(fd, offset, whence);                                       \
-        after(h);                                                                \
-        return r;                                                                \
-    }
-
-LSEEK_CALL(lseek, off_t)
-LSEEK_CALL(lseek64, off64_t)
-
-long syscall(long number, ...) {
-    static long (*real)(long, ...);
-    if (!real) real = (long (*)(long, ...))next("syscall");
-    va_list ap;
-    va_start(ap, number);
-    long a[6];
-    for (int i = 0; i < 6; i++) a[i] = va_arg(ap, long);
-    va_end(ap);
-    int h = number == SYS_io_uring_setup && wants("io_uring_setup") ? hit("io_uring_setup", 1) : 0;
-    FAIL_IF(h);
-    long r = real(number, a[0], a[1], a[2], a[3], a[4], a[5]);
     after(h);
     return r;
 }

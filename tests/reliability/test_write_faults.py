@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_transcript import Message, Session, SessionBroken, _core
+from agent_transcript import Message, Session, SessionBroken
 from rkit import figure, fault_env, run_python, scale, tmpfs
 
 
@@ -142,7 +142,7 @@ def test_efbig_from_rlimit_fsize(tmp_path: Path) -> None:
 
 EIO_CHILD = r"""
 import json, os, sys
-from agent_transcript import Message, Session, SessionBroken, _core
+from agent_transcript import Message, Session, SessionBroken
 path, n, durability = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 acked, events = [], []
 s = Session.create(path, {"eio": True}, durability=durability)
@@ -168,12 +168,9 @@ EIO_CASES = [
     ("fdatasync fails", dict(op="fdatasync", nth=4), "fsync", False),
     ("fdatasync fails, cut fails", dict(op="fdatasync", nth=4, also="ftruncate"), "fsync", True),
     ("ENOSPC from write", dict(op="write", nth=6, errno_=errno.ENOSPC, partial=4096), "flush", False),
-    # The write went through, the check after it did not: the line is in the
-    # file, so the session must not go on as if it were not. The statx where
-    # there is no file watch (it is turned off for that case), the lseek for
-    # the length where the watch vouches for the name.
+    # The write went through, the fstat that checks it did not: the line is in the
+    # file, so the session must not go on as if it were not.
     ("fstat after the write fails", dict(op="statx", nth=6), "flush", True),
-    ("lseek after the write fails", dict(op="lseek", nth=6), "flush", True),
 ]
 
 
@@ -185,10 +182,6 @@ def test_eio_from_the_fault_shim(tmp_path: Path, name: str, fault: dict, durabil
     log = tmp_path / "faults.log"
     n = scale(20, 200)
     env = fault_env(match="run.jsonl", log=log, **fault)
-    if fault["op"] == "statx":
-        env["AGENT_TRANSCRIPT_FILE_WATCH"] = "0"  # every append's check is then a statx
-    elif fault["op"] == "lseek" and not _core.file_watch():
-        pytest.skip("no file watch here: the check after each append is a statx")
     out = json.loads(run_python(EIO_CHILD, str(path), str(n), durability, env=env).stdout)
     assert log.exists(), "the fault never fired"
     events = out["events"]
@@ -210,9 +203,9 @@ def test_eio_from_the_fault_shim(tmp_path: Path, name: str, fault: dict, durabil
     with Session.load(path) as s:
         got = [(mid, m.content) for mid, m in zip(s.message_ids, s.messages)]
         warnings = s.warnings
-    if broken and fault["op"] in ("fdatasync", "statx", "lseek"):
+    if broken and fault["op"] in ("fdatasync", "statx"):
         # The whole line was written, its fdatasync failed and it could not be cut
-        # (or the check after it failed): it stays, unacknowledged, like a line a
+        # (or the fstat after it failed): it stays, unacknowledged, like a line a
         # kill -9 stopped before the return.
         assert got[:-1] == acked and got[-1][1].startswith("eio ")
         assert warnings == []

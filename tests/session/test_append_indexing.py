@@ -32,7 +32,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_transcript import Message, Session, SessionBroken, _core
+from agent_transcript import Message, Session, SessionBroken
 
 from ._helpers import lines, python
 
@@ -167,8 +167,7 @@ def test_one_write_per_append_and_per_append_messages(tmp_path: Path) -> None:
 
 CHECKS_CHILD = r"""
 import os, sys
-from agent_transcript import Message, Session, _core
-_core.file_watch(sys.argv[2] == "watched")
+from agent_transcript import Message, Session
 s = Session.load(sys.argv[1])
 os.write(2, b"<appends>")
 for k in range(3):
@@ -182,25 +181,18 @@ s.close()
 
 @pytest.mark.skipif(sys.platform != "linux" or shutil.which("strace") is None,
                     reason="needs Linux's statx and strace")
-@pytest.mark.parametrize("watch", ["watched", "unwatched"])
-def test_the_check_after_each_append_asks_for_the_link_count_and_size_alone(
-        tmp_path: Path, watch: str) -> None:
+def test_the_check_after_each_append_asks_for_the_link_count_and_size_alone(tmp_path: Path) -> None:
     """On Linux 6.13 and later, a file system with multigrain timestamps
     stamps an inode at a write's fine-grained time only once someone has read
     its times; the fstat after each append read them, so every append's write
     also stamped and journalled the inode (1.33 us against 0.90 for a write
     and the narrow check, C loop). Between the appends' first and last line:
-    a statx for nlink and size after each write, and no fstat; with the file
-    watch, that statx for the first append only, and then the length alone
-    (lseek), the watch vouching for the name."""
-    if watch == "watched" and not _core.file_watch():
-        pytest.skip("this kernel or sandbox has no io_uring or inotify for the file watch")
+    one statx each, for nlink and size, and no fstat."""
     path = tmp_path / "t.jsonl"
     Session.create(path).close()
     trace = tmp_path / "trace"
-    done = subprocess.run(["strace", "-f", "-qq", "-e", "trace=write,statx,fstat,newfstatat,lseek",
-                           "-s", "12", "-o", str(trace), sys.executable, "-c", CHECKS_CHILD, str(path),
-                           watch],
+    done = subprocess.run(["strace", "-f", "-qq", "-e", "trace=write,statx,fstat,newfstatat",
+                           "-s", "12", "-o", str(trace), sys.executable, "-c", CHECKS_CHILD, str(path)],
                           capture_output=True, text=True, timeout=120, check=False)
     if done.returncode != 0 and "ptrace" in done.stderr:
         pytest.skip(f"strace cannot trace here: {done.stderr.strip()[:200]}")
@@ -212,13 +204,8 @@ def test_the_check_after_each_append_asks_for_the_link_count_and_size_alone(
     writes = [c for c in between if c.startswith("write(") and '"{\\"id\\":' in c]
     checks = [c for c in between if not c.startswith("write(")]
     assert len(writes) == 5, between
-    assert len(checks) == 5, between
-    narrow_statx = [c.startswith("statx(") and ", STATX_NLINK|STATX_SIZE, " in c for c in checks]
-    if watch == "watched":
-        assert narrow_statx == [True, False, False, False, False], between
-        assert all(c.startswith("lseek(") and ", 0, SEEK_END)" in c for c in checks[1:]), between
-    else:
-        assert all(narrow_statx), between
+    assert len(checks) == 5 and all(
+        c.startswith("statx(") and ", STATX_NLINK|STATX_SIZE, " in c for c in checks), between
     with Session.load(path) as r:
         assert len(r.messages) == 6
 

@@ -12,6 +12,9 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
+import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,11 +24,16 @@ import pytest
 from agent_transcript import Message, Session, SessionBroken, SessionLocked
 
 
-def in_child(body: Callable[[], Any]) -> Any:
+def in_child(body: Callable[[], Any], timeout: float = 30.0) -> Any:
     """Fork; run ``body`` in the child and return what it returned (as JSON), or
-    the name of the exception it raised."""
+    the name of the exception it raised. A child that has not answered within
+    ``timeout`` seconds is killed and the test fails (a hang fails, not hangs)."""
     r, w = os.pipe()
-    pid = os.fork()
+    with warnings.catch_warnings():
+        # Python 3.12+ warns of a fork with other threads alive: a test here
+        # forks while one holds the session lock on purpose.
+        warnings.filterwarnings("ignore", r".*fork\(\) may lead to deadlocks", DeprecationWarning)
+        pid = os.fork()
     if pid == 0:  # the child: never return into pytest
         os.close(r)
         try:
@@ -38,7 +46,17 @@ def in_child(body: Callable[[], Any]) -> Any:
             os._exit(0)
     os.close(w)
     chunks = []
-    while chunk := os.read(r, 65536):
+    deadline = time.monotonic() + timeout
+    while True:
+        ready, _, _ = select.select([r], [], [], max(deadline - time.monotonic(), 0))
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(r)
+            pytest.fail(f"the forked child hung for {timeout} s")
+        chunk = os.read(r, 65536)
+        if not chunk:
+            break
         chunks.append(chunk)
     os.close(r)
     _, status = os.waitpid(pid, 0)

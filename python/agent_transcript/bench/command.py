@@ -294,29 +294,6 @@ os._exit(0)        # freeing a baseline's millions of objects is not part of any
 """
 
 
-_APPEND_CHILD = r"""
-import json, math, os, sys, time
-from agent_transcript import Message, Session
-from agent_transcript.bench.command import MESSAGE_TEXT, per_op
-path, n, batches = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-msg = Message.user(MESSAGE_TEXT)
-s = Session.create(path)
-s.append_message(msg)
-with open(path, "rb") as fh:
-    line = fh.read().splitlines(keepends=True)[-1]
-raw = os.open(path + ".raw", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-def write_line(data):
-    return os.write(raw, data)
-best = {"append": math.inf, "write": math.inf}
-for _ in range(batches):
-    best["append"] = min(best["append"], per_op(s.append_message, msg, n))
-    best["write"] = min(best["write"], per_op(write_line, line, n))
-s.close()
-os.close(raw)
-print(json.dumps(best), flush=True)
-"""
-
-
 @dataclass
 class ChildRun:
     """One load (or peek) in a fresh interpreter."""
@@ -825,14 +802,6 @@ class SmallBench(Bench):
             one.close()
             many.close()
             os.close(raw_fd)
-        # The same two loops where every append's check is a statx (the file
-        # watch turned off, as it is where the platform cannot have it), in a
-        # fresh interpreter with its own os.write baseline.
-        done = subprocess.run([sys.executable, "-c", _APPEND_CHILD, str(self.scratch / "statx.jsonl"),
-                               str(n), str(batches)], check=True, stdout=subprocess.PIPE,
-                              env={**os.environ, "AGENT_TRANSCRIPT_FILE_WATCH": "0"})
-        got = json.loads(done.stdout)
-        m["append_statx_s"], m["write_statx_run_s"] = got["append"], got["write"]
 
     def build_rows(self) -> None:
         m, f = self.m, self.files
@@ -874,14 +843,9 @@ class SmallBench(Bench):
             return (f"; CPU time (this thread's, best batch): {_fmt_time(m[ours])} vs "
                     f"{_fmt_time(m[theirs])}, {m[ours] / m[theirs]:.2f}x")
 
-        watch_note = ""
-        if m.get("write_statx_run_s"):
-            watch_note = ("; with AGENT_TRANSCRIPT_FILE_WATCH=0 (a statx after each write, as where "
-                          f"the file watch cannot be had): {_fmt_time(m['append_statx_s'])}, "
-                          f"{m['append_statx_s'] / m['write_statx_run_s']:.2f}x its own os.write")
         R(_ratio_row("small_append_vs_write", "append_message vs bare os.write of the same bytes",
                      m.get("append_s"), m.get("write_s"), higher_is="within", limit=2,
-                     note=note + cpu_note("append_cpu_s", "write_cpu_s") + watch_note))
+                     note=note + cpu_note("append_cpu_s", "write_cpu_s")))
         R(_ratio_row("small_append_messages_vs_write",
                      f"append_messages({self.batch}), per message, vs one os.write of the same block",
                      m.get("append_messages_s"), m.get("write_block_s"), higher_is="within", limit=4,

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO, Callable, Iterator
 
 from ..inspect.paths import open_regular_file, read_regular_file
-from ..inspect.sources import NativeImport, decompress, decompressed_head, is_compressed, native_import
+from ..inspect.sources import decompress, decompressed_head, is_compressed
 from . import claude_code, codex
 from ._emit import Emitter
 from ._source import (
@@ -70,10 +70,6 @@ FORMATS = ("claude-code", "codex")
 _NAMES = {"claude-code": "a Claude Code session", "codex": "a Codex rollout"}
 _SCAN_LINES = 50
 _MAX_WARNINGS_IN_META = 100
-# The Rust core's importer takes these formats (whole files of the record kinds it
-# knows; any other file goes to the Python importer). False: the Python importer only.
-_NATIVE = True
-_NATIVE_FORMATS = frozenset(("claude-code", "codex"))
 
 
 def describe(source_format: str) -> str:
@@ -454,10 +450,6 @@ def _import_from(source: Path, read: Path, dest: Path, source_format: str | None
         wanted = f", not {describe(source_format)}" if source_format and detected else ""
         raise UnknownFormat(f"{source}: {'this is ' + what if detected else what}{wanted}")
     began = os.stat(read)
-    if _NATIVE and fmt in _NATIVE_FORMATS:
-        done = _import_native(source, read, dest, fmt, detected, force, archive, links, began)
-        if done is not None:
-            return done
     lines, sha, size, warnings = read_source(read, claude_code.slim if fmt == "claude-code" else codex.slim)
     used = lines
     if fmt == "codex" and lines and lines[0].record is None:  # G0: one document over many lines
@@ -547,72 +539,6 @@ def _still_the_source(source: Path, read: Path, began: os.stat_result, size: int
             or now.st_size < max(size, began.st_size)):
         raise OSError(errno.EAGAIN, "the source was cut or replaced while it was imported; nothing was "
                       "written (import it again)", str(source))
-
-
-def _import_native(source: Path, read: Path, dest: Path, fmt: str, detected: str | None, force: bool,
-                   archive: dict[str, Any] | None, links: dict[str, Any] | None = None,
-                   began: os.stat_result | None = None) -> ImportResult | None:
-    """The import by the Rust core's importer, or None when it does not take this source
-    (the Python importer then does; both write the same bytes)."""
-    out: Destination | None = None
-    # What the import reads and spools through, closed on every path by this
-    # try (a with's end is a line a Ctrl-C can land on before its exit).
-    held = contextlib.ExitStack()
-    run: NativeImport | str | None = None
-    try:
-        out = Destination(dest, force=force)
-        src = held.enter_context(open_regular_file(read))
-        spool = held.enter_context(tempfile.TemporaryFile(dir=dest.parent))
-        run = native_import(fmt, src.fileno(), spool.fileno())
-        if isinstance(run, str):
-            held.close()
-            out.abort()
-            return None
-        info_json, count, pending, first_ts, _, used, sha, size, line_count, first_line_ts, warnings = run.summary()
-        if count == 0 and detected is None:
-            raise UnknownFormat(f"{source}: neither a Claude Code session nor a Codex rollout")
-        if pending:
-            warnings.append(f"{len(pending)} tool call(s) without a result stay pending: {', '.join(pending[:5])}")
-        meta: dict[str, Any] = {
-            "format": fmt,
-            **json.loads(info_json),
-            "source": _source_meta(source, sha, size, line_count, archive, links),
-            "importer": importer_meta(),
-            "warnings": warnings[:_MAX_WARNINGS_IN_META],
-        }
-        if links and "subagents" in links:
-            meta["subagents"] = links["subagents"]
-        if len(warnings) > _MAX_WARNINGS_IN_META:
-            meta["warnings-total"] = len(warnings)
-        ids = Ids(sha, used)
-        out.write("session-meta", ids.next("meta"), first_ts or first_line_ts or EPOCH_TS, meta)
-        out.copy_from(spool)
-        began = began or os.fstat(src.fileno())
-        _write_source_lines(run, out, used, source, read, began, size)
-        _still_the_source(source, read, began, size)
-        held.close()
-        out.commit()
-        return ImportResult(source, dest, fmt, warnings)
-    except BaseException:
-        run = None  # the core's run holds a descriptor of the source of its own, closed as it goes
-        _close_after_failure(held)
-        if out is not None:
-            out.abort()
-        raise
-
-
-def _write_source_lines(run: NativeImport, out: Destination, used: int, source: Path, read: Path,
-                        began: os.stat_result, size: int) -> None:
-    """The core's ``source-line`` envelopes, appended to ``out``. (Not inline: in
-    CPython 3.11 the line of a try nested in another is outside the outer one's
-    handler, and a Ctrl-C there would skip the import's abort.)"""
-    try:
-        run.write_lines(out.flushed_fileno(), used + 1)
-    except (OSError, ValueError) as e:
-        # Its lines are read again at their offsets: a source cut meanwhile
-        # ends short, one rewritten holds other bytes there (ValueError).
-        _still_the_source(source, read, began, size, whole=not isinstance(e, ValueError))
-        raise
 
 
 def _first_ts(lines: list[Line]) -> str:

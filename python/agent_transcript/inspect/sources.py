@@ -1,46 +1,16 @@
-"""Another tool's transcript read by the core: the native half of ``formats``' importers.
-
-The Rust core reads a Claude Code session (or Codex rollout) and writes the
-envelopes an import derives from it to a descriptor the caller owns; it never
-opens, creates or renames a file itself. ``formats`` decides what to do with
-them (the session-meta, the destination, the fallback to its Python importer).
-"""
+"""A compressed source read by the core: ``formats``' importers take a Codex
+``.jsonl.zst`` rollout through these, a chunk at a time, never whole in memory."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Protocol
 
 from .. import _core
 from .._archive import is_archive
 from .._storage import read_regular_file
 
-__all__ = ["NativeImport", "decompress", "decompressed_head", "is_compressed", "native_import"]
-
-
-class NativeImport(Protocol):
-    """A source the core converted: what the session-meta needs, and the source lines to write."""
-
-    def summary(self) -> tuple[str, int, list[str], str | None, str, int, str, int, int, str | None, list[str]]:
-        """``(info_json, message_count, pending, first_ts, last_ts, ids_used, sha256, size,
-        line_count, first_line_ts, warnings)``."""
-        ...
-
-    def write_lines(self, dest_fd: int, ids_used: int, /) -> None:
-        """Appends the ``source-line`` envelopes to ``dest_fd``'s file."""
-        ...
-
-
-def native_import(source_format: str, src_fd: int, spool_fd: int) -> NativeImport | str:
-    """The core's conversion of the source open at ``src_fd`` (its derived envelopes appended
-    to ``spool_fd``'s file), or a sentence saying why the core leaves it to the Python importer.
-
-    Raises:
-        OSError: a read or write failed.
-        ValueError: the source changed while it was read.
-    """
-    return _core.import_native(source_format, src_fd, spool_fd)
+__all__ = ["decompress", "decompressed_head", "is_compressed"]
 
 
 def is_compressed(path: str | os.PathLike[str]) -> bool:

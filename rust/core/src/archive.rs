@@ -193,6 +193,28 @@ impl Write for Counting<'_> {
     }
 }
 
+/// The first `limit` bytes (fewer if it is shorter) of the zstd stream that is
+/// `file` from its start, decompressed: to tell a compressed source's format
+/// without decompressing all of it.
+///
+/// # Errors
+///
+/// An I/O error, or `InvalidData` when the file does not start a zstd stream.
+pub fn zstd_head(file: &File, limit: usize) -> io::Result<Vec<u8>> {
+    use std::io::{BufReader, Seek, SeekFrom};
+    let mut reader = BufReader::new(file);
+    reader.seek(SeekFrom::Start(0))?;
+    let decoder = zstd::stream::read::Decoder::with_buffer(reader)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    let mut out = Vec::with_capacity(limit.min(1 << 20));
+    match decoder.take(limit as u64).read_to_end(&mut out) {
+        Ok(_) => Ok(out),
+        // A stream cut short still tells its format by what it has.
+        Err(_) if !out.is_empty() => Ok(out),
+        Err(e) => Err(io::Error::new(io::ErrorKind::InvalidData, e)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

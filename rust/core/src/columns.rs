@@ -830,7 +830,8 @@ pub struct FileState {
     ops: Vec<Op>,
     // Dispatch line -> its row in `ops` (replayed), or dispatch id -> row (lenient).
     op_by_line: HashMap<u32, usize>,
-    op_by_id: HashMap<Vec<u8>, usize>,
+    // Operation ids come from the file: a seeded hash (SipHash), not Fx.
+    op_by_id: std::collections::HashMap<Vec<u8>, usize>,
     // The ids of the lines holding the result of a pending operation.
     result_ids: HashMap<u32, Vec<u8>>,
     totals: Totals,
@@ -877,7 +878,7 @@ impl FileState {
             part_pos: HashMap::default(),
             ops: Vec::new(),
             op_by_line: HashMap::default(),
-            op_by_id: HashMap::default(),
+            op_by_id: std::collections::HashMap::new(),
             result_ids: HashMap::default(),
             totals: Totals::default(),
             meta: None,

@@ -148,7 +148,10 @@ pub fn read_rows(paths: &[PathBuf], threads: usize) -> Vec<Option<Row>> {
         }
     };
     std::thread::scope(|s| {
-        let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+        // A helper that cannot start has already done its share here.
+        let helpers: Vec<_> = (1..threads)
+            .map(|_| crate::threads::spawn_or_run(s, work))
+            .collect();
         place(work());
         for h in helpers {
             // A helper that failed to finish leaves its rows to the caller's reader.
@@ -1262,7 +1265,18 @@ mod tests {
 
     #[test]
     fn rows_of_a_batch_in_order() {
-        let dir = std::env::temp_dir().join(format!("listing-test-{}", std::process::id()));
+        rows_in_order("threads");
+    }
+
+    #[test]
+    fn rows_of_a_batch_when_no_thread_can_start() {
+        crate::threads::fail_spawns(true);
+        rows_in_order("no-threads");
+        crate::threads::fail_spawns(false);
+    }
+
+    fn rows_in_order(name: &str) {
+        let dir = std::env::temp_dir().join(format!("listing-test-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut paths = Vec::new();
         for i in 0..40 {

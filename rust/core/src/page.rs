@@ -485,36 +485,58 @@ pub struct WriteError {
     pub path: PathBuf,
 }
 
-/// Writes jobs on a thread of its own, in order; at most `depth` wait.
-/// After a failure it writes nothing more, and the error comes back from
-/// the next [`Writer::send`] or from [`Writer::finish`].
+/// Writes jobs on a thread of its own, in order; at most `depth` wait. When no
+/// thread can start (a process at its thread limit), each job is written by
+/// [`Writer::send`] itself instead. After a failure it writes nothing more, and
+/// the error comes back from the next [`Writer::send`] or from [`Writer::finish`].
 #[derive(Debug)]
 pub struct Writer {
     tx: Option<SyncSender<Job>>,
     thread: Option<JoinHandle<Result<(), WriteError>>>,
+    /// No thread could start: `send` writes each job itself.
+    inline: bool,
 }
 
 impl Writer {
     /// A writer with at most `depth` jobs waiting.
     pub fn new(depth: usize) -> io::Result<Self> {
         let (tx, rx) = sync_channel::<Job>(depth);
-        let thread = std::thread::Builder::new()
+        let thread = crate::threads::thread_builder()
             .name("html-pages".into())
-            .spawn(move || run(&rx))?;
-        Ok(Writer {
-            tx: Some(tx),
-            thread: Some(thread),
+            .spawn(move || run(&rx));
+        Ok(match thread {
+            Ok(thread) => Writer {
+                tx: Some(tx),
+                thread: Some(thread),
+                inline: false,
+            },
+            Err(_) => Writer {
+                tx: None,
+                thread: None,
+                inline: true,
+            },
         })
     }
 
-    /// Queues `job` (waits while `depth` jobs wait).
+    /// Queues `job` (waits while `depth` jobs wait), or writes it now when the
+    /// writer has no thread.
     pub fn send(&mut self, job: Job) -> Result<(), WriteError> {
         let path = job.path.clone();
-        let sent = match &self.tx {
-            Some(tx) => tx.send(job).is_ok(),
-            None => false,
+        if self.inline {
+            if let Err(error) = write_job(&job) {
+                self.inline = false; // stopped: nothing more is written
+                return Err(WriteError { error, path });
+            }
+            recycle(job.data);
+            return Ok(());
+        }
+        let Some(tx) = &self.tx else {
+            return Err(WriteError {
+                error: io::Error::other("the page writer has stopped"),
+                path,
+            });
         };
-        if sent {
+        if tx.send(job).is_ok() {
             return Ok(());
         }
         // The thread stopped: it failed (or finish was called).
@@ -529,6 +551,7 @@ impl Writer {
     pub fn finish(&mut self) -> Result<(), WriteError> {
         self.tx = None;
         let Some(thread) = self.thread.take() else {
+            drop_spare_buffers();
             return Ok(());
         };
         let result = thread.join();
@@ -736,5 +759,33 @@ mod tests {
         let err = got.unwrap_err();
         assert_eq!(err.path, path);
         assert_eq!(err.error.kind(), io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn jobs_are_written_here_when_no_thread_can_start() {
+        let dir = std::env::temp_dir().join(format!("page-inline-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        crate::threads::fail_spawns(true);
+        let w = Writer::new(2);
+        crate::threads::fail_spawns(false);
+        let mut w = w.unwrap();
+        assert!(w.inline, "the test's premise: no thread started");
+        let job = |name: &str| Job {
+            path: dir.join(name),
+            data: b"abc".to_vec(),
+            suffix: b";".to_vec(),
+            ..Job::default()
+        };
+        w.send(job("a.js")).unwrap();
+        assert_eq!(std::fs::read(dir.join("a.js")).unwrap(), b"abc;");
+        let bad = w.send(Job {
+            path: PathBuf::from("/nonexistent-dir-of-agent-transcript/x.js"),
+            ..Job::default()
+        });
+        assert_eq!(bad.unwrap_err().error.kind(), io::ErrorKind::NotFound);
+        assert!(w.send(job("b.js")).is_err(), "after a failure nothing more");
+        assert!(!dir.join("b.js").exists());
+        w.finish().unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,26 +1,19 @@
 //! What each new envelope is stamped with: a time-ordered id and a UTC timestamp.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-// How many forks this process is from its first one, as told by `forked`.
-static FORKS: AtomicU64 = AtomicU64::new(0);
-
-/// Call in a forked child (the binding's at-fork handler does): every generator
-/// copied across the fork then reseeds itself before its next id, so parent and
-/// child never draw the same ids.
-pub fn forked() {
-    FORKS.fetch_add(1, Ordering::Relaxed);
-}
+use crate::fork;
 
 /// Makes envelope ids: 32 lowercase hex characters with UUIDv7's bits (48-bit
 /// Unix milliseconds, version 7, a 12-bit sequence, the variant, 62 random bits),
 /// strictly increasing within one generator even when the clock stalls or steps back.
+/// A generator copied by a fork reseeds before its next id in the child
+/// ([`fork::generation`]), so parent and child never draw the same ids.
 pub struct IdGen {
     state: u64,
     last_ms: u64,
     seq: u16,
-    // `FORKS` when the state was seeded.
+    // The fork generation the state was seeded in.
     forks: u64,
 }
 
@@ -43,7 +36,7 @@ impl IdGen {
             state: seed(),
             last_ms: 0,
             seq: 0,
-            forks: FORKS.load(Ordering::Relaxed),
+            forks: fork::generation(),
         }
     }
 
@@ -72,7 +65,7 @@ impl IdGen {
 
     /// The next id's 128 bits (big-endian: its digits are [`hex_digits`] of them).
     pub fn next_bits_at(&mut self, ms: u64) -> [u8; 16] {
-        let forks = FORKS.load(Ordering::Relaxed);
+        let forks = fork::generation();
         if forks != self.forks {
             // A forked child: same state as the parent, so the same "random" bits.
             self.state = seed();
@@ -286,17 +279,39 @@ mod tests {
 
     #[test]
     fn a_generator_copied_by_a_fork_reseeds() {
-        let parent = IdGen::new();
-        let mut child = IdGen {
-            state: parent.state,
-            last_ms: parent.last_ms,
-            seq: parent.seq,
-            forks: parent.forks,
+        let mut g = IdGen::new();
+        let _first = g.next_id();
+        let (r, w) = {
+            let mut fds = [0; 2];
+            // SAFETY: a two-int array for pipe(2) to fill.
+            assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+            (fds[0], fds[1])
         };
-        let mut parent = parent;
-        forked();
-        let (a, b) = (parent.next_id(), child.next_id());
-        assert_ne!(a[16..], b[16..], "the same random bits on both sides");
+        // SAFETY: the child draws one id, writes it and _exits.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let id = g.next_id();
+            // SAFETY: plain system calls in the child, on its own buffer.
+            unsafe {
+                libc::write(w, id.as_ptr().cast(), id.len());
+                libc::_exit(0);
+            }
+        }
+        let ours = g.next_id();
+        let mut theirs = [0u8; 32];
+        // SAFETY: reads into our own 32-byte buffer; waits for our own child.
+        unsafe {
+            libc::close(w);
+            assert_eq!(libc::read(r, theirs.as_mut_ptr().cast(), 32), 32);
+            libc::close(r);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
+        assert_ne!(
+            ours.as_bytes()[16..],
+            theirs[16..],
+            "the same random bits on both sides"
+        );
     }
 
     #[test]

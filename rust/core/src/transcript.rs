@@ -16,8 +16,8 @@
 use std::collections::BTreeMap;
 use std::num::NonZeroU32;
 
-// Ids are ours or another writer's random hex: no need for SipHash's DoS
-// resistance on the hot path of every append and every load.
+// Keyed by line numbers and places in the file, which no writer chooses; what
+// is keyed by a file's bytes (ids, digests, type names) gets a seeded hash.
 use rustc_hash::FxHashMap as HashMap;
 use std::fmt;
 use std::io;
@@ -29,6 +29,7 @@ use crate::envelope::{
 use crate::json::string_size;
 use crate::scan::{is_blank, ReadAt};
 use crate::stamp::IdGen;
+use crate::threads::spawn_or_run;
 
 /// Where one envelope is in the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,62 +117,6 @@ where
         }
         Ok(out)
     })
-}
-
-/// A piece of work on a thread of its own, or already done: a thread that
-/// cannot be started (a process at its thread or memory limit) is not an error,
-/// the work is then done on the calling thread.
-enum Worker<'scope, T> {
-    Thread(std::thread::ScopedJoinHandle<'scope, T>),
-    Done(T),
-}
-
-impl<T> Worker<'_, T> {
-    /// The work's result; `Err` if its thread panicked.
-    fn join(self) -> Result<T, ()> {
-        match self {
-            Worker::Thread(h) => h.join().map_err(|_| ()),
-            Worker::Done(t) => Ok(t),
-        }
-    }
-}
-
-/// Runs `work` on a new thread of `scope`, or here and now if none can be
-/// started (`std::thread::Scope::spawn` would panic).
-fn spawn_or_run<'scope, 'env, T, F>(
-    scope: &'scope std::thread::Scope<'scope, 'env>,
-    work: F,
-) -> Worker<'scope, T>
-where
-    T: Send + 'scope,
-    F: FnOnce() -> T + Send + Copy + 'scope,
-{
-    match thread_builder().spawn_scoped(scope, work) {
-        Ok(h) => Worker::Thread(h),
-        Err(_) => Worker::Done(work()),
-    }
-}
-
-#[cfg(not(test))]
-fn thread_builder() -> std::thread::Builder {
-    std::thread::Builder::new()
-}
-
-#[cfg(test)]
-thread_local! {
-    // Set by a test: every thread this thread starts fails to start.
-    static SPAWN_FAILS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-#[cfg(test)]
-fn thread_builder() -> std::thread::Builder {
-    let b = std::thread::Builder::new();
-    if SPAWN_FAILS.with(std::cell::Cell::get) {
-        // A stack no system can map: the spawn fails with an error.
-        b.stack_size(1 << 60)
-    } else {
-        b
-    }
 }
 
 /// Every envelope's place in the file, and the names its records cannot hold:
@@ -358,7 +303,8 @@ impl Index {
     /// Count and bytes per type, in the order each type first appears.
     pub fn type_totals(&self, end: u64) -> Vec<TypeTotal<'_>> {
         let mut totals: Vec<TypeTotal<'_>> = Vec::new();
-        let mut at: HashMap<&str, usize> = HashMap::default();
+        // Type names come from the file: a seeded hash (see `id_seed`).
+        let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
         for i in 0..self.len() {
             let name = self.type_name(i).unwrap_or("");
             let k = *at.entry(name).or_insert_with(|| {
@@ -449,7 +395,8 @@ impl Index {
     /// Message count per role, in the order each role first appears.
     pub fn role_counts(&self) -> Vec<(&str, u64)> {
         let mut counts: Vec<(&str, u64)> = Vec::new();
-        let mut at: HashMap<&str, usize> = HashMap::default();
+        // Roles come from the file: a seeded hash (see `id_seed`).
+        let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
         for i in 0..self.len() {
             let Some(role) = self.role(i) else { continue };
             let k = *at.entry(role).or_insert_with(|| {
@@ -811,19 +758,44 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+// The high half of a 128-bit product folded onto its low half (wyhash's and
+// foldhash's step): with secret operands, an output nobody can aim at.
+fn fold(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
+    (p >> 64) as u64 ^ p as u64
+}
+
+/// The id hash's secret: drawn once per process from the system's randomness
+/// (std's `RandomState`). Ids come from files anyone may write; an unseeded
+/// hash lets them be chosen so that all probe one slot, and a load of 160,000
+/// such lines goes quadratic (30 s instead of half a second).
+fn id_seed() -> &'static (std::collections::hash_map::RandomState, [u64; 3]) {
+    static SEED: std::sync::OnceLock<(std::collections::hash_map::RandomState, [u64; 3])> =
+        std::sync::OnceLock::new();
+    SEED.get_or_init(|| {
+        use std::hash::BuildHasher;
+        let state = std::collections::hash_map::RandomState::new();
+        let keys = [
+            state.hash_one(0u8),
+            state.hash_one(1u8),
+            state.hash_one(2u8),
+        ];
+        (state, keys)
+    })
+}
+
 fn hash_packed(form: u8, packed: &[u8; 16]) -> u64 {
     let (a, b) = packed.split_at(8);
     let a = u64::from_le_bytes(a.try_into().unwrap_or_default());
     let b = u64::from_le_bytes(b.try_into().unwrap_or_default());
-    mix(a ^ mix(b ^ u64::from(form)))
+    let [k0, k1, k2] = id_seed().1;
+    mix(fold(a ^ k0, b ^ k1 ^ u64::from(form)) ^ k2)
 }
 
 fn hash_other(id: &[u8]) -> u64 {
-    use std::hash::Hasher;
-    let mut h = rustc_hash::FxHasher::default();
-    h.write_u8(OTHER);
-    h.write(id);
-    mix(h.finish())
+    use std::hash::BuildHasher;
+    // SipHash, keyed: the rare id that is not 32 hex digits or a UUID.
+    id_seed().0.hash_one(id)
 }
 
 /// An id as the id table keeps it, with its hash: worked out where the line
@@ -1120,7 +1092,7 @@ pub struct Transcript {
     /// The last grants line.
     pub grants: Option<u32>,
     /// Section digest -> the run-context line carrying its text.
-    pub sections: HashMap<Box<str>, u32>,
+    pub sections: std::collections::HashMap<Box<str>, u32>,
     /// Lines in the file, blank ones included: the next line's number less one.
     pub line_count: u64,
     /// What replay did, when asked to keep it (see [`inspect`]).
@@ -2152,7 +2124,7 @@ where
                     }
                 }
             };
-            match thread_builder().spawn_scoped(scope, parser) {
+            match crate::threads::thread_builder().spawn_scoped(scope, parser) {
                 Ok(h) => {
                     from.push(Some(get));
                     threads.push(h);
@@ -2355,6 +2327,47 @@ pub fn peek_or_stop<R: ReadAt + Sync + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // splitmix64's finaliser undone: what a hostile writer computes to aim ids
+    // at one slot of an unseeded table.
+    fn unmix(mut z: u64) -> u64 {
+        const INV2: u64 = 0x319642B2D24D8EC3; // 0x94D049BB133111EB^-1 mod 2^64
+        const INV1: u64 = 0x96DE1B173F119089; // 0xBF58476D1CE4E5B9^-1 mod 2^64
+        z ^= (z >> 31) ^ (z >> 62);
+        z = z.wrapping_mul(INV2);
+        z ^= (z >> 27) ^ (z >> 54);
+        z = z.wrapping_mul(INV1);
+        z ^ (z >> 30) ^ (z >> 60)
+    }
+
+    #[test]
+    fn ids_aimed_at_one_slot_of_an_unseeded_hash_spread() {
+        let n = 20_000u64;
+        let inner = mix(0);
+        let mut table = IdTable::default();
+        let mut homes = HashMap::default();
+        for i in 0..n {
+            let a = unmix(0x5EED << 32 | (i + 1)) ^ inner;
+            // The premise: unseeded, every one of them has one high half.
+            assert_eq!(mix(a ^ inner) >> 32, 0x5EED);
+            let mut id = format!("{:016x}", a.swap_bytes()).into_bytes();
+            id.extend_from_slice(b"0000000000000000");
+            let key = Keyed::of(&id);
+            assert_eq!(key.form, HEX32);
+            table.push(key, i as u32);
+        }
+        for i in 0..n {
+            let a = unmix(0x5EED << 32 | (i + 1)) ^ inner;
+            let mut id = format!("{:016x}", a.swap_bytes()).into_bytes();
+            id.extend_from_slice(b"0000000000000000");
+            let key = Keyed::of(&id);
+            assert_eq!(table.find(&key), Some(i as u32));
+            *homes.entry(table.home(key.hash)).or_insert(0u32) += 1;
+        }
+        // Seeded, they share slots as random ids do: a few at most.
+        let most = homes.values().copied().max().unwrap_or(0);
+        assert!(most < 12, "{most} ids share one slot");
+    }
     use crate::envelope::parse_line;
 
     fn line(id: &str, kind: &str, payload: &str) -> String {
@@ -3307,17 +3320,13 @@ mod tests {
             .index
             .payload_members(text.as_bytes(), &every, &["role"])
             .unwrap();
-        SPAWN_FAILS.with(|f| f.set(true));
-        let refused = thread_builder().spawn(|| ()).is_err();
-        let here = std::thread::scope(|scope| spawn_or_run(scope, || 42).join());
+        crate::threads::fail_spawns(true);
         let loaded = load(text.as_bytes(), size);
         let peeked = peek(text.as_bytes(), size);
         let found = alone
             .index
             .payload_members(text.as_bytes(), &every, &["role"]);
-        SPAWN_FAILS.with(|f| f.set(false));
-        assert!(refused, "the test's premise: no thread can start");
-        assert_eq!(here, Ok(42));
+        crate::threads::fail_spawns(false);
         assert_eq!(loaded.unwrap().index.records(), alone.index.records());
         assert_eq!(peeked.unwrap().index.records(), alone.index.records());
         assert_eq!(found.unwrap(), members);

@@ -68,3 +68,15 @@ pub fn zstd_matches(
 
 /// The level `archive` writes.
 pub const ZSTD_LEVEL: i32 = archive::LEVEL;
+
+/// `zstd_head(src_fd, limit, /)`: the first `limit` bytes of the zstd stream
+/// that is `src_fd`'s file, decompressed. ValueError when it does not start one.
+#[pyfunction]
+#[pyo3(signature = (src_fd, limit, /))]
+pub fn zstd_head(py: Python<'_>, src_fd: RawFd, limit: usize) -> PyResult<Py<PyAny>> {
+    let src = dup(src_fd)?;
+    let head = py
+        .detach(|| archive::zstd_head(&src, limit))
+        .map_err(|e| pass_error(&e))?;
+    Ok(pyo3::types::PyBytes::new(py, &head).into_any().unbind())
+}

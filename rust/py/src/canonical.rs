@@ -16,8 +16,11 @@
 //! reference in its frame, and a dict's keys and values are held by strong
 //! references from the moment they are collected until the dict is closed,
 //! because walking a sibling may run Python code (a subclass's `items()` or
-//! `__iter__`, a finalizer) that could drop them. Scalars are read through
-//! borrowed pointers: reading a str, int or float runs no Python code.
+//! `__iter__`, a finalizer) that could drop them. A list's item is taken as a
+//! new reference (`PyList_GetItemRef`), and a dict is walked inside its
+//! critical section: no borrowed item is held, with or without the GIL.
+//! Scalars are read through pointers their container's frame or entry owns:
+//! reading a str, int or float runs no Python code.
 
 use std::cell::RefCell;
 use std::ffi::c_int;
@@ -232,6 +235,31 @@ fn with_buffer<R>(write: impl FnOnce(&mut Vec<u8>) -> PyResult<R>) -> PyResult<R
     }
 }
 
+/// The item at `index` of `list`, owned (`PyList_GetItemRef`: never a
+/// borrowed pointer another thread could free), or None past its end.
+fn list_item<'py>(
+    py: Python<'py>,
+    list: &Bound<'py, PyAny>,
+    index: ffi::Py_ssize_t,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    // SAFETY: `list` is a live list; the item comes back as a new reference.
+    unsafe {
+        if index >= ffi::PyList_Size(list.as_ptr()) {
+            return Ok(None);
+        }
+        let item = ffi::compat::PyList_GetItemRef(list.as_ptr(), index);
+        if !item.is_null() {
+            return Ok(Some(Bound::from_owned_ptr(py, item)));
+        }
+    }
+    // Shrunk by another thread since its length was read: it ends here.
+    let err = PyErr::fetch(py);
+    if err.is_instance_of::<pyo3::exceptions::PyIndexError>(py) {
+        return Ok(None);
+    }
+    Err(err)
+}
+
 fn py_len(len: usize) -> PyResult<ffi::Py_ssize_t> {
     ffi::Py_ssize_t::try_from(len)
         .map_err(|_| PyValueError::new_err("canonical JSON text too large"))
@@ -365,25 +393,16 @@ impl<'py, 'b> Walker<'py, 'b> {
             return Ok(None);
         };
         let step = match frame {
-            Frame::List { list, next } => {
-                // SAFETY: `list` is a live list, owned by the frame; the item
-                // is borrowed from it and at once owned.
-                unsafe {
-                    if *next >= ffi::PyList_Size(list.as_ptr()) {
-                        Step::Close(b']')
-                    } else {
-                        let item = Bound::from_borrowed_ptr_or_err(
-                            self.py,
-                            ffi::PyList_GetItem(list.as_ptr(), *next),
-                        )?;
-                        if *next > 0 {
-                            self.out.push(b',');
-                        }
-                        *next += 1;
-                        Step::Item(item.as_ptr(), Some(item))
+            Frame::List { list, next } => match list_item(self.py, list, *next)? {
+                None => Step::Close(b']'),
+                Some(item) => {
+                    if *next > 0 {
+                        self.out.push(b',');
                     }
+                    *next += 1;
+                    Step::Item(item.as_ptr(), Some(item))
                 }
-            }
+            },
             Frame::Tuple { tuple, next, len } => {
                 if *next >= *len {
                     Step::Close(b']')
@@ -612,17 +631,26 @@ impl<'py, 'b> Walker<'py, 'b> {
         let mut position: ffi::Py_ssize_t = 0;
         let mut key: *mut ffi::PyObject = std::ptr::null_mut();
         let mut value: *mut ffi::PyObject = std::ptr::null_mut();
-        // SAFETY: `dict` is a live dict. This loop runs no Python code (it
-        // only takes a strong reference to each key and value), so the dict
-        // does not change while `PyDict_Next` walks it.
-        unsafe {
-            while ffi::PyDict_Next(dict, &mut position, &mut key, &mut value) != 0 {
-                self.entries.push(Entry {
-                    key: Key::unread(Bound::from_borrowed_ptr(self.py, key)),
-                    value: Bound::from_borrowed_ptr(self.py, value),
-                });
+        let py = self.py;
+        let entries = &mut self.entries;
+        // SAFETY: `dict` is a live dict (the caller holds it).
+        let held = unsafe { Bound::from_borrowed_ptr(py, dict) };
+        // Walked inside the dict's critical section (nothing without the
+        // GIL; on a free-threaded build, no other thread changes the dict
+        // meanwhile), and each key and value is owned before the next.
+        pyo3::sync::critical_section::with_critical_section(&held, || {
+            // SAFETY: `dict` is a live dict. This loop runs no Python code (it
+            // only takes a strong reference to each key and value), so the
+            // dict does not change while `PyDict_Next` walks it.
+            unsafe {
+                while ffi::PyDict_Next(dict, &mut position, &mut key, &mut value) != 0 {
+                    entries.push(Entry {
+                        key: Key::unread(Bound::from_borrowed_ptr(py, key)),
+                        value: Bound::from_borrowed_ptr(py, value),
+                    });
+                }
             }
-        }
+        });
         self.open_entries(start, false)
     }
 
@@ -640,15 +668,11 @@ impl<'py, 'b> Walker<'py, 'b> {
         };
         let start = self.entries.len();
         let mut index: ffi::Py_ssize_t = 0;
-        // SAFETY: `items` is a new list we own. Each item is owned as soon as
-        // it is read; a tuple's key and value live as long as the tuple, and
-        // are owned by the entry before the tuple is dropped.
+        // SAFETY: each item is owned as it is read; a tuple's key and value
+        // live as long as the tuple, and are owned by the entry before the
+        // tuple is dropped.
         unsafe {
-            while index < ffi::PyList_Size(items.as_ptr()) {
-                let item = Bound::from_borrowed_ptr_or_err(
-                    self.py,
-                    ffi::PyList_GetItem(items.as_ptr(), index),
-                )?;
+            while let Some(item) = list_item(self.py, &items, index)? {
                 if ffi::PyTuple_Check(item.as_ptr()) == 0 || ffi::PyTuple_Size(item.as_ptr()) != 2 {
                     return Err(PyValueError::new_err("items must return 2-tuples"));
                 }

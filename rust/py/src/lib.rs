@@ -13,17 +13,16 @@ mod decode;
 mod errors;
 mod excerpt;
 mod fds;
-mod import_native;
 mod listing;
 mod page;
 mod session;
 mod signals;
 mod transcript;
 
-// The canonical writer walks lists and dicts with borrowed references, which
-// another thread could free on a free-threaded interpreter: keep the GIL on
-// there (`gil_used = true`) until that walk holds strong references inside
-// critical sections.
+// The canonical writer holds no borrowed list or dict item (owned references,
+// critical sections: canonical.rs), so the module is sound with the GIL off
+// (PYTHON_GIL=0). It still asks for the GIL (`gil_used = true`) until a run
+// on a free-threaded interpreter has checked it.
 #[pymodule(gil_used = true)]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The package's version, from the Cargo workspace: its only source.
@@ -35,15 +34,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decode::py_loads, m)?)?;
     m.add_function(wrap_pyfunction!(transcript::tail_check, m)?)?;
     m.add_function(wrap_pyfunction!(transcript::parse_envelope, m)?)?;
-    m.add_function(wrap_pyfunction!(after_fork, m)?)?;
-    m.add_function(wrap_pyfunction!(file_watch, m)?)?;
     m.add_function(wrap_pyfunction!(archive::zstd_compress, m)?)?;
     m.add_function(wrap_pyfunction!(archive::zstd_decompress, m)?)?;
     m.add_function(wrap_pyfunction!(archive::zstd_matches, m)?)?;
     m.add("ZSTD_LEVEL", archive::ZSTD_LEVEL)?;
-    m.add_function(wrap_pyfunction!(import_native::import_native, m)?)?;
-    m.add_class::<import_native::NativeImport>()?;
-    m.add_function(wrap_pyfunction!(import_native::zstd_head, m)?)?;
+    m.add_function(wrap_pyfunction!(archive::zstd_head, m)?)?;
     m.add_function(wrap_pyfunction!(listing::list_rows, m)?)?;
     m.add_function(wrap_pyfunction!(excerpt::excerpt, m)?)?;
     m.add_class::<transcript::Transcript>()?;
@@ -57,27 +52,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<page::PageBytes>()?;
     m.add_class::<page::PageWriter>()?;
     Ok(())
-}
-
-/// `after_fork()`: in a forked child, make every id generator reseed itself,
-/// and learn the thread that forked as the main one.
-#[pyfunction]
-fn after_fork() {
-    transcript_core::stamp::forked();
-    signals::forked();
-}
-
-/// `file_watch(enabled=None, /)`: whether sessions opened from now on check
-/// their file's name after each append by the file watch's bell, without a
-/// system call (`transcript_core::file_watch`), rather than by a `statx`;
-/// `enabled` first turns that on or off (tests check both ways).
-#[pyfunction]
-#[pyo3(signature = (enabled=None, /))]
-fn file_watch(enabled: Option<bool>) -> bool {
-    if let Some(enabled) = enabled {
-        transcript_core::file_watch::set_enabled(enabled);
-    }
-    transcript_core::file_watch::available()
 }
 
 /// `"sha256:" + hexdigest` of `data` (a `str` is UTF-8 encoded first).

@@ -5,12 +5,11 @@
 //! a few nanoseconds uncontended instead of the few hundred an RLock's `with`
 //! costs. And `_append_fields` appends a plain `Message`'s fields under that
 //! lock in one call, which is all `Session.append_message` does in the usual
-//! case: an append is then a `write(2)`, an `lseek(2)` (or a `statx(2)` where
-//! the file watch cannot vouch for the file's name: `transcript_core::file_watch`)
-//! and well under a microsecond of everything else.
+//! case: an append is then a `write(2)`, a `statx(2)` and well under a
+//! microsecond of everything else.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use pyo3::exceptions::{PyOSError, PyRuntimeError};
@@ -18,108 +17,198 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use crate::signals::this_thread;
 use crate::transcript::Transcript;
+use transcript_core::fork;
+use transcript_core::park::{wait_on, wake_one};
 
 /// How long a thread waiting for the lock sleeps between two looks at
 /// Python's signal handlers: a Ctrl-C interrupts the wait, as it does
 /// `threading.RLock.acquire`.
 const WAIT_SLICE: Duration = Duration::from_millis(20);
 
+/// A word of a fork generation (its low 32 bits) and a 32-bit number.
+fn pack(generation: u64, number: u32) -> u64 {
+    (generation & 0xFFFF_FFFF) << 32 | u64::from(number)
+}
+
+fn generation_of(word: u64) -> u64 {
+    word >> 32
+}
+
+fn number_of(word: u64) -> u32 {
+    (word & 0xFFFF_FFFF) as u32
+}
+
 /// A reentrant lock, as `threading.RLock` is: the thread that holds it may take
 /// it again, and must let go of it as many times. `with lock:` takes it; a
 /// thread that must wait does so without the GIL.
+///
+/// It holds no other lock, so a fork finds nothing half-taken inside it, and
+/// it notes the fork generation its holder took it in
+/// (`transcript_core::fork`): in a forked child, a hold by a thread the child
+/// does not have is no hold, and the first thread that wants the lock takes
+/// it. Native callers hold it through [`Held`], which lets go when dropped,
+/// on an error or a panic too.
 #[pyclass(module = "agent_transcript._core", frozen)]
 pub struct SessionLock {
-    /// The holding thread (Python's identifier of it: its `pthread_t`, never
-    /// 0, shared by no other living thread), 0 when free.
+    /// The holder: its fork generation and its `fork::thread_token`; 0 when free.
     owner: AtomicU64,
     /// How many times the owner holds it; touched by the owner only.
-    depth: AtomicUsize,
-    /// Threads waiting for it: the one letting go wakes them only then.
-    waiting: AtomicUsize,
-    parked: Mutex<()>,
-    freed: Condvar,
+    depth: AtomicU32,
+    /// The fork generation and how many threads of it wait: the one letting
+    /// go wakes them only then (a count copied by a fork is no one's).
+    waiting: AtomicU64,
+    /// Moved by each release that waiters may sleep through: what they wait
+    /// on (a futex where the platform has one).
+    released: AtomicU32,
+}
+
+/// A hold of a [`SessionLock`], let go of when dropped.
+pub struct Held<'a>(&'a SessionLock);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        // Taken by this thread through `hold`: this thread holds it.
+        self.0.let_go();
+    }
 }
 
 impl SessionLock {
     fn new() -> Self {
         SessionLock {
             owner: AtomicU64::new(0),
-            depth: AtomicUsize::new(0),
-            waiting: AtomicUsize::new(0),
-            parked: Mutex::new(()),
-            freed: Condvar::new(),
+            depth: AtomicU32::new(0),
+            waiting: AtomicU64::new(0),
+            released: AtomicU32::new(0),
         }
     }
 
-    fn try_take(&self, me: u64) -> bool {
+    /// Whether `owner`, a holder noted in the lock, is no holder in this
+    /// process: a thread of a parent that the fork left behind.
+    fn left_behind(owner: u64, generation: u64) -> bool {
+        owner != 0
+            && generation_of(owner) != generation & 0xFFFF_FFFF
+            && Some(number_of(owner)) != fork::forker_token()
+    }
+
+    /// Takes the lock if it is free (or held by no thread of this process);
+    /// Some(true) when taken afresh, Some(false) when this thread held it.
+    fn try_take(&self) -> Option<bool> {
+        let me = fork::thread_token();
+        let generation = fork::generation();
+        let owner = self.owner.load(Ordering::SeqCst);
+        if owner != 0 && number_of(owner) == me && !Self::left_behind(owner, generation) {
+            return Some(false);
+        }
+        let free = if Self::left_behind(owner, generation) {
+            owner
+        } else {
+            0
+        };
         self.owner
-            .compare_exchange(0, me, Ordering::SeqCst, Ordering::SeqCst)
+            .compare_exchange(
+                free,
+                pack(generation, me),
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            )
             .is_ok()
+            .then_some(true)
     }
 
     /// Takes the lock for this thread, waiting (the GIL let go) while another
     /// holds it. A signal handler's exception ends the wait.
     pub fn take(&self, py: Python<'_>) -> PyResult<()> {
-        let me = this_thread();
-        if self.owner.load(Ordering::SeqCst) == me {
-            // Only the owner touches the depth: no read-modify-write needed.
-            let depth = self.depth.load(Ordering::Relaxed);
-            self.depth.store(depth + 1, Ordering::Relaxed);
-            return Ok(());
-        }
-        if !self.try_take(me) {
-            self.waiting.fetch_add(1, Ordering::SeqCst);
-            let waited = self.wait_for(py, me);
-            self.waiting.fetch_sub(1, Ordering::SeqCst);
-            waited?;
-        }
-        self.depth.store(1, Ordering::Relaxed);
+        let fresh = match self.try_take() {
+            Some(fresh) => fresh,
+            None => {
+                self.wait_for(py)?;
+                true
+            }
+        };
+        // Only the owner touches the depth: no read-modify-write needed.
+        let depth = if fresh {
+            1
+        } else {
+            self.depth.load(Ordering::Relaxed) + 1
+        };
+        self.depth.store(depth, Ordering::Relaxed);
         Ok(())
     }
 
-    fn wait_for(&self, py: Python<'_>, me: u64) -> PyResult<()> {
-        loop {
+    /// Takes the lock as [`SessionLock::take`] does, until the hold is dropped.
+    pub fn hold(&self, py: Python<'_>) -> PyResult<Held<'_>> {
+        self.take(py)?;
+        Ok(Held(self))
+    }
+
+    fn count_waiting(&self, by: i64) {
+        let generation = fork::generation();
+        let _counted = self
+            .waiting
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |word| {
+                let count = if generation_of(word) == generation & 0xFFFF_FFFF {
+                    i64::from(number_of(word))
+                } else {
+                    0
+                };
+                let count = u32::try_from((count + by).max(0)).unwrap_or(0);
+                Some(pack(generation, count))
+            });
+    }
+
+    fn wait_for(&self, py: Python<'_>) -> PyResult<()> {
+        self.count_waiting(1);
+        let waited = loop {
             let taken = py.detach(|| {
-                // Looked at under `parked`, which the one letting go takes
-                // before it wakes anyone: no wake-up falls between the look
-                // and the wait.
-                let parked = self.parked.lock().unwrap_or_else(|e| e.into_inner());
-                if self.try_take(me) {
+                // Read before the look: a release after the look moves it, and
+                // the wait then returns at once.
+                let seen = self.released.load(Ordering::SeqCst);
+                if self.try_take().is_some() {
                     return true;
                 }
-                let _unparked = self
-                    .freed
-                    .wait_timeout(parked, WAIT_SLICE)
-                    .unwrap_or_else(|e| e.into_inner());
-                self.try_take(me)
+                wait_on(&self.released, seen, WAIT_SLICE);
+                self.try_take().is_some()
             });
             if taken {
-                return Ok(());
+                break Ok(());
             }
-            py.check_signals()?;
+            if let Err(e) = py.check_signals() {
+                break Err(e);
+            }
+        };
+        self.count_waiting(-1);
+        waited
+    }
+
+    /// Lets go once; the caller holds the lock.
+    fn let_go(&self) {
+        let depth = self.depth.load(Ordering::Relaxed);
+        if depth > 1 {
+            self.depth.store(depth - 1, Ordering::Relaxed);
+            return;
+        }
+        self.depth.store(0, Ordering::Relaxed);
+        self.owner.store(0, Ordering::SeqCst);
+        let waiting = self.waiting.load(Ordering::SeqCst);
+        if number_of(waiting) > 0 && generation_of(waiting) == fork::generation() & 0xFFFF_FFFF {
+            self.released.fetch_add(1, Ordering::SeqCst);
+            wake_one(&self.released);
         }
     }
 
     /// Lets go of the lock once; RuntimeError when this thread does not hold it.
     pub fn give_back(&self) -> PyResult<()> {
-        if self.owner.load(Ordering::SeqCst) != this_thread() {
+        let owner = self.owner.load(Ordering::SeqCst);
+        if owner == 0
+            || number_of(owner) != fork::thread_token()
+            || Self::left_behind(owner, fork::generation())
+        {
             return Err(PyRuntimeError::new_err(
                 "cannot release a session lock this thread does not hold",
             ));
         }
-        let depth = self.depth.load(Ordering::Relaxed);
-        if depth > 1 {
-            self.depth.store(depth - 1, Ordering::Relaxed);
-            return Ok(());
-        }
-        self.depth.store(0, Ordering::Relaxed);
-        self.owner.store(0, Ordering::SeqCst);
-        if self.waiting.load(Ordering::SeqCst) > 0 {
-            drop(self.parked.lock().unwrap_or_else(|e| e.into_inner()));
-            self.freed.notify_one();
-        }
+        self.let_go();
         Ok(())
     }
 }
@@ -151,15 +240,6 @@ impl SessionLock {
     #[pyo3(signature = (*_exc))]
     fn __exit__(&self, _exc: &Bound<'_, PyTuple>) -> PyResult<()> {
         self.give_back()
-    }
-
-    /// `reset_after_fork()`: in a forked child, free the lock whoever held it
-    /// (a thread of the parent that is not in the child). `parked` is held
-    /// only for a look at the owner and the start of a wait, never across one.
-    fn reset_after_fork(&self) {
-        self.owner.store(0, Ordering::SeqCst);
-        self.depth.store(0, Ordering::SeqCst);
-        self.waiting.store(0, Ordering::SeqCst);
     }
 }
 
@@ -234,8 +314,7 @@ impl SessionBase {
         let Some(transcript) = base.bound.get() else {
             return Ok(None);
         };
-        let lock = base.lock.get();
-        lock.take(py)?;
+        let held = base.lock.get().hold(py)?;
         let appended = base.appendable.load(Ordering::SeqCst).then(|| {
             Transcript::append_message(
                 transcript.bind(py),
@@ -250,7 +329,7 @@ impl SessionBase {
                 depth,
             )
         });
-        lock.give_back()?;
+        drop(held);
         match appended {
             Some(Ok(id)) => Ok(Some(id.into_any())),
             Some(Err(e)) => Err(named(slf, e)),

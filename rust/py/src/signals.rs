@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
+use transcript_core::fork;
 
 /// How often at most a pass takes the GIL to run the handlers: often enough
 /// that a Ctrl-C is heard at once, seldom enough that a pass never waits for
@@ -24,11 +25,13 @@ pub struct Signals {
 }
 
 /// The thread Python runs signal handlers in (its `threading.main_thread`'s
-/// identifier), learned once, when the module is imported, and again in a
-/// forked child, where the thread that forked becomes the main one: a pass
-/// then tells without running Python code, where a pending handler would run
-/// (and its exception, a Ctrl-C's, could be lost).
+/// identifier), learned once, when the module is imported, with the fork
+/// generation it was learned in: in a forked child, the thread that forked
+/// is the main one (`transcript_core::fork::forker`). A pass then tells
+/// without running Python code, where a pending handler would run (and its
+/// exception, a Ctrl-C's, could be lost).
 static MAIN_THREAD: AtomicU64 = AtomicU64::new(0);
+static LEARNED_IN: AtomicU64 = AtomicU64::new(0);
 
 /// Learns the main thread; at the module's import.
 pub fn learn_main_thread(py: Python<'_>) -> PyResult<()> {
@@ -38,12 +41,16 @@ pub fn learn_main_thread(py: Python<'_>) -> PyResult<()> {
         .getattr("ident")?
         .extract()?;
     MAIN_THREAD.store(ident, Ordering::SeqCst);
+    LEARNED_IN.store(fork::generation(), Ordering::SeqCst);
     Ok(())
 }
 
-/// In a forked child: the thread that forked is the main thread now.
-pub fn forked() {
-    MAIN_THREAD.store(this_thread(), Ordering::SeqCst);
+/// Python's main thread in this process.
+fn main_thread() -> u64 {
+    if fork::generation() == LEARNED_IN.load(Ordering::SeqCst) {
+        return MAIN_THREAD.load(Ordering::SeqCst);
+    }
+    fork::forker().unwrap_or(0)
 }
 
 /// This thread, as Python identifies it (`threading.get_ident()`).
@@ -58,7 +65,7 @@ pub fn this_thread() -> u64 {
 impl Signals {
     /// For a pass about to start on this thread (with the GIL).
     pub fn new(_py: Python<'_>) -> Self {
-        let main = MAIN_THREAD.load(Ordering::SeqCst) == this_thread();
+        let main = main_thread() == this_thread();
         let long_ago = Instant::now()
             .checked_sub(EVERY)
             .unwrap_or_else(Instant::now);

@@ -15,8 +15,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use transcript_core::envelope::{
     member_span_at, member_spans, parse_line, EnvelopeType, LineError, Span,
 };
-use transcript_core::file_state;
-use transcript_core::file_watch::{FileWatch, Look};
+use transcript_core::fork;
 use transcript_core::json::{wtf8_from_utf16, JsonError};
 use transcript_core::scan::{tail_scan, ReadAt, Tail};
 use transcript_core::stamp::{IdGen, Instant, Stamper};
@@ -448,10 +447,9 @@ pub struct Transcript {
     // The timestamp text of the last second an append was stamped in.
     stamps: Stamper,
     buf: Vec<u8>,
-    // Tells after each write, without a system call where it can, that the
-    // file still has its name; None for a read-only transcript, or where the
-    // platform cannot watch (every check is then a statx).
-    watch: Option<FileWatch>,
+    // The fork generation the transcript was opened in: a forked child never
+    // writes through its parent's writer, even where no Python at-fork hook ran.
+    opened_in: u64,
 }
 
 impl Transcript {
@@ -491,11 +489,6 @@ impl Transcript {
             LoadError::Io(io) => signals.raised(&io, os_error),
             other => load_error(other),
         })?;
-        let watch = if broken.is_none() {
-            FileWatch::new(&file)
-        } else {
-            None
-        };
         Ok(Transcript {
             core,
             file,
@@ -506,7 +499,7 @@ impl Transcript {
             ids: IdGen::new(),
             stamps: Stamper::default(),
             buf: Vec::new(),
-            watch,
+            opened_in: fork::generation(),
         })
     }
 
@@ -536,6 +529,11 @@ impl Transcript {
     fn refuse_if_broken(&self) -> PyResult<()> {
         match &self.broken {
             Some(why) => Err(SessionBroken::new_err(why.clone())),
+            None if self.opened_in != fork::generation() => Err(SessionBroken::new_err(
+                "this session was opened before a fork(), by the parent process; it cannot \
+                 append in the child (open the transcript there instead, once the parent has \
+                 closed it)",
+            )),
             None => Ok(()),
         }
     }
@@ -558,16 +556,14 @@ impl Transcript {
         // would refuse it, or the index no longer says where the lines are.
         // Whenever the check cannot vouch for the line, the session is broken:
         // the line is in the file, so an error must not let it pass as unwritten.
-        // The name is vouched for by the file watch's bell, a load from memory,
-        // when it can hear it, else by a statx for the link count; the length by
-        // an lseek, or by that statx (file_watch, file_state).
-        let look = self.watch.as_ref().map_or(Look::Ask(None), FileWatch::look);
-        let checked = match look {
-            Look::Named => file_state::length(&self.file).map(|len| (true, len)),
-            Look::Ask(_) => file_state::links_and_length(&self.file).map(|m| (m.links > 0, m.len)),
-        };
-        let (named, len) = match checked {
-            Ok(checked) => checked,
+        // One statx(2) per append, with no state kept about the file between
+        // appends: Linux tells a process of another's unlink or rename only
+        // through a descriptor it must watch, which would cost every process
+        // a kernel facility (and be late: the link count drops first). It asks
+        // for the link count and the length only: asking for the times too
+        // would make every next write stamp and journal the inode (file_state).
+        let meta = match transcript_core::file_state::links_and_length(&self.file) {
+            Ok(meta) => meta,
             Err(e) => {
                 self.broken = Some(format!(
                     "the file could not be checked after a write ({e}): that line may be in it"
@@ -575,17 +571,17 @@ impl Transcript {
                 return Err(os_error(&e));
             }
         };
-        let changed = if !named {
+        let changed = if meta.links == 0 {
             Some("the transcript was deleted or replaced under the session".to_string())
-        } else if len < self.good_len {
+        } else if meta.len < self.good_len {
             Some(format!(
-                "the transcript was truncated under the session ({len} bytes, {} expected)",
-                self.good_len
+                "the transcript was truncated under the session ({} bytes, {} expected)",
+                meta.len, self.good_len
             ))
-        } else if len > self.good_len {
+        } else if meta.len > self.good_len {
             Some(format!(
-                "another program wrote to the transcript under the session ({len} bytes, {} expected)",
-                self.good_len
+                "another program wrote to the transcript under the session ({} bytes, {} expected)",
+                meta.len, self.good_len
             ))
         } else {
             None
@@ -593,9 +589,6 @@ impl Transcript {
         if let Some(why) = changed {
             self.broken = Some(why.clone());
             return Err(SessionBroken::new_err(why));
-        }
-        if let (Look::Ask(count), Some(watch)) = (look, self.watch.as_mut()) {
-            watch.confirm(count);
         }
         let mut offset = self.good_len - total;
         self.missing_newline = false;
@@ -760,7 +753,6 @@ impl Transcript {
         let file = dup(fd)?;
         let good_len = file_size(&file)?;
         let missing_newline = good_len > 0;
-        let watch = FileWatch::new(&file);
         Ok(Transcript {
             core: core::Transcript::default(),
             file,
@@ -771,7 +763,7 @@ impl Transcript {
             ids: IdGen::new(),
             stamps: Stamper::default(),
             buf: Vec::new(),
-            watch,
+            opened_in: fork::generation(),
         })
     }
 

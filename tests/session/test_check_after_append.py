@@ -1,60 +1,36 @@
-"""The file watch: an append knows its file still has its name without a
-system call, and is exactly as strict as the ``statx`` it replaces.
+"""The check after each append: the transcript still has its name and the
+length the session wrote.
 
-After each write, an append checks that the transcript was not deleted or
-replaced by a rename over its name, and that its length is the one it wrote.
-Where the kernel allows (Linux 6.1+, io_uring and inotify not refused, a local
-file system), the name is vouched for by a bell in memory that an unlink or a
-rename over the file rings before that call returns, in whatever process; the
-length by an ``lseek``. Elsewhere, a ``statx`` does both (``rust/core/src/
-file_watch.rs``). Under test:
+After each write, an append asks ``statx`` for the file's link count and
+length. A transcript deleted or replaced by a rename over its name, truncated
+in place, or written to by another program breaks the session at the next
+append (``SessionBroken``), and every append after it; a file renamed away,
+chmodded, touched or given a new name keeps its session. Under test:
 
-* differential: any sequence of appends and of what other programs do to the
-  file (delete it, rename over it, rename it away, truncate it, append to it,
-  chmod, touch, hard-link it and delete the first name) gets the same answer
-  from every append with the watch as with ``statx`` alone, the oracle;
-* one process's many sessions share one watch: a ring for one file breaks
-  that session alone;
-* a forked child never reads the parent's watch (it would take the parent's
-  events): the parent still hears a deletion the child made, and the child's
-  own sessions hear theirs;
-* a session made on a thread that has ended still hears; threads appending to
-  their own sessions while a file is deleted break that one session alone.
+* a model: any sequence of appends and of what other programs do to the file
+  (delete it, rename over it, rename it away, truncate it, append to it,
+  chmod, touch, hard-link it and delete the first name) gets, at every append,
+  the answer the model of name and length gives;
+* each act done by another process is seen by the next append;
+* one process's many sessions: a deletion breaks that session alone, from
+  any thread, and a forked child's deletion is seen by the parent.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_transcript import Message, Session, SessionBroken, _core
-
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the file watch is Linux's")
-
-WATCHABLE = sys.platform == "linux" and _core.file_watch()
-needs_watch = pytest.mark.skipif(not WATCHABLE, reason="no io_uring or inotify here: statx alone")
-
-
-@pytest.fixture(params=["watched", "unwatched"])
-def watch(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Sessions made in the test hear the bell, or ask statx after each append."""
-    if request.param == "watched" and not WATCHABLE:
-        pytest.skip("no io_uring or inotify here: statx alone")
-    before = _core.file_watch()
-    _core.file_watch(request.param == "watched")
-    try:
-        yield request.param
-    finally:
-        _core.file_watch(before)
+from agent_transcript import Message, Session, SessionBroken
 
 
 def _outsider(path: Path, what: str, n: int) -> Path | None:
@@ -126,24 +102,41 @@ def _replay(directory: Path, steps: list[str], in_process: bool) -> list[str]:
 OUTSIDERS = ["rm", "mv-over", "mv-away", "truncate", "foreign-append", "chmod", "touch", "link-and-rm"]
 
 
-@needs_watch
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def _model(steps: list[str]) -> list[str]:
+    """What each append of ``steps`` answers, from the file's name and length
+    alone: the oracle the check after each append must agree with."""
+    named, extra, why = True, 0, None  # extra: the file's bytes beyond the session's
+    outcomes = []
+    for step in steps:
+        if step in ("append", "append_messages"):
+            if why is None and not named:
+                why = "the transcript was deleted or replaced under the session"
+            elif why is None and extra < 0:
+                why = "the transcript was truncated under the session "
+            elif why is None and extra > 0:
+                why = "another program wrote to the transcript under the session "
+            outcomes.append(why or "ok")
+        elif not named:
+            continue  # nothing left to act on
+        elif step in ("rm", "mv-over"):
+            named = False
+        elif step == "truncate":
+            extra -= 7
+        elif step == "foreign-append":
+            extra += len(b'{"not":"ours"}\n')
+    return outcomes
+
+
+@settings(max_examples=60, deadline=None)
 @given(steps=st.lists(st.sampled_from(["append", "append", "append_messages", *OUTSIDERS]), max_size=12))
-def test_the_watch_answers_every_append_as_statx_does(tmp_path_factory: pytest.TempPathFactory,
-                                                      steps: list[str]) -> None:
-    before = _core.file_watch()
-    try:
-        answers = {}
-        for mode in ("watched", "unwatched"):
-            _core.file_watch(mode == "watched")
-            answers[mode] = _replay(tmp_path_factory.mktemp(mode), steps, in_process=True)
-    finally:
-        _core.file_watch(before)
-    assert answers["watched"] == answers["unwatched"], steps
+def test_every_append_answers_as_the_name_and_length_say(tmp_path_factory: pytest.TempPathFactory,
+                                                         steps: list[str]) -> None:
+    got = _replay(tmp_path_factory.mktemp("run"), steps, in_process=True)
+    assert got == _model(steps), steps
 
 
 @pytest.mark.parametrize("what", OUTSIDERS)
-def test_another_process_is_heard_before_the_next_append(tmp_path: Path, watch: str, what: str) -> None:
+def test_another_process_is_seen_by_the_next_append(tmp_path: Path, what: str) -> None:
     outcomes = _replay(tmp_path, ["append", what, "append", "append_messages", "append"], in_process=False)
     broken = what in ("rm", "mv-over", "truncate", "foreign-append")
     assert outcomes[0] == "ok"
@@ -153,7 +146,7 @@ def test_another_process_is_heard_before_the_next_append(tmp_path: Path, watch: 
         assert outcomes == ["ok"] * 4
 
 
-def test_a_ring_for_one_session_breaks_that_session_alone(tmp_path: Path, watch: str) -> None:
+def test_a_deletion_breaks_that_session_alone(tmp_path: Path) -> None:
     sessions = [Session.create(tmp_path / f"s{k}.jsonl") for k in range(5)]
     try:
         for s in sessions:
@@ -166,7 +159,6 @@ def test_a_ring_for_one_session_breaks_that_session_alone(tmp_path: Path, watch:
             else:
                 s.append_message(Message.user("kept"))
                 s.append_message(Message.user("kept again"))
-        # The one closed meanwhile takes its watch with it; the others hear on.
         sessions[0].close()
         (tmp_path / "s4.jsonl").unlink()
         sessions[3].append_message(Message.user("still"))
@@ -178,13 +170,12 @@ def test_a_ring_for_one_session_breaks_that_session_alone(tmp_path: Path, watch:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_a_forked_child_neither_uses_nor_drains_the_parents_watch(tmp_path: Path, watch: str) -> None:
+def test_the_parent_sees_a_deletion_its_forked_child_made(tmp_path: Path) -> None:
     parent_path, child_path = tmp_path / "parent.jsonl", tmp_path / "child.jsonl"
     with Session.create(parent_path) as s:
         s.append_message(Message.user("before the fork"))
-        s.append_message(Message.user("heard by the bell"))
         pid = os.fork()
-        if pid == 0:  # the child: its own session hears its own deletions
+        if pid == 0:  # the child: its own session sees its own deletions
             code = 1
             try:
                 with Session.create(child_path) as c:
@@ -194,8 +185,7 @@ def test_a_forked_child_neither_uses_nor_drains_the_parents_watch(tmp_path: Path
                     try:
                         c.append_message(Message.user("lost"))
                     except SessionBroken:
-                        # ... and deletes the parent's file: the parent's
-                        # watch must still hear it, unread by this process.
+                        # ... and deletes the parent's file.
                         parent_path.unlink()
                         code = 0
             finally:
@@ -206,7 +196,7 @@ def test_a_forked_child_neither_uses_nor_drains_the_parents_watch(tmp_path: Path
             s.append_message(Message.user("into the void"))
 
 
-def test_a_session_made_on_a_thread_that_ended_still_hears(tmp_path: Path, watch: str) -> None:
+def test_a_session_made_on_a_thread_that_ended_still_checks(tmp_path: Path) -> None:
     made: list[Session] = []
     t = threading.Thread(target=lambda: made.append(Session.create(tmp_path / "t.jsonl")))
     t.start()
@@ -219,7 +209,7 @@ def test_a_session_made_on_a_thread_that_ended_still_hears(tmp_path: Path, watch
             s.append_message(Message.user("lost"))
 
 
-def test_threads_appending_while_one_file_is_deleted(tmp_path: Path, watch: str) -> None:
+def test_threads_appending_while_one_file_is_deleted(tmp_path: Path) -> None:
     sessions = [Session.create(tmp_path / f"s{k}.jsonl") for k in range(4)]
     deleted = threading.Event()
     results: dict[int, str] = {}
@@ -247,3 +237,29 @@ def test_threads_appending_while_one_file_is_deleted(tmp_path: Path, watch: str)
     for k in (1, 2, 3):
         with Session.load(tmp_path / f"s{k}.jsonl") as r:
             assert len(r.messages) == 400
+
+
+NO_WATCH_CHILD = r"""
+import json, os, sys
+from agent_transcript import Message, Session
+with Session.create(sys.argv[1]) as s:
+    for k in range(1000):
+        s.append_message(Message.user(f"message {k}"))
+    links = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            links.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            pass  # the listing's own descriptor, closed meanwhile
+print(json.dumps(links))
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+def test_a_process_that_appends_holds_no_ring_or_watch_descriptor(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", NO_WATCH_CHILD, str(tmp_path / "t.jsonl")],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    links = json.loads(done.stdout)
+    assert any(link.endswith("t.jsonl") for link in links), links  # the listing saw the session's
+    assert not [link for link in links if link in ("anon_inode:[io_uring]", "anon_inode:inotify")], links
