@@ -48,6 +48,19 @@ class Message:
 
     def to_dict(self) -> dict[str, Any]:
         """The message as a payload: ``role`` and ``content`` always, the rest when set."""
+        d = self.to_chat()
+        if self.sticky:
+            d["sticky"] = True
+        if self.sysprompt:
+            d["sysprompt"] = True
+        if self.depth is not None:
+            d["depth"] = self.depth
+        return d
+
+    def to_chat(self) -> dict[str, Any]:
+        """The message as an OpenAI-style chat message, to send to a model:
+        ``role`` and ``content``, and ``name``, ``tool_calls``, ``tool_call_id``
+        when set; never the library's own flags (``sticky``, ``sysprompt``, ``depth``)."""
         d: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.name is not None:
             d["name"] = self.name
@@ -55,12 +68,6 @@ class Message:
             d["tool_calls"] = self.tool_calls
         if self.tool_call_id is not None:
             d["tool_call_id"] = self.tool_call_id
-        if self.sticky:
-            d["sticky"] = True
-        if self.sysprompt:
-            d["sysprompt"] = True
-        if self.depth is not None:
-            d["depth"] = self.depth
         return d
 
     @classmethod

@@ -46,6 +46,9 @@ __all__ = ["TranscriptRow", "list_transcripts", "read_row", "sort_rows", "writer
 #: (``agent-transcript check`` reads every line):
 #:
 #: * ``clean``: a session-meta first, the last line a whole envelope;
+#: * ``pending``: clean, but the last line is a tool call no tool message can
+#:   answer yet (an assistant message's ``tool_calls``) or a dispatch never
+#:   settled: the run stopped mid-call (or a tool is running now);
 #: * ``torn tail``: the last line is cut short, what a crash leaves (load removes it);
 #: * ``corrupt``: the last two lines are both damaged, which load refuses;
 #: * ``unsupported version``: the session-meta's ``v`` is not 1;
@@ -53,7 +56,7 @@ __all__ = ["TranscriptRow", "list_transcripts", "read_row", "sort_rows", "writer
 #: * ``claude-code``, ``codex``: another tool's transcript, which ``import`` reads;
 #: * ``unreadable``: it cannot be opened (``reason`` says why: permission, a dangling link);
 #:   a sub-folder the walk cannot list has a row of its own so.
-STATUSES = ("clean", "torn tail", "corrupt", "unsupported version", "not a transcript",
+STATUSES = ("clean", "pending", "torn tail", "corrupt", "unsupported version", "not a transcript",
             "claude-code", "codex", "unreadable")
 
 #: The names a listing takes for transcripts.
@@ -73,6 +76,8 @@ BATCH = 256
 # Why a row the core read is not clean.
 _REASONS: dict[str, str | None] = {"clean": None, "torn tail": "the last line is cut short",
                                    "corrupt": "the last two lines are both damaged"}
+_PENDING = {"tool-dispatched": "the last line is a tool call dispatched and never settled",
+            "message": "the last line is a tool call no tool message answers"}
 
 # The end of every line this library writes: the canonical key order puts
 # ts, type and v last, so a long line's type is read without reading it all.
@@ -266,8 +271,11 @@ def _rows_of(names: list[str], paths: list[Path],
         else:
             pid = table.get((dev, ino))
             held = pid is not None
+        reason = _REASONS[status]
+        if status == "clean" and _ends_in_a_call(path, last_type, size):
+            status, reason = "pending", _PENDING[last_type or ""]
         yield _filled((path, status, size, mtime, title, agent, model, started, last_activity, last_type,
-                       held, pid, _REASONS[status]))
+                       held, pid, reason))
 
 
 def read_row(path: Path, locks: dict[tuple[int, int], int] | None = None) -> TranscriptRow:
@@ -300,6 +308,8 @@ def read_row(path: Path, locks: dict[tuple[int, int], int] | None = None) -> Tra
     except BaseException:
         fd.close()
         raise
+    if fields.get("status") == "clean" and _ends_in_a_call(path, fields.get("last_type"), st.st_size):
+        fields.update(status="pending", reason=_PENDING[fields["last_type"]])
     return TranscriptRow(**base, **fields)  # type: ignore[arg-type]
 
 
@@ -319,10 +329,52 @@ def _archive_row(path: Path, base: dict[str, Any]) -> TranscriptRow:
         if m.role == "user":
             title = _clip(content_text(m.content))
             break
-    return TranscriptRow(status="torn tail" if torn else "clean", title=title,
+    status, reason = ("torn tail", "a line is skipped") if torn else ("clean", None)
+    if not torn and (last.type == "tool-dispatched" or last.type == "message" and _makes_calls(last.payload)):
+        status, reason = "pending", _PENDING[last.type]
+    return TranscriptRow(status=status, title=title,
                          agent=_str(meta.get("agent")), model=_str(meta.get("model")),
                          started=p.envelopes[0].ts, last_activity=last.ts, last_type=last.type,
-                         reason="a line is skipped" if torn else None, **base)
+                         reason=reason, **base)
+
+
+def _makes_calls(payload: Any) -> bool:
+    """``payload`` is an assistant message's that makes a tool call (an entry
+    of its ``tool_calls`` with a string ``id``): on a last line, one no tool
+    message answers."""
+    if not isinstance(payload, dict) or payload.get("role") != "assistant":
+        return False
+    calls = payload.get("tool_calls")
+    return isinstance(calls, list) and any(isinstance(c, dict) and isinstance(c.get("id"), str)
+                                           for c in calls)
+
+
+def _ends_in_a_call(path: Path, last_type: str | None, size: int) -> bool:
+    """Whether the whole last line of a clean transcript is a dispatch (never
+    settled: nothing follows it) or a message making a tool call (nothing
+    answers it). Only a message's last line is read, and parsed only when it
+    names ``tool_calls``; a line longer than 4 MiB is not looked into."""
+    if last_type == "tool-dispatched":
+        return True
+    if last_type != "message":
+        return False
+    fd = Descriptor()
+    try:
+        fd.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        end = _skip_blank_back(fd.fd, size, 0)
+        start = _line_start(fd.fd, end, 0)
+        raw = os.pread(fd.fd, end - start, start) if end - start <= TAIL_MAX else b""
+        fd.close()
+    except OSError:
+        fd.close()
+        return False
+    except BaseException:
+        fd.close()
+        raise
+    if b'"tool_calls"' not in raw:
+        return False
+    env = _parse(raw)
+    return env is not None and _makes_calls(env.get("payload"))
 
 
 def _clip(text: str | None) -> str | None:
