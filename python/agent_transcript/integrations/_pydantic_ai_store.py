@@ -45,6 +45,14 @@ class _FileState:
     entries: dict[str, tuple[str | None, Any]]  # entry id -> (parent id, message JSON)
 
 
+def _conversation_of(path: Path) -> str | None:
+    """The conversation id a transcript was created for (its session-meta)."""
+    meta = Session.peek(path).meta
+    own = meta.get(EXTRA_KEY) if isinstance(meta, dict) else None
+    cid = own.get("conversation-id") if isinstance(own, dict) else None
+    return cid if isinstance(cid, str) else None
+
+
 def _scan(envelopes: Iterable[Any]) -> tuple[dict[str, Any] | None, dict[str, tuple[str | None, Any]]]:
     record: dict[str, Any] | None = None
     entries: dict[str, tuple[str | None, Any]] = {}
@@ -83,12 +91,22 @@ class TranscriptConversationStore(ConversationStore):
         self._lock = threading.Lock()
 
     def transcript_path(self, conversation_id: str) -> Path:
-        """The transcript that holds ``conversation_id``."""
+        """The transcript that holds ``conversation_id``.
+
+        An id that is a safe file name is the file's name; any other is named by
+        its SHA-256 after a ``_``, which no safe name begins with, so two ids
+        never share a file. A transcript named the way earlier versions named
+        it (``c-`` and 32 digits of the digest) is still found, by the id in
+        its first line.
+        """
         if _SAFE_NAME.fullmatch(conversation_id):
-            name = conversation_id
-        else:
-            name = "c-" + hashlib.sha256(conversation_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-        return self.folder / f"{name}.jsonl"
+            return self.folder / f"{conversation_id}.jsonl"
+        hashed = hashlib.sha256(conversation_id.encode("utf-8", "surrogatepass")).hexdigest()
+        path = self.folder / f"_{hashed}.jsonl"
+        legacy = self.folder / f"c-{hashed[:32]}.jsonl"
+        if not path.exists() and legacy.is_file() and _conversation_of(legacy) == conversation_id:
+            return legacy
+        return path
 
     # -- reading (no lock) -------------------------------------------------------
 
