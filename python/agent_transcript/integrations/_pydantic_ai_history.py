@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import datetime, timezone
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 try:
@@ -153,9 +153,11 @@ def early_block(written: Sequence[tuple[str, str | None, Any]], messages: Sequen
     the run that made ``messages``, and the first ``k`` of those are its first
     ``k`` messages (``k < b``: the run went past the others).
     """
-    run = run_of(messages[0]) if messages else ""
+    if not messages:
+        return 0, 0
+    run = run_of(messages[0])  # '' (a version without run ids) matches the lines marked so
     b = 0
-    while run and b < len(written) and written[len(written) - 1 - b][1] == run:
+    while b < len(written) and written[len(written) - 1 - b][1] == run:
         b += 1
     block = written[len(written) - b:]
     k = 0
@@ -182,6 +184,14 @@ def live_groups(session: Session) -> list[tuple[str | None, str, list[Any]]]:
     return groups
 
 
+def line_time(ts: str) -> datetime:
+    """A line's ``ts`` as a datetime (the epoch for one this library did not write)."""
+    try:
+        return datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return datetime.fromtimestamp(0, timezone.utc)
+
+
 def load_messages(session: Session) -> list[ModelMessage]:
     """The transcript's live history as pydantic-ai messages, for ``message_history=``.
 
@@ -204,8 +214,7 @@ def load_messages(session: Session) -> list[ModelMessage]:
                 if isinstance(function, Mapping):
                     tool_names[str(call.get("id"))] = str(function.get("name"))
             # Dated by its line, so two loads give equal messages.
-            when = datetime.strptime(session.events[e.line - 1].ts, "%Y-%m-%dT%H:%M:%S.%fZ")
-            out.append(_chat_to_message(e.message, tool_names, when.replace(tzinfo=timezone.utc)))
+            out.append(_chat_to_message(e.message, tool_names, line_time(session.events[e.line - 1].ts)))
     return out
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime
 import functools
 import hashlib
 import json
@@ -26,13 +25,12 @@ from pydantic_ai.conversation_store import (
     ConversationRecord,
     ConversationStore,
 )
-
 from pydantic_ai.messages import ModelRequest, ToolReturnPart
 
 from agent_transcript import Session, SessionLocked
 
 from ._aio import write_off_loop
-from ._pydantic_ai_history import EXTRA_KEY, dump, early_block, live_groups, load, write_entry
+from ._pydantic_ai_history import EXTRA_KEY, dump, early_block, line_time, live_groups, load, write_entry
 
 #: The run-context fact holding the conversation's record (``None``: deleted).
 RECORD_KEY = "pydantic-ai.record"
@@ -125,7 +123,7 @@ def _scan(envelopes: Iterable[Any]) -> _Scan:
                 last, answer = None, None
                 continue
             content = payload.get("content")
-            when = datetime.datetime.strptime(env.ts, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+            when = line_time(env.ts)
             answer[2].append(ToolReturnPart(answer[1].pop(call_id), content if isinstance(content, str)
                                             else json.dumps(content, ensure_ascii=False),
                                             tool_call_id=call_id, timestamp=when))
