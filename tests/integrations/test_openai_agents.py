@@ -590,6 +590,31 @@ def test_calls_are_in_the_file_before_their_tools_run_and_once_after_the_turn(
     assert calls_and_outputs_pair(expected[1]) and s.unanswered_tool_calls() == []
 
 
+@function_tool(failure_error_function=None)
+def boom() -> str:
+    """A tool whose error ends the run."""
+    raise RuntimeError("boom")
+
+
+def test_an_item_written_early_by_a_failed_run_does_not_hide_a_later_one(tmp_path: Path) -> None:
+    model = ScriptedModel([[assistant_message("Checking.", item_id="m1"), function_call("boom", {}, call_id="c1")],
+                           [assistant_message("Checking.", item_id="m1")]])
+    agent = agent_for(model, [boom])
+
+    async def go(t: TranscriptSession) -> list[Any]:
+        with pytest.raises(Exception, match="boom"):
+            await Runner.run(agent, "first", session=t, hooks=TranscriptRunHooks(t))
+        await Runner.run(agent, "second", session=t, hooks=TranscriptRunHooks(t))
+        return await t.get_items()
+
+    with TranscriptSession(tmp_path / "run.jsonl") as t:
+        items = asyncio.run(go(t))
+    # The failed run's response is in the file (the SDK never handed it over);
+    # the second run's identical message is not taken for it.
+    assert [i.get("content") if i.get("role") == "user" else i.get("call_id") or i.get("id") for i in items] == \
+        ["first", "m1", "c1", "second", "m1"]
+
+
 def test_the_early_write_and_the_sdk_hand_over_write_each_item_once(tmp_path: Path) -> None:
     call = {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f", "arguments": "{}"}
     reasoning = {"type": "reasoning", "id": "rs_1", "summary": []}

@@ -418,6 +418,12 @@ class TranscriptSession:
             self._ids.extend(ids)
             self._early.extend(keys)
 
+    def _forget_early(self) -> None:
+        """The SDK has handed over every turn before this one: an item written early
+        and never handed over (its run failed) is not one a later turn may skip."""
+        with self._lock:
+            self._early = []
+
     def _holds_call(self, item: Mapping[str, Any]) -> bool:
         """Whether the history already holds this call (a resumed turn's call, say)."""
         call_id = item.get("call_id")
@@ -555,6 +561,7 @@ class TranscriptRunHooks(RunHooks[Any]):
 
     async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: Any) -> None:
         self._output, self._written = [], None
+        self.session._forget_early()  # the SDK adds a turn's items before the next model call
 
     async def on_llm_end(self, context: Any, agent: Any, response: ModelResponse) -> None:
         # Kept until a tool starts: a turn that runs no tool is written by the SDK, as ever.
