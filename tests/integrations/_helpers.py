@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
-import warnings
 import sys
+import time
+import warnings
 from pathlib import Path
+from typing import Any
 
 from agent_transcript import Session
 
@@ -48,3 +51,46 @@ def close_default_loop() -> None:
     if not loop.is_running():
         loop.close()
         asyncio.set_event_loop(None)
+
+
+def calls_and_outputs_pair(items: list[Any]) -> bool:
+    """What the Responses API checks of an input: every ``*_call`` item's call id is
+    answered once by a ``*_call_output`` after it, and every output answers a call
+    before it (an unanswered call or an orphan output is a 400)."""
+    open_calls: dict[str, int] = {}
+    answered: set[str] = set()
+    for item in items:
+        kind, call_id = item.get("type"), item.get("call_id")
+        if not isinstance(kind, str) or not isinstance(call_id, str):
+            continue
+        if kind.endswith("_call_output"):
+            if open_calls.pop(call_id, None) is None:
+                return False
+            answered.add(call_id)
+        elif kind.endswith("_call"):
+            if call_id in open_calls or call_id in answered:
+                return False
+            open_calls[call_id] = 1
+    return not open_calls
+
+
+def run_child_until(script: str, args: list[str], marker: Path, *, timeout: float = 120) -> None:
+    """Run ``python -c script *args``, wait until it creates ``marker`` (its tool is
+    running), then SIGKILL it; fails if it exits first or never gets there."""
+    p = subprocess.Popen([sys.executable, "-c", script, *args],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env())
+    try:
+        deadline = time.monotonic() + timeout
+        while not marker.exists():
+            assert p.poll() is None, p.communicate()[1].decode()
+            assert time.monotonic() < deadline, "the tool never started"
+            time.sleep(0.02)
+        os.kill(p.pid, signal.SIGKILL)
+        assert p.wait(timeout=60) == -signal.SIGKILL
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        assert p.stdout is not None and p.stderr is not None
+        p.stdout.close()
+        p.stderr.close()
