@@ -26,6 +26,7 @@ from .codec import canonical_json
 from .envelope import Entry, Envelope, Peek, PendingToolOperation
 from .message import Message
 from .session import Session
+from .tool_calls import INTERRUPTED, UnansweredToolCall
 
 __all__ = [
     "__version__",
@@ -35,6 +36,8 @@ __all__ = [
     "Entry",
     "Peek",
     "PendingToolOperation",
+    "UnansweredToolCall",
+    "INTERRUPTED",
     "canonical_json",
     "digest",
     "TranscriptError",

@@ -63,6 +63,19 @@ class Message:
             d["depth"] = self.depth
         return d
 
+    def to_chat(self) -> dict[str, Any]:
+        """The message as an OpenAI-style chat message, to send to a model:
+        ``role`` and ``content``, and ``name``, ``tool_calls``, ``tool_call_id``
+        when set; never the library's own flags (``sticky``, ``sysprompt``, ``depth``)."""
+        d: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.name is not None:
+            d["name"] = self.name
+        if self.tool_calls is not None:
+            d["tool_calls"] = self.tool_calls
+        if self.tool_call_id is not None:
+            d["tool_call_id"] = self.tool_call_id
+        return d
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Message:
         """The inverse of :meth:`to_dict`; keys that are not Message fields are ignored.

@@ -6,18 +6,25 @@ import os
 import sys as _sys
 import warnings as _warnings
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from . import _core, _platform, _storage
+from . import _core, _platform, _storage, tool_calls
+from ._arguments import check_int as _check_int
+from ._arguments import check_type as _check_type
+from ._arguments import message_item as _message_item
+from ._arguments import message_payload as _message_payload
+from ._arguments import pairs as _pairs
+from ._arguments import replacement_payloads as _replacement_payloads
 from ._core import digest as _digest
 from .artifacts import ArtifactStore
 from .codec import canonical_json
 from .envelope import Entry, Envelope, LazySequence, Peek, PendingToolOperation
 from .errors import CorruptTranscript, SessionBroken, SessionClosed, ToolOperationError, UnknownId
 from .message import MESSAGE_FIELDS, Message
+from .tool_calls import INTERRUPTED, UnansweredToolCall
 
 __all__ = ["Session"]
 
@@ -726,14 +733,59 @@ class Session(_core.SessionBase):
     def pending_tool_operations(self) -> list[PendingToolOperation]:
         """Every dispatched, unsettled tool operation, in dispatch order."""
         with self._lock:
-            return pending_operations(self._t)
+            return tool_calls.pending_operations(self._t)
+
+    # -- resuming into a model API -----------------------------------------
+
+    def unanswered_tool_calls(self) -> list[UnansweredToolCall]:
+        """Every live tool call that no tool message answers, in conversation
+        order: what a chat API would refuse to be sent. A tool message answers
+        the earliest live call before it with its ``tool_call_id`` not answered yet."""
+        with self._lock:
+            return tool_calls.unanswered_tool_calls(self._t)
+
+    def answer_unanswered_tool_calls(
+            self, content: str | Callable[[UnansweredToolCall], str] = INTERRUPTED) -> list[str]:
+        """Answer every unanswered call: settle its pending operations as
+        ``outcome-unknown`` (reason: interrupted) and append ``Message.tool(call_id,
+        text)``, ``text`` being ``content`` or ``content(call)``; all in one
+        ``write(2)`` at the end of the file, as :meth:`append_messages` writes.
+
+        A crash inside it leaves a prefix of those lines; calling it again
+        answers the rest. Returns the tool messages' ids (``[]``, and nothing
+        written, when nothing is unanswered).
+
+        Raises:
+            TypeError: ``content`` is not a string or a callable, or returned
+                something that is not a string (nothing is written).
+        """
+        with self._lock:
+            rows, answers = tool_calls.answer_rows(self._t, content)
+            if not rows:
+                return []
+            try:
+                ids = self._writable().append_messages(rows)
+            except OSError as e:
+                raise _named(e, self._path)
+            return [ids[k] for k in answers]
+
+    def chat_messages(self) -> list[dict[str, Any]]:
+        """The live conversation as a strict chat API takes it: each message's
+        :meth:`Message.to_chat`, each tool message that answers a call laid
+        right after that call's assistant message, and tool messages that
+        answer no call left out. A view for sending: the file is untouched."""
+        with self._lock:
+            return tool_calls.chat_messages(self._t)
 
     def resolve_tool_operation(self, op_id: str, outcome: str | None = None, *,
                                reason: str = "resolved after an interrupted run") -> str:
-        """Write the missing settle line of a pending operation.
+        """Write the missing settle line of a pending operation; returns that
+        line's id (the envelope id of the tool-settled line, not the outcome).
 
         ``outcome`` defaults to ``completed`` when its result was persisted and
-        to ``outcome-unknown`` otherwise.
+        to ``outcome-unknown`` otherwise. The conversation is not touched: a
+        call left without a tool message is still unanswered (see
+        :meth:`answer_unanswered_tool_calls`).
 
         Raises:
             ToolOperationError: ``op_id`` is not a pending operation.
@@ -813,28 +865,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def pending_operations(t: _core.Transcript) -> list[PendingToolOperation]:
-    """The core's pending operations of ``t`` (``t.pending()``), as the public records."""
-    out = []
-    for index, result in t.pending():
-        op_id, _, ts, _, payload, _ = t.event(index)
-        p = payload if isinstance(payload, dict) else {}
-        out.append(PendingToolOperation(
-            op_id=op_id,
-            call_id=p.get("call-id"),
-            tool=p.get("tool"),
-            arguments=p.get("arguments"),
-            arguments_digest=p.get("arguments-digest"),
-            idempotency=p.get("idempotency"),
-            run_id=p.get("run-id"),
-            round=p.get("round"),
-            dispatched_ts=ts,
-            state="dispatched" if result is None else "result-persisted",
-            result_message_id=None if result is None else t.envelope_id(result),
-        ))
-    return out
-
-
 def _fork_prefix(fd: int, path: Path, through_id: str | None) -> int:
     """How many bytes of ``fd``'s file a fork through ``through_id`` copies: up
     to and including that envelope's line (the last envelope's, if None) and
@@ -910,68 +940,6 @@ def _copy_lines(src: int, dst: int, length: int) -> None:
         last = chunk[-1:]
     if last != b"\n":
         os.write(dst, b"\n")
-
-
-def _message_payload(message: Message, extra: dict[str, Any] | None) -> dict[str, Any]:
-    """A message line's payload: ``{**extra, **message.to_dict()}``, a message key
-    dropping an extra of the same name even when the message leaves it unset."""
-    if extra is None:
-        return message.to_dict()
-    if not isinstance(extra, dict):
-        raise TypeError(f"extra must be a dict or None, not {type(extra).__name__}")
-    payload = {k: v for k, v in extra.items() if k not in MESSAGE_FIELDS}
-    payload.update(message.to_dict())
-    return payload
-
-
-def _message_item(item: Any) -> dict[str, Any]:
-    """The payload of one item of :meth:`Session.append_messages`: a Message (a
-    subclass's own ``to_dict()``) or a ``(message, extra)`` pair, or a TypeError."""
-    if isinstance(item, Message):
-        return item.to_dict()
-    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], Message):
-        return _message_payload(item[0], item[1])
-    raise TypeError(f"each item is a Message or a (Message, extra) pair, not {item!r}")
-
-
-def _replacement_payloads(replacement: Iterable[Any]) -> list[dict[str, Any]]:
-    """A compaction's ``replacement`` as message payloads, or a TypeError."""
-    if isinstance(replacement, (Message, str, bytes, dict)):
-        raise TypeError("replacement is an iterable of messages or (message, extra) pairs, "
-                        f"not a {type(replacement).__name__}")
-    out = []
-    for item in replacement:
-        if isinstance(item, Message):
-            out.append(item.to_dict())
-        elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], Message):
-            out.append(_message_payload(item[0], item[1]))
-        else:
-            raise TypeError(f"each replacement item is a Message or a (Message, extra) pair, not {item!r}")
-    return out
-
-
-def _check_type(what: str, value: Any, kind: type) -> None:
-    if not isinstance(value, kind):
-        raise TypeError(f"{what} must be {kind.__name__}, not {type(value).__name__}")
-
-
-def _pairs(items: Iterable[Any], what: str, names: tuple[str, str],
-           second: type) -> list[tuple[str, Any]]:
-    """``items`` as a list of ``(str, second)`` pairs, or a TypeError naming ``what``."""
-    pairs = []
-    for item in items:
-        if not (isinstance(item, (tuple, list)) and len(item) == 2):
-            raise TypeError(f"each {what} is a ({names[0]}, {names[1]}) pair, not {item!r}")
-        first, other = item
-        _check_type(f"a {what}'s {names[0]}", first, str)
-        _check_type(f"a {what}'s {names[1]}", other, second)
-        pairs.append((first, other))
-    return pairs
-
-
-def _check_int(what: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{what} must be int, not {type(value).__name__}")
 
 
 def _absolute(path: str | os.PathLike[str]) -> Path:

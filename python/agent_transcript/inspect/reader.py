@@ -27,7 +27,7 @@ from ..envelope import Envelope, PendingToolOperation
 from ..errors import CorruptTranscript, UnsupportedVersion
 from ..peek import judge, skipped_warning
 from .values import content_size
-from ..session import pending_operations
+from ..tool_calls import pending_operations
 
 __all__ = ["Tail", "Refusal", "Reading", "read", "excerpt", "open_file", "tail", "Later", "CompactionEffect", "LiveMessage"]
 

@@ -906,12 +906,15 @@ impl Transcript {
         Ok(fresh.as_str().to_owned())
     }
 
-    /// `append_messages(rows, /)`: one message envelope per row of `rows`, all
+    /// `append_messages(rows, /)`: one envelope per row of `rows`, all
     /// written with one write(2), then replayed; returns their ids. A row is a
     /// tuple of a `Message`'s eight fields (as `append_message` takes them),
-    /// written from them, or a 1-tuple of a message payload. Nothing is
-    /// written unless every payload is written and replay accepts every
-    /// envelope, each after the ones before it.
+    /// written from them, a 1-tuple of a message payload, or a `(type,
+    /// payload)` pair for an envelope of another type (the settle lines that
+    /// go with the tool messages answering a call). Nothing is written unless
+    /// every payload is written and replay accepts every envelope; each is
+    /// checked against what was there before the call, so rows must not
+    /// depend on one another (two settles of one operation).
     #[pyo3(signature = (rows, /))]
     fn append_messages<'py>(
         slf: &Bound<'py, Self>,
@@ -959,14 +962,18 @@ impl Transcript {
                     &ts,
                 )?)
             } else {
-                let payload = row.get_item(0)?;
+                let (kind, payload) = if row.len() == 2 {
+                    (row.get_item(0)?.extract::<String>()?, row.get_item(1)?)
+                } else {
+                    ("message".to_owned(), row.get_item(0)?)
+                };
                 crate::canonical::write_envelope(
                     py,
                     &mut buf,
                     fresh.as_str(),
                     &payload,
                     ts_text,
-                    "message",
+                    &kind,
                 )?;
                 None
             };
