@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
-import warnings
 import sys
+import time
+import warnings
 from pathlib import Path
 
 from agent_transcript import Session
@@ -21,6 +23,26 @@ def assert_checks_and_loads(path: Path) -> Session:
     with Session.load(path) as s:
         assert s.warnings == []
     return s
+
+
+def kill_9_when(marker: Path, args: list[str], *, env: dict[str, str] | None = None) -> None:
+    """Run ``args`` and ``SIGKILL`` it as soon as ``marker`` exists (its tool
+    writes it, then hangs); fails if it ends first or never writes it."""
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert p.poll() is None, p.communicate()[1].decode()
+            assert time.monotonic() < deadline, "the tool never started"
+            time.sleep(0.02)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        p.stdout.close()  # type: ignore[union-attr]
+        p.stderr.close()  # type: ignore[union-attr]
 
 
 def child_env() -> dict[str, str]:

@@ -7,8 +7,6 @@ once over a transcript, and the model must be handed the same history by both.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -34,7 +32,7 @@ from agent_transcript.integrations.openai_agents import (  # noqa: E402
     message_to_items,
 )
 
-from ._helpers import assert_checks_and_loads, child_env, close_default_loop  # noqa: E402
+from ._helpers import assert_checks_and_loads, child_env, close_default_loop, kill_9_when  # noqa: E402
 
 
 @function_tool
@@ -480,22 +478,7 @@ TOOL_THAT_HANGS = textwrap.dedent("""
 
 def test_a_kill_9_while_a_tool_runs_leaves_the_call_pending_and_loses_nothing(tmp_path: Path) -> None:
     path, marker = tmp_path / "run.jsonl", tmp_path / "tool-running"
-    p = subprocess.Popen([sys.executable, "-c", TOOL_THAT_HANGS, str(path), str(marker)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env())
-    try:
-        deadline = time.monotonic() + 120
-        while not marker.exists():
-            assert p.poll() is None, p.communicate()[1].decode()
-            assert time.monotonic() < deadline, "the tool never started"
-            time.sleep(0.02)
-        os.kill(p.pid, signal.SIGKILL)
-        p.wait(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        p.stdout.close()  # type: ignore[union-attr]
-        p.stderr.close()  # type: ignore[union-attr]
+    kill_9_when(marker, [sys.executable, "-c", TOOL_THAT_HANGS, str(path), str(marker)], env=child_env())
     s = assert_checks_and_loads(path)
     items = [e.extra[EXTRA_KEY] for e in s.entries]  # everything added before the kill
     assert [items[0], items[2]] == [{"role": "user", "content": "hi"}, {"role": "user", "content": "deploy the api"}]
