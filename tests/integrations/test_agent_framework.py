@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
-import signal
 import stat
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +27,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E
 
 from agent_framework import (  # noqa: E402
     Agent,
+    AgentSession,
     BaseChatClient,
     ChatMiddlewareLayer,
     ChatResponse,
@@ -41,7 +39,7 @@ from agent_framework import (  # noqa: E402
     tool,
 )
 
-from agent_transcript import Message, Session, SessionLocked  # noqa: E402
+from agent_transcript import INTERRUPTED, Message, Session, SessionLocked  # noqa: E402
 from agent_transcript.integrations.agent_framework import (  # noqa: E402
     EXTRA_KEY,
     TranscriptHistoryProvider,
@@ -49,7 +47,7 @@ from agent_transcript.integrations.agent_framework import (  # noqa: E402
     transcript_name,
 )
 
-from ._helpers import assert_checks_and_loads  # noqa: E402
+from ._helpers import assert_checks_and_loads, kill_9_when  # noqa: E402
 
 # The FileHistoryProvider is experimental; the framework says so in a warning.
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
@@ -416,22 +414,7 @@ def test_a_session_saved_by_another_process_is_continued(tmp_path: Path) -> None
 
 def test_a_kill_9_while_a_tool_runs_loses_nothing_that_was_saved(tmp_path: Path) -> None:
     folder, marker = tmp_path / "ours", tmp_path / "tool-running"
-    p = subprocess.Popen([sys.executable, "-c", FIRST_TURN, str(folder), str(marker)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 120
-        while not marker.exists():
-            assert p.poll() is None, p.communicate()[1].decode()
-            assert time.monotonic() < deadline, "the tool never started"
-            time.sleep(0.02)
-        os.kill(p.pid, signal.SIGKILL)
-        p.wait(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        p.stdout.close()  # type: ignore[union-attr]
-        p.stderr.close()  # type: ignore[union-attr]
+    kill_9_when(marker, [sys.executable, "-c", FIRST_TURN, str(folder), str(marker)])
     s = assert_checks_and_loads(folder / "chat-1.jsonl")
     # the first run whole, and the second up to the call its tool was running
     assert [m.role for m in s.messages] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
@@ -443,3 +426,64 @@ def test_a_kill_9_while_a_tool_runs_loses_nothing_that_was_saved(tmp_path: Path)
     assert history[-1].contents[0].call_id == "c9"
     assert [e.extra[EXTRA_KEY]["message"] for e in s.entries] == dicts(history)
 
+    # The next run answers the call the kill left hanging, once, in the file,
+    # and the model is sent a conversation in which every call is answered.
+    async def next_run(prompt: str, answer: str) -> list[Any]:
+        client = ScriptedClient([AfMessage("assistant", [answer])])
+        with TranscriptHistoryProvider(folder) as provider:
+            agent = Agent(client, tools=[weather], context_providers=[provider],
+                          require_per_service_call_history_persistence=True)
+            await agent.run(prompt, session=agent.create_session(session_id="chat-1"))
+        return client.calls[0]
+
+    sent = asyncio.run(next_run("are you there?", "Yes."))
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "user", "assistant", "tool", "user"]
+    assert sent[6]["contents"][0]["call_id"] == "c9" and sent[6]["contents"][0]["result"] == INTERRUPTED
+    again = asyncio.run(next_run("still?", "Still."))  # answered once: the next run adds no answer
+    assert [m["role"] for m in again] == [m["role"] for m in sent] + ["assistant", "user"]
+    s = assert_checks_and_loads(folder / "chat-1.jsonl")
+    assert s.unanswered_tool_calls() == []
+    assert [m.content for m in s.messages if m.tool_call_id == "c9"] == [INTERRUPTED]
+
+
+
+@tool(approval_mode="always_require")
+def wire(amount: int) -> str:
+    """Send money; a person approves it first."""
+    return f"sent {amount}"
+
+
+async def approved_in_a_second_process(make_provider: Any) -> tuple[list[Any], list[Any], str]:
+    """A run that stops for an approval, then (a new provider object, as a new
+    process has) a run with the approval."""
+    script = [AfMessage("assistant", [Content.from_function_call("w1", "wire", arguments={"amount": 5})]),
+              AfMessage("assistant", ["Sent."])]
+    first = ScriptedClient(script[:1])
+    provider = make_provider()
+    agent = Agent(first, tools=[wire], context_providers=[provider])
+    session = agent.create_session(session_id="pay")
+    result = await agent.run("send 5", session=session)
+    [request] = result.user_input_requests
+    saved = session.to_dict()  # what the application keeps between the two requests
+    if hasattr(provider, "close"):
+        provider.close()
+    second = ScriptedClient(script[1:])
+    provider = make_provider()
+    agent = Agent(second, tools=[wire], context_providers=[provider])
+    done = await agent.run(AfMessage("user", [request.to_function_approval_response(True)]),
+                           session=AgentSession.from_dict(saved))
+    history = dicts(await provider.get_messages("pay"))
+    if hasattr(provider, "close"):
+        provider.close()
+    return second.calls, history, done.text
+
+
+def test_a_call_waiting_for_approval_is_left_to_the_approval(tmp_path: Path) -> None:
+    expected = asyncio.run(approved_in_a_second_process(lambda: FileHistoryProvider(tmp_path / "file")))
+    got = asyncio.run(approved_in_a_second_process(lambda: TranscriptHistoryProvider(tmp_path / "ours")))
+    assert got[2] == expected[2] == "Sent."
+    assert same_shape(got[0]) == same_shape(expected[0])
+    assert same_shape(got[1]) == same_shape(expected[1])
+    s = assert_checks_and_loads(tmp_path / "ours" / "pay.jsonl")
+    assert s.unanswered_tool_calls() == []
+    assert [m.content for m in s.messages if m.tool_call_id == "w1"] == ["sent 5"]

@@ -13,7 +13,8 @@ assistant message's function calls are its ``tool_calls``, each function result
 is a ``tool`` message. A save is one ``write(2)`` of all its lines. With the
 agent's ``require_per_service_call_history_persistence=True`` the framework
 saves after every model call, so a run killed mid-tool keeps everything up to
-the call it was running.
+the call it was running, and the next run answers that call (it was
+interrupted) before the model is sent the history.
 
 Needs the ``agent-framework`` extra: ``pip install "agent-transcript[agent-framework]"``.
 """
@@ -213,6 +214,18 @@ def _is_part(own: Any) -> bool:
     return isinstance(own, dict) and isinstance(own.get("part"), int)
 
 
+def _answered_by(messages: Sequence[FrameworkMessage]) -> set[str]:
+    """The call ids the messages answer or approve."""
+    ids: set[str] = set()
+    for message in messages:
+        for c in message.contents:
+            if c.type == "function_result" and c.call_id:
+                ids.add(c.call_id)
+            elif c.type == "function_approval_response" and c.function_call is not None and c.function_call.call_id:
+                ids.add(c.function_call.call_id)
+    return ids
+
+
 # -- the provider -----------------------------------------------------------------
 
 
@@ -223,6 +236,8 @@ class _History:
     session: Session
     texts: list[str]
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Whether a run has looked for calls an earlier process left unanswered.
+    resumed: bool = False
 
 
 class TranscriptHistoryProvider(HistoryProvider):
@@ -239,7 +254,9 @@ class TranscriptHistoryProvider(HistoryProvider):
     reads or saves it, and stays open until :meth:`close_session` or
     :meth:`close`; another process that opens it meanwhile waits a few seconds,
     then gets ``SessionLocked``. Reading a session that has no transcript yet
-    returns ``[]`` and creates nothing.
+    returns ``[]`` and creates nothing. The first run that opens a transcript
+    answers the tool calls a killed run left without a result (see
+    :meth:`before_run`), so close a session between runs, never during one.
 
     Args:
         folder: where the transcripts go, one per session id (see :func:`transcript_name`).
@@ -336,15 +353,49 @@ class TranscriptHistoryProvider(HistoryProvider):
 
     # -- the HistoryProvider methods ---------------------------------------------------
 
-    def _texts(self, session_id: str | None) -> list[str]:
+    def _saved(self, session_id: str | None) -> _History | None:
+        """The session's transcript if anything was ever saved to it, else None
+        (a read creates no file)."""
         path = self.transcript_path(session_id)
         with self._lock:
             known = path in self._open
         if not known and not path.exists():
-            return []  # nothing saved yet: a read creates no file
-        history = self._history(session_id)
+            return None
+        return self._history(session_id)
+
+    def _texts(self, session_id: str | None) -> list[str]:
+        history = self._saved(session_id)
+        if history is None:
+            return []
         with history.lock:
             return list(history.texts)
+
+    def _resume(self, session_id: str | None, inputs: Sequence[FrameworkMessage]) -> None:
+        history = self._saved(session_id)
+        if history is None:
+            return
+        with history.lock:
+            if history.resumed:
+                return  # a later model call of a run, whose calls are its own
+            history.resumed = True
+            calls = history.session.unanswered_tool_calls()
+            if not calls or _answered_by(inputs) & {c.call_id for c in calls}:
+                return  # nothing left hanging, or the run goes on with an approval of it
+            history.session.answer_unanswered_tool_calls()
+            history.texts = _history_texts(history.session)
+
+    async def before_run(self, *, agent: Any, session: Any, context: Any, state: dict[str, Any]) -> None:
+        """Answer what an earlier process left hanging, then load the history.
+
+        The first run that opens a session's transcript answers each tool call
+        that a run killed mid-tool left without a result (a tool message that
+        says it was interrupted and may or may not have run, written to the
+        file once, through ``Session.answer_unanswered_tool_calls``), so the
+        model is sent a conversation a chat API takes. Not when the run's input
+        answers one of them itself (an approval response, a function result).
+        """
+        await write_off_loop(functools.partial(self._resume, context.session_id, list(context.input_messages)))
+        await super().before_run(agent=agent, session=session, context=context, state=state)
 
     async def get_messages(self, session_id: str | None, *, state: dict[str, Any] | None = None,
                            **kwargs: Any) -> list[FrameworkMessage]:
