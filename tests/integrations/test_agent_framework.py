@@ -50,7 +50,7 @@ from agent_transcript.integrations.agent_framework import (  # noqa: E402
 from ._helpers import assert_checks_and_loads, kill_9_when  # noqa: E402
 
 # The FileHistoryProvider is experimental; the framework says so in a warning.
-pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
+pytestmark = pytest.mark.filterwarnings(r"ignore:\[FILE_HISTORY\] FileHistoryProvider is experimental:FutureWarning")
 
 SCRIPTED_CLIENT = '''
 from agent_framework import BaseChatClient, ChatMiddlewareLayer, ChatResponse, FunctionInvocationLayer
@@ -235,6 +235,8 @@ def test_skip_excluded_leaves_out_what_a_compaction_marked(tmp_path: Path) -> No
         p = cls(tmp_path / cls.__name__, skip_excluded=True)
         asyncio.run(p.save_messages("s", [marked, AfMessage("user", ["new"])]))
         assert [m.text for m in asyncio.run(p.get_messages("s"))] == ["new"]
+        if isinstance(p, TranscriptHistoryProvider):
+            p.close()
 
 
 # -- file names ------------------------------------------------------------------------
