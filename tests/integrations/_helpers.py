@@ -26,6 +26,26 @@ def assert_checks_and_loads(path: Path) -> Session:
     return s
 
 
+def kill_9_when(marker: Path, args: list[str], *, env: dict[str, str] | None = None) -> None:
+    """Run ``args`` and ``SIGKILL`` it as soon as ``marker`` exists (its tool
+    writes it, then hangs); fails if it ends first or never writes it."""
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert p.poll() is None, p.communicate()[1].decode()
+            assert time.monotonic() < deadline, "the tool never started"
+            time.sleep(0.02)
+        os.kill(p.pid, signal.SIGKILL)
+        assert p.wait(timeout=60) == -signal.SIGKILL
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        p.stdout.close()  # type: ignore[union-attr]
+        p.stderr.close()  # type: ignore[union-attr]
+
+
 def child_env() -> dict[str, str]:
     """The environment of a helper process: no tracing, no API key needed."""
     env = dict(os.environ)
@@ -72,25 +92,3 @@ def calls_and_outputs_pair(items: list[Any]) -> bool:
                 return False
             open_calls[call_id] = 1
     return not open_calls
-
-
-def run_child_until(script: str, args: list[str], marker: Path, *, timeout: float = 120) -> None:
-    """Run ``python -c script *args``, wait until it creates ``marker`` (its tool is
-    running), then SIGKILL it; fails if it exits first or never gets there."""
-    p = subprocess.Popen([sys.executable, "-c", script, *args],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env())
-    try:
-        deadline = time.monotonic() + timeout
-        while not marker.exists():
-            assert p.poll() is None, p.communicate()[1].decode()
-            assert time.monotonic() < deadline, "the tool never started"
-            time.sleep(0.02)
-        os.kill(p.pid, signal.SIGKILL)
-        assert p.wait(timeout=60) == -signal.SIGKILL
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        assert p.stdout is not None and p.stderr is not None
-        p.stdout.close()
-        p.stderr.close()

@@ -38,7 +38,7 @@ from ._helpers import (  # noqa: E402
     calls_and_outputs_pair,
     child_env,
     close_default_loop,
-    run_child_until,
+    kill_9_when,
 )
 
 
@@ -485,7 +485,7 @@ TOOL_THAT_HANGS = textwrap.dedent("""
 
 def test_a_kill_9_while_a_tool_runs_leaves_the_call_and_its_operation(tmp_path: Path) -> None:
     path, marker = tmp_path / "run.jsonl", tmp_path / "tool-running"
-    run_child_until(TOOL_THAT_HANGS, [str(path), str(marker)], marker)
+    kill_9_when(marker, [sys.executable, "-c", TOOL_THAT_HANGS, str(path), str(marker)], env=child_env())
     s = assert_checks_and_loads(path)
     items = [e.extra[EXTRA_KEY] for e in s.entries]  # everything added before the kill
     assert items[:3] == [{"role": "user", "content": "hi"}, items[1], {"role": "user", "content": "deploy the api"}]
@@ -502,7 +502,7 @@ def test_a_kill_9_while_a_tool_runs_leaves_the_call_and_its_operation(tmp_path: 
 
 def test_a_run_killed_mid_tool_answered_then_resumed_by_the_sdk(tmp_path: Path) -> None:
     path, marker = tmp_path / "run.jsonl", tmp_path / "tool-running"
-    run_child_until(TOOL_THAT_HANGS, [str(path), str(marker)], marker)
+    kill_9_when(marker, [sys.executable, "-c", TOOL_THAT_HANGS, str(path), str(marker)], env=child_env())
     with Session.load(path) as s:
         [answer_id] = s.answer_unanswered_tool_calls()
         assert s.unanswered_tool_calls() == [] and s.pending_tool_operations() == []

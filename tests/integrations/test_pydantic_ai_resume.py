@@ -41,7 +41,7 @@ from agent_transcript.integrations.pydantic_ai import (  # noqa: E402
     load_messages,
 )
 
-from ._helpers import assert_checks_and_loads, run_child_until  # noqa: E402
+from ._helpers import assert_checks_and_loads, child_env, kill_9_when  # noqa: E402
 
 
 def every_call_answered(messages: list[ModelMessage]) -> bool:
@@ -191,7 +191,7 @@ def resumed_model(sent: list[list[ModelMessage]]) -> FunctionModel:
 def test_a_run_killed_mid_tool_answered_then_continued(tmp_path: Path, how: str) -> None:
     where = tmp_path / "store" if how == "store" else tmp_path / "run.jsonl"
     marker = tmp_path / "tool-running"
-    run_child_until(CHILD, [str(where), how, str(marker)], marker)
+    kill_9_when(marker, [sys.executable, "-c", CHILD, str(where), how, str(marker)], env=child_env())
     path = where / "ops.jsonl" if how == "store" else where
     with Session.load(path) as s:
         [call] = s.unanswered_tool_calls()  # the call is in the file, its operation pending

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import gc
 import json
 import os
 import threading
@@ -52,6 +51,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 from agent_transcript import Message, Session, SessionClosed, digest
 
 from ._aio import write_off_loop
+from ._json import decode_all
 
 __all__ = [
     "TranscriptSession",
@@ -204,25 +204,6 @@ def _identity(item: Mapping[str, Any]) -> str:
                       sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _decode(texts: list[str]) -> list[Any]:
-    """Fresh items from their JSON texts, in one decoder call.
-
-    The decoder makes every container of the history in one C loop; the cycle
-    collector, woken every few hundred of them, would walk the growing result
-    (and the whole heap, now and then) dozens of times per call, which costs
-    more than the decoding. It waits until the list is whole: reference
-    counting frees as ever, only cycle collection is deferred, and its state
-    is restored as it was.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        items: list[Any] = json.loads("[" + ",".join(texts) + "]")
-    finally:
-        if enabled:
-            gc.enable()
-    return items
-
 
 # -- the session --------------------------------------------------------------
 
@@ -358,7 +339,7 @@ class TranscriptSession:
                 return []
             else:
                 texts = self._texts[-limit:]
-        return _decode(texts)
+        return decode_all(texts)
 
     async def add_items(self, items: list[Any]) -> None:
         """Append each item as one message line, in order."""
