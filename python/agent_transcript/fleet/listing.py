@@ -76,6 +76,10 @@ BATCH = 256
 # Why a row the core read is not clean.
 _REASONS: dict[str, str | None] = {"clean": None, "torn tail": "the last line is cut short",
                                    "corrupt": "the last two lines are both damaged"}
+#: A damaged last line that does not begin with ``{``: no torn write of this
+#: library's (it never writes a leading blank), so load refuses it as damage.
+_DAMAGED_END = "the last line is damaged and does not begin with '{'"
+
 _PENDING = {"tool-dispatched": "the last line is a tool call dispatched and never settled",
             "message": "the last line is a tool call no tool message answers"}
 
@@ -271,7 +275,11 @@ def _rows_of(names: list[str], paths: list[Path],
         else:
             pid = table.get((dev, ino))
             held = pid is not None
-        reason = _REASONS[status]
+        reason: str | None
+        if status == "damaged end":
+            status, reason = "corrupt", _DAMAGED_END
+        else:
+            reason = _REASONS[status]
         if status == "clean" and _ends_in_a_call(path, last_type, size):
             status, reason = "pending", _PENDING[last_type or ""]
         yield _filled((path, status, size, mtime, title, agent, model, started, last_activity, last_type,
@@ -418,12 +426,14 @@ def _read_ends(fd: int, size: int, path: Path) -> dict[str, Any]:
     }
     if first.get("v") != 1:
         return {**out, "status": "unsupported version", "reason": f"version {first.get('v')!r}"}
-    last = _last_lines(fd, size, end + 1 if end >= 0 else size)
+    last, brace = _last_lines(fd, size, end + 1 if end >= 0 else size)
     status, reason = "clean", None
     env: dict[str, Any] | None = first
     if last:
         env = last[0]
-        if env is None:
+        if env is None and not brace:
+            status, reason = "corrupt", _DAMAGED_END
+        elif env is None:
             env = last[1] if len(last) > 1 else first
             status, reason = ("torn tail", "the last line is cut short") if env is not None else \
                 ("corrupt", "the last two lines are both damaged")
@@ -433,11 +443,13 @@ def _read_ends(fd: int, size: int, path: Path) -> dict[str, Any]:
     return out
 
 
-def _last_lines(fd: int, size: int, floor: int) -> list[dict[str, Any] | None]:
+def _last_lines(fd: int, size: int, floor: int) -> tuple[list[dict[str, Any] | None], bool]:
     """The last two non-blank lines after offset ``floor`` (the end of the first
     line), newest first, each parsed as far as needed (``type`` and ``ts``), or
-    None when it does not parse. Fewer when there are fewer."""
+    None when it does not parse; fewer when there are fewer. And whether the
+    last one begins with ``{`` (true when its start was not found)."""
     out: list[dict[str, Any] | None] = []
+    brace = True
     end = size
     while len(out) < 2:
         end = _skip_blank_back(fd, end, floor)
@@ -448,11 +460,15 @@ def _last_lines(fd: int, size: int, floor: int) -> list[dict[str, Any] | None]:
         nl = block.rfind(b"\n")
         if nl >= 0 or end - read == floor:
             raw = block[nl + 1:]
+            if not out:
+                brace = raw[:1] == b"{"
             out.append(_parse_line(raw))
             end -= len(raw)
             continue
         # A line longer than the block: its end is enough for a canonical one.
         start = _line_start(fd, end, floor)
+        if not out and (start == floor or os.pread(fd, 1, start - 1) == b"\n"):
+            brace = os.pread(fd, 1, start) == b"{"
         m = _CANONICAL_END.search(block)
         if m:
             out.append(_fields(m))
@@ -461,7 +477,7 @@ def _last_lines(fd: int, size: int, floor: int) -> list[dict[str, Any] | None]:
         if start > floor and os.pread(fd, 1, start - 1) != b"\n":
             break  # the search stopped short of the line's start: read no further
         end = start
-    return out
+    return out, brace
 
 
 def _skip_blank_back(fd: int, end: int, floor: int) -> int:
