@@ -12,7 +12,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import stat
 import tempfile
 from pathlib import Path
 
@@ -105,10 +104,10 @@ def archive(path: Path, keep: bool) -> Path:
         _storage.open_locked(src, path, create=False)
         locked = True
         size = os.fstat(src.fd).st_size
-        mode = stat.S_IMODE(os.fstat(src.fd).st_mode)
         _remove_partial(partial)  # what an archive killed before its rename left
-        out.fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
-        os.fchmod(out.fd, mode)
+        # 0600 whatever the transcript's mode and the umask: a copy never reads wider.
+        out.fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        os.fchmod(out.fd, 0o600)
         _core.zstd_compress(src.fd, size, out.fd, _core.ZSTD_LEVEL)
         _platform.sync(out.fd)
         out.close()
@@ -144,10 +143,10 @@ def extract(path: Path, keep: bool) -> Path:
     try:
         src.fd = _storage.open_regular(path, os.O_RDONLY)
         locked = _lock_archive(src.fd, path)  # one extract of it at a time
-        mode = stat.S_IMODE(os.fstat(src.fd).st_mode)
         _remove_partial(partial)  # what an extract killed before its rename left
-        out.fd = os.open(partial, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
-        os.fchmod(out.fd, mode)
+        # A new transcript: 0600, as every file this library makes.
+        out.fd = os.open(partial, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        os.fchmod(out.fd, 0o600)
         _decompress(src.fd, out.fd, path)
         _platform.sync(out.fd)
         if not _core.zstd_matches(src.fd, out.fd, os.fstat(out.fd).st_size):

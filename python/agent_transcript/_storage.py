@@ -79,6 +79,12 @@ def make_parents(path: Path, made: list[Path] | None = None) -> list[Path]:
     return made
 
 
+def make_folders(folder: Path) -> list[Path]:
+    """Create ``folder`` and its missing parents, each ``0700`` whatever the
+    umask (the folders of a page, an export); returns those it made."""
+    return make_parents(folder / "_")  # the parents of a name in it: the folder included
+
+
 def remove_made(folders: list[Path]) -> None:
     """Remove the folders :func:`make_parents` made for a file that was not
     created after all, innermost first, each only while it is empty (another
@@ -428,7 +434,8 @@ def open_replacement(path: Path) -> tuple[int, Path]:
     """A new, empty file to write ``path``'s next content into, and its name:
     ``.<name>.<random>.tmp`` beside it (cut as :func:`beside` cuts), made with
     ``O_EXCL``, so never opened through a symlink someone left there, nor shared
-    with another writer of the same ``path``. The caller renames it over
+    with another writer of the same ``path``; ``0600`` whatever the umask, as
+    everything made from a transcript is. The caller renames it over
     ``path`` with :func:`replace_with`, or unlinks it.
 
     Raises:
@@ -439,7 +446,7 @@ def open_replacement(path: Path) -> tuple[int, Path]:
     while True:
         tmp = beside(path, ".", f".{os.urandom(4).hex()}.tmp")
         try:
-            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666), tmp
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE), tmp
         except FileExistsError:
             continue
 

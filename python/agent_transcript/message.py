@@ -48,13 +48,7 @@ class Message:
 
     def to_dict(self) -> dict[str, Any]:
         """The message as a payload: ``role`` and ``content`` always, the rest when set."""
-        d: dict[str, Any] = {"role": self.role, "content": self.content}
-        if self.name is not None:
-            d["name"] = self.name
-        if self.tool_calls is not None:
-            d["tool_calls"] = self.tool_calls
-        if self.tool_call_id is not None:
-            d["tool_call_id"] = self.tool_call_id
+        d = self.to_chat()
         if self.sticky:
             d["sticky"] = True
         if self.sysprompt:

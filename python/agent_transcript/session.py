@@ -22,7 +22,7 @@ from ._core import digest as _digest
 from .artifacts import ArtifactStore
 from .codec import canonical_json
 from .envelope import Entry, Envelope, LazySequence, Peek, PendingToolOperation
-from .errors import CorruptTranscript, SessionBroken, SessionClosed, ToolOperationError, UnknownId
+from .errors import CorruptTranscript, SessionBroken, SessionClosed, ToolOperationError
 from .message import MESSAGE_FIELDS, Message
 from .tool_calls import INTERRUPTED, UnansweredToolCall
 
@@ -329,7 +329,7 @@ class Session(_core.SessionBase):
         transcript beside it (``run.jsonl``), byte for byte; returns its path.
 
         Made as :meth:`archive` makes an archive: written to ``<dest>.partial``
-        (created exclusively, with the archive's mode), fsynced, read back and
+        (created exclusively, mode 0600), fsynced, read back and
         compared with the archive, then linked into place, never over a file
         there; the archive is removed after that, unless ``keep``. A crash or
         Ctrl-C at any step leaves the archive as it was and no transcript.

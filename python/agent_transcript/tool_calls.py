@@ -28,11 +28,12 @@ from .message import Message
 __all__ = [
     "INTERRUPTED",
     "UnansweredToolCall",
-    "ToolCall",
+    "PairedCall",
     "OrphanToolMessage",
     "MalformedToolCall",
     "Pairing",
     "pair",
+    "call_rows",
     "pairing_of",
     "pending_operations",
     "unanswered_tool_calls",
@@ -69,13 +70,14 @@ class UnansweredToolCall:
 
 
 @dataclass(frozen=True)
-class ToolCall:
+class PairedCall:
     """A call of the live conversation and what answers it.
 
     Attributes:
         call_id, tool, arguments: as the call states them.
         message_id, line, position: its assistant message's id, line and place
             in the live list.
+        index: its place in that message's ``tool_calls``.
         answer: the live-list position of the tool message that answers it, or None.
     """
 
@@ -85,6 +87,7 @@ class ToolCall:
     message_id: str
     line: int
     position: int
+    index: int
     answer: int | None
 
 
@@ -112,12 +115,12 @@ class MalformedToolCall:
 class Pairing:
     """The live conversation's calls (in conversation order), orphans and malformed calls."""
 
-    calls: list[ToolCall]
+    calls: list[PairedCall]
     orphans: list[OrphanToolMessage]
     malformed: list[MalformedToolCall]
 
     @property
-    def unanswered(self) -> list[ToolCall]:
+    def unanswered(self) -> list[PairedCall]:
         """The calls no tool message answers, in conversation order."""
         return [c for c in self.calls if c.answer is None]
 
@@ -131,15 +134,15 @@ def _stated(call: dict[str, Any]) -> tuple[str | None, Any]:
     return (name if isinstance(name, str) else None), function.get("arguments")
 
 
-def pair(rows: Iterable[tuple[str, Any, int]]) -> Pairing:
-    """The pairing of live messages given as ``(id, payload, line)`` rows, in order."""
-    calls: list[ToolCall] = []
+def pair(rows: Iterable[tuple[int, str, int, dict[str, Any]]]) -> Pairing:
+    """The pairing of live messages given as ``(position, id, line, payload)``
+    rows in conversation order; rows of roles other than assistant and tool
+    may be left out (they take no part)."""
+    calls: list[PairedCall] = []
     orphans: list[OrphanToolMessage] = []
     malformed: list[MalformedToolCall] = []
     waiting: dict[str, deque[int]] = {}  # call id -> its unanswered calls, earliest first
-    for position, (mid, payload, line) in enumerate(rows):
-        if not isinstance(payload, dict):
-            continue
+    for position, mid, line, payload in rows:
         role = payload.get("role")
         if role == "assistant":
             listed = payload.get("tool_calls")
@@ -155,27 +158,48 @@ def pair(rows: Iterable[tuple[str, Any, int]]) -> Pairing:
                     continue
                 tool, arguments = _stated(call)
                 waiting.setdefault(call_id, deque()).append(len(calls))
-                calls.append(ToolCall(call_id, tool, arguments, mid, line, position, None))
+                calls.append(PairedCall(call_id, tool, arguments, mid, line, position, i, None))
         elif role == "tool":
             answers = payload.get("tool_call_id")
             queue = waiting.get(answers) if isinstance(answers, str) else None
             if queue:
                 k = queue.popleft()
                 c = calls[k]
-                calls[k] = ToolCall(c.call_id, c.tool, c.arguments, c.message_id, c.line,
-                                    c.position, position)
+                calls[k] = PairedCall(c.call_id, c.tool, c.arguments, c.message_id, c.line,
+                                      c.position, c.index, position)
             else:
                 orphans.append(OrphanToolMessage(mid, answers, line, position))
     return Pairing(calls, orphans, malformed)
 
 
-def _live_rows(t: _core.Transcript) -> list[tuple[str, Any, int]]:
-    return [(mid, payload, line) for mid, payload, line, _ in t.live_entries()]
+_CALL_FIELDS = ["tool_calls", "tool_call_id"]
+
+
+def call_rows(t: _core.Transcript) -> list[tuple[int, str, int, dict[str, Any]]]:
+    """The live assistant and tool messages of ``t`` as :func:`pair` takes them,
+    found in the index: only their ``tool_calls`` and ``tool_call_id`` are decoded."""
+    rows: list[tuple[int, str, int, dict[str, Any]]] = []
+    whole: list[int] = []  # the rows of message lines, whose fields are read below
+    indices: list[int] = []  # their envelopes
+    for position, (index, _, role, part) in enumerate(t.live()):
+        if role != "assistant" and role != "tool":
+            continue
+        line = t.line_number(index)
+        if part is None:
+            whole.append(len(rows))
+            indices.append(index)
+            rows.append((position, t.envelope_id(index), line, {"role": role}))
+        else:  # a message of a compaction's replacement: its own id, the compaction's line
+            payload = t.live_message(position)
+            rows.append((position, f"{t.envelope_id(index)}:{part}", line, payload))
+    for k, found in zip(whole, t.payload_fields(indices, _CALL_FIELDS)):
+        rows[k][3].update(found)
+    return rows
 
 
 def pairing_of(t: _core.Transcript) -> Pairing:
     """The pairing of the core transcript ``t``'s live messages."""
-    return pair(_live_rows(t))
+    return pair(call_rows(t))
 
 
 def pending_operations(t: _core.Transcript) -> list[PendingToolOperation]:
@@ -253,8 +277,7 @@ def answer_rows(t: _core.Transcript, content: str | Callable[[UnansweredToolCall
 def chat_messages(t: _core.Transcript) -> list[dict[str, Any]]:
     """The live conversation of ``t`` as a strict chat API takes it: each
     answer right after its call's assistant message, orphans left out."""
-    rows = _live_rows(t)
-    pairing = pair(rows)
+    pairing = pairing_of(t)
     answers: dict[int, list[int]] = {}  # assistant position -> its answers, in call order
     placed: set[int] = set()  # tool messages laid after their call, or orphans: skipped
     for c in pairing.calls:
@@ -262,11 +285,10 @@ def chat_messages(t: _core.Transcript) -> list[dict[str, Any]]:
             answers.setdefault(c.position, []).append(c.answer)
             placed.add(c.answer)
     placed.update(o.position for o in pairing.orphans)
+    chat = [Message.from_dict(payload).to_chat() for payload in t.live_payloads()]
     out: list[dict[str, Any]] = []
-    for position, (_, payload, _) in enumerate(rows):
-        if position in placed:
-            continue
-        out.append(Message.from_dict(payload).to_chat())
-        for answer in answers.get(position, ()):
-            out.append(Message.from_dict(rows[answer][1]).to_chat())
+    for position, message in enumerate(chat):
+        if position not in placed:
+            out.append(message)
+            out.extend(chat[answer] for answer in answers.get(position, ()))
     return out

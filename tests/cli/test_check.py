@@ -25,6 +25,8 @@ CHECK_KEYS = {
     "line",
     "reason",
     "missing_newline",
+    "unanswered_tool_calls",
+    "orphan_tool_messages",
 }
 
 # fixture -> (exit status, status, line named)

@@ -187,7 +187,7 @@ def test_the_demo_tells_the_whole_story(tmp_path: Path) -> None:
         assert " ".join(needle.split()) in flat, needle
     assert ANSI not in out
     # The transcript it ends by showing.
-    assert "   29 " in out and "message  assistant  finish-reason=stop" in out
+    assert "   29 " in out and "message  assistant  +finish-reason" in out
     # The files stay, and say the same.
     assert run("check", where / "run.jsonl").returncode == 0
     crashed = run("check", where / "crashed.jsonl")

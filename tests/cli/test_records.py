@@ -43,7 +43,9 @@ def test_show_says_what_a_replacement_put_in(tmp_path: Path) -> None:
     assert "kept 1 sticky message (line 2)" in text
     assert "put in 3 messages in place of the summary:" in text
     assert ":0  user  (elided at line 11)" in text and "Rename the helper to parse_ts." in text
-    assert ':1  user  item={"id": "msg_u3", "role": "user", "type": "message"}' in text
+    assert ":1  user  +item" in text and "msg_u3" not in text   # an extra's value on request
+    shown = "\n".join(block(run("show", "--extras", RECORDS).stdout, 10))
+    assert ':1  user  item={"id": "msg_u3", "role": "user", "type": "message"}' in shown
     assert ":2  user" in text
     assert "summary (recorded, not replayed)" in text
     # An empty replacement, a rewind to the start, and what later lines did to replacement messages.

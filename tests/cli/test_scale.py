@@ -86,10 +86,17 @@ def test_show_type_and_tail_find_the_envelopes_in_the_index(
     assert reading.decoded <= 40  # an elision's messages are read to say what they held
 
 
-def test_check_decodes_nothing(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], big: Path) -> None:
+def test_check_decodes_nothing(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], big: Path,
+                               tmp_path: Path) -> None:
     status, out, reading = run(monkeypatch, capsys, "check", str(big))
     assert status == 1 and ": torn tail" in out
     assert reading.decoded == 0
+    # Only the call fields of the live assistant and tool messages, for the
+    # unanswered calls and the tool messages that answer none.
+    copy = tmp_path / "copy.jsonl"
+    shutil.copyfile(big, copy)
+    with Session.load(copy) as session:
+        assert reading.call_fields == sum(m.role in ("assistant", "tool") for m in session.messages) > 0
 
 
 def test_replayed_tail_is_the_end_of_what_load_hands_back(

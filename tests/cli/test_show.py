@@ -41,7 +41,7 @@ def test_every_envelope_is_a_block_with_local_time_type_and_role() -> None:
     assert len(heads) == 19
     assert heads[0] == "    1 13:10:08.543  session-meta"
     assert heads[2] == "    3 13:10:08.546  message  system  [sysprompt]"
-    assert heads[5].startswith("    6 13:10:08.551  message  assistant  finish-reason=tool_calls")
+    assert heads[5].startswith("    6 13:10:08.551  message  assistant  +finish-reason  ")
     assert heads[18].startswith("   19 13:10:08.570  future-thing  (a type this version does not know")
 
 

@@ -26,6 +26,8 @@ STATS_KEYS = {
     "rewinds",
     "tools",
     "pending",
+    "unanswered_tool_calls",
+    "orphan_tool_messages",
     "artifacts",
     "grants",
     "warnings",

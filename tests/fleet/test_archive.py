@@ -367,11 +367,13 @@ def test_unarchive_then_load_and_append(tmp_path: Path) -> None:
     assert unpacked(packed) == (DATA / "clean.jsonl").read_bytes()  # the archive kept, as it was
 
 
-def test_unarchive_keeps_the_archives_mode(tmp_path: Path) -> None:
+def test_an_archive_and_its_extract_are_0600_whatever_the_modes_before(tmp_path: Path) -> None:
     path = copy(tmp_path, "clean.jsonl")
-    os.chmod(path, 0o640)
+    os.chmod(path, 0o644)
     packed = Session.archive(path)
-    assert os.stat(Session.unarchive(packed)).st_mode & 0o777 == 0o640
+    assert os.stat(packed).st_mode & 0o777 == 0o600
+    os.chmod(packed, 0o644)
+    assert os.stat(Session.unarchive(packed)).st_mode & 0o777 == 0o600
 
 
 def test_unarchive_never_clobbers(tmp_path: Path) -> None:

@@ -335,3 +335,26 @@ def test_the_text_listings_time_is_local_times(ts: str | None) -> None:
 
     t = local_time(ts) if ts else None
     assert _when(ts) == (t.strftime("%Y-%m-%d %H:%M:%S") if t else "-")
+
+
+@pytest.mark.parametrize("end", [b" {", b"\r{", b'\t{"id', b" garbage", b'{"id":"cut'])
+def test_ls_says_of_a_bad_last_line_what_load_does(tmp_path: Path, end: bytes) -> None:
+    """A bad last line that begins with ``{`` is a torn tail, which load removes;
+    any other is damage, which load refuses: ``ls`` (the core's reader and the
+    reference one, which archives take) calls them so."""
+    from agent_transcript import CorruptTranscript
+
+    path = tmp_path / "run.jsonl"
+    with Session.create(path) as s:
+        s.append_message(Message.user("hi"))
+    with open(path, "ab") as f:
+        f.write(end)
+    listed = next(iter(list_transcripts(tmp_path)))
+    assert listed.status == read_row(path).status
+    before = path.read_bytes()
+    try:
+        Session.load(path).close()
+        assert listed.status == "torn tail"
+    except CorruptTranscript:
+        assert listed.status == "corrupt" and "does not begin with '{'" in (listed.reason or "")
+        assert path.read_bytes() == before

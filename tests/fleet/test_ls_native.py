@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_transcript import Session
+from agent_transcript import Message, Session
 from agent_transcript.fleet import STATUSES, TranscriptRow, list_transcripts, read_row
 from agent_transcript.fleet.listing import _clip
 from agent_transcript.inspect import content_text, read_ends
@@ -311,3 +311,46 @@ def test_a_file_name_that_is_not_utf8(tmp_path: Path) -> None:
     assert native(path)
     row = same_as_reference(path)
     assert (row.path, row.title) == (path, "hi")
+
+
+def call_message(call_id: object = "c1", id: str = "a" * 32, role: str = "assistant") -> bytes:
+    return line(id, "message", {"role": role, "content": None, "tool_calls": [
+        {"id": call_id, "type": "function", "function": {"name": "run", "arguments": "{}"}}]})
+
+
+@pytest.mark.parametrize("tail, status", [
+    (call_message(), "pending"),                                             # a call nothing answers
+    (line("d" * 32, "tool-dispatched", {"call-id": "c1", "tool": "run"}), "pending"),  # never settled
+    (call_message() + line("t" * 32, "message", {"role": "tool", "content": "ok", "tool_call_id": "c1"}),
+     "clean"),
+    (call_message(call_id=7), "clean"),                                      # no string id: not a call
+    (call_message(role="user"), "clean"),                                    # only an assistant calls
+    (line("u" * 32, "message", {"role": "user", "content": '"tool_calls":[{"id":"c1"}]'}), "clean"),
+    (call_message() + b'{"id":"cut', "torn tail"),                           # a torn end still wins
+    (call_message() + b"\n\n  \n", "pending"),                               # blank lines are no line
+    (call_message(id="l" * 32)[:-1].replace(b'"content":null', b'"content":"' + b"x" * 40000 + b'"')
+     + b"\n", "pending"),                                                    # longer than a block
+])
+def test_ls_calls_a_run_ending_in_a_call_pending(tmp_path: Path, tail: bytes, status: str) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(meta() + user("go") + tail)
+    row = same_as_reference(path)
+    assert row.status == status and status in STATUSES
+    assert (row.reason is None) == (status == "clean")
+
+
+def test_a_run_killed_mid_tool_is_pending_until_answered(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with Session.create(path) as s:
+        s.append_message(Message.user("go"))
+        s.append_message(Message.assistant(None, [{"id": "c1", "type": "function",
+                                                   "function": {"name": "run", "arguments": "{}"}}]))
+        assert only_row(path).status == read_row(path).status == "pending"   # held: a tool may run now
+        s.append_tool_dispatched("c1", "run", {})
+        assert only_row(path).status == read_row(path).status == "pending"
+        s.answer_unanswered_tool_calls()
+    assert same_as_reference(path).status == "clean"
+    stopped = tmp_path / "stopped" / "run.jsonl"
+    with Session.create(stopped) as s:
+        s.append_tool_dispatched("c1", "run", {})
+    assert only_row(Session.archive(stopped)).status == "pending"      # an archive says the same

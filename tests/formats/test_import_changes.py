@@ -53,9 +53,9 @@ def test_a_source_cut_or_replaced_during_the_import_is_not_imported(
 
     real_lines = formats.raw_lines
 
-    def raw_lines_after_a_change(path: Path) -> Any:
+    def raw_lines_after_a_change(path: Path, *rest: Any) -> Any:
         change_it()
-        return real_lines(path)
+        return real_lines(path, *rest)
 
     monkeypatch.setattr(formats, "raw_lines", raw_lines_after_a_change)
     with pytest.raises(OSError, match="cut or replaced while it was imported"):

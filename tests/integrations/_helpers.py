@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
-import warnings
 import sys
+import time
+import warnings
 from pathlib import Path
+from typing import Any
 
 from agent_transcript import Session
 
@@ -21,6 +24,26 @@ def assert_checks_and_loads(path: Path) -> Session:
     with Session.load(path) as s:
         assert s.warnings == []
     return s
+
+
+def kill_9_when(marker: Path, args: list[str], *, env: dict[str, str] | None = None) -> None:
+    """Run ``args`` and ``SIGKILL`` it as soon as ``marker`` exists (its tool
+    writes it, then hangs); fails if it ends first or never writes it."""
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert p.poll() is None, p.communicate()[1].decode()
+            assert time.monotonic() < deadline, "the tool never started"
+            time.sleep(0.02)
+        os.kill(p.pid, signal.SIGKILL)
+        assert p.wait(timeout=60) == -signal.SIGKILL
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        p.stdout.close()  # type: ignore[union-attr]
+        p.stderr.close()  # type: ignore[union-attr]
 
 
 def child_env() -> dict[str, str]:
@@ -48,3 +71,24 @@ def close_default_loop() -> None:
     if not loop.is_running():
         loop.close()
         asyncio.set_event_loop(None)
+
+
+def calls_and_outputs_pair(items: list[Any]) -> bool:
+    """What the Responses API checks of an input: every ``*_call`` item's call id is
+    answered once by a ``*_call_output`` after it, and every output answers a call
+    before it (an unanswered call or an orphan output is a 400)."""
+    open_calls: dict[str, int] = {}
+    answered: set[str] = set()
+    for item in items:
+        kind, call_id = item.get("type"), item.get("call_id")
+        if not isinstance(kind, str) or not isinstance(call_id, str):
+            continue
+        if kind.endswith("_call_output"):
+            if open_calls.pop(call_id, None) is None:
+                return False
+            answered.add(call_id)
+        elif kind.endswith("_call"):
+            if call_id in open_calls or call_id in answered:
+                return False
+            open_calls[call_id] = 1
+    return not open_calls

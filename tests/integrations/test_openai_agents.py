@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -25,7 +24,7 @@ from agents import Agent, Runner, RunState, SQLiteSession, function_tool  # noqa
 from agents.memory import OpenAIResponsesCompactionSession, Session as SdkSession, SessionSettings  # noqa: E402
 from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
 
-from agent_transcript import Message, Session, SessionClosed, SessionLocked  # noqa: E402
+from agent_transcript import INTERRUPTED, Message, Session, SessionClosed, SessionLocked  # noqa: E402
 from agent_transcript.integrations.openai_agents import (  # noqa: E402
     EXTRA_KEY,
     TranscriptRunHooks,
@@ -34,7 +33,13 @@ from agent_transcript.integrations.openai_agents import (  # noqa: E402
     message_to_items,
 )
 
-from ._helpers import assert_checks_and_loads, child_env, close_default_loop  # noqa: E402
+from ._helpers import (  # noqa: E402
+    assert_checks_and_loads,
+    calls_and_outputs_pair,
+    child_env,
+    close_default_loop,
+    kill_9_when,
+)
 
 
 @function_tool
@@ -478,32 +483,156 @@ TOOL_THAT_HANGS = textwrap.dedent("""
 """)
 
 
-def test_a_kill_9_while_a_tool_runs_leaves_the_call_pending_and_loses_nothing(tmp_path: Path) -> None:
+def test_a_kill_9_while_a_tool_runs_leaves_the_call_and_its_operation(tmp_path: Path) -> None:
     path, marker = tmp_path / "run.jsonl", tmp_path / "tool-running"
-    p = subprocess.Popen([sys.executable, "-c", TOOL_THAT_HANGS, str(path), str(marker)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env())
-    try:
-        deadline = time.monotonic() + 120
-        while not marker.exists():
-            assert p.poll() is None, p.communicate()[1].decode()
-            assert time.monotonic() < deadline, "the tool never started"
-            time.sleep(0.02)
-        os.kill(p.pid, signal.SIGKILL)
-        p.wait(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        p.stdout.close()  # type: ignore[union-attr]
-        p.stderr.close()  # type: ignore[union-attr]
+    kill_9_when(marker, [sys.executable, "-c", TOOL_THAT_HANGS, str(path), str(marker)], env=child_env())
     s = assert_checks_and_loads(path)
     items = [e.extra[EXTRA_KEY] for e in s.entries]  # everything added before the kill
-    assert [items[0], items[2]] == [{"role": "user", "content": "hi"}, {"role": "user", "content": "deploy the api"}]
-    assert s.messages == [Message.user("hi"), Message.assistant("Hello."), Message.user("deploy the api")]
+    assert items[:3] == [{"role": "user", "content": "hi"}, items[1], {"role": "user", "content": "deploy the api"}]
+    assert items[3:] == [{"type": "function_call", "id": "call_d", "call_id": "call_d", "name": "deploy",
+                          "arguments": "{\"service\":\"api\"}"}]
+    assert s.messages[:3] == [Message.user("hi"), Message.assistant("Hello."), Message.user("deploy the api")]
     [op] = s.pending_tool_operations()
     assert (op.call_id, op.tool, op.arguments, op.state) == ("call_d", "deploy", {"service": "api"}, "dispatched")
+    [call] = s.unanswered_tool_calls()  # the call is in the conversation, not only in the operation
+    assert (call.call_id, call.tool, call.message_id, call.operation) == ("call_d", "deploy", s.message_ids[3], op)
     with TranscriptSession(path) as t:  # and it opens as a session again, the history intact
-        assert len(asyncio.run(t.get_items())) == 3
+        assert len(asyncio.run(t.get_items())) == 4
+
+
+def test_a_run_killed_mid_tool_answered_then_resumed_by_the_sdk(tmp_path: Path) -> None:
+    path, marker = tmp_path / "run.jsonl", tmp_path / "tool-running"
+    kill_9_when(marker, [sys.executable, "-c", TOOL_THAT_HANGS, str(path), str(marker)], env=child_env())
+    with Session.load(path) as s:
+        [answer_id] = s.answer_unanswered_tool_calls()
+        assert s.unanswered_tool_calls() == [] and s.pending_tool_operations() == []
+        assert calls_and_outputs_pair(message_to_items_of(s))
+    model = ScriptedModel([[assistant_message("The deploy may not have run; I will check.")]])
+    agent = Agent(name="ops", instructions="Do it.", model=model, tools=[])
+
+    async def resume() -> str:
+        with TranscriptSession(path) as t:
+            done = await Runner.run(agent, "did it deploy?", session=t, hooks=TranscriptRunHooks(t))
+        return str(done.final_output)
+
+    assert asyncio.run(resume()) == "The deploy may not have run; I will check."
+    model.assert_complete()
+    [sent] = inputs(model)
+    assert calls_and_outputs_pair(sent)
+    kinds = [(i.get("type"), i.get("call_id")) for i in sent]
+    assert kinds[3:5] == [("function_call", "call_d"), ("function_call_output", "call_d")]
+    assert sent[4]["output"] == INTERRUPTED and sent[-1] == {"role": "user", "content": "did it deploy?"}
+    s = assert_checks_and_loads(path)
+    assert s.unanswered_tool_calls() == [] and s.message_ids[4] == answer_id
+    assert [m.role for m in s.messages] == ["user", "assistant", "user", "assistant", "tool", "user", "assistant"]
+
+
+def message_to_items_of(s: Session) -> list[Any]:
+    """The items a TranscriptSession would hand the SDK, read from a Session."""
+    out: list[Any] = []
+    for e in s.entries:
+        out.extend([e.extra[EXTRA_KEY]] if EXTRA_KEY in e.extra else message_to_items(e.message))
+    return out
+
+
+SEEN_WHILE_RUNNING: list[list[Any]] = []
+
+
+@function_tool
+def look(city: str) -> str:
+    """Look at a city (and at what the transcript holds meanwhile)."""
+    peek = Session.peek(os.environ["AT_TEST_TRANSCRIPT"])
+    SEEN_WHILE_RUNNING.append([e.payload.get(EXTRA_KEY) for e in peek.envelopes if e.type == "message"])
+    return f"looked at {city}"
+
+
+def parallel_script() -> list[Any]:
+    return [
+        [assistant_message("Looking at both.", item_id="msg-a"),
+         function_call("look", {"city": "Paris"}, call_id="call_p"),
+         function_call("look", {"city": "Rome"}, call_id="call_r")],
+        [assistant_message("Both looked at.", item_id="msg-b")],
+    ]
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_calls_are_in_the_file_before_their_tools_run_and_once_after_the_turn(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, streamed: bool) -> None:
+    async def run(session: Any, model: ScriptedModel, hooks: Any) -> tuple[str, list[Any]]:
+        agent = agent_for(model, [look])
+        if streamed:
+            result = Runner.run_streamed(agent, "look at both", session=session, hooks=hooks)
+            async for _ in result.stream_events():
+                pass
+        else:
+            result = await Runner.run(agent, "look at both", session=session, hooks=hooks)
+        return str(result.final_output), await session.get_items()
+
+    path = tmp_path / "run.jsonl"
+    monkeypatch.setenv("AT_TEST_TRANSCRIPT", str(path))
+    sqlite_model, our_model = ScriptedModel(parallel_script()), ScriptedModel(parallel_script())
+    sqlite = SQLiteSession("run", tmp_path / "run.db")
+    try:
+        expected = asyncio.run(run(sqlite, sqlite_model, None))
+    finally:
+        sqlite.close()
+    SEEN_WHILE_RUNNING.clear()
+    with TranscriptSession(path) as t:
+        assert asyncio.run(run(t, our_model, TranscriptRunHooks(t))) == expected
+    assert inputs(our_model) == inputs(sqlite_model)
+    # Each tool saw the whole response, calls included, already in the file.
+    assert len(SEEN_WHILE_RUNNING) == 2
+    for seen in SEEN_WHILE_RUNNING:
+        assert [i.get("call_id") or i.get("id") for i in seen] == [None, "msg-a", "call_p", "call_r"]
+    s = assert_checks_and_loads(path)  # and each item is one line, once
+    assert [e.extra[EXTRA_KEY] for e in s.entries] == expected[1]
+    assert [e.type for e in s.events].count("message") == len(expected[1]) == 7
+    assert calls_and_outputs_pair(expected[1]) and s.unanswered_tool_calls() == []
+
+
+@function_tool(failure_error_function=None)
+def boom() -> str:
+    """A tool whose error ends the run."""
+    raise RuntimeError("boom")
+
+
+def test_an_item_written_early_by_a_failed_run_does_not_hide_a_later_one(tmp_path: Path) -> None:
+    model = ScriptedModel([[assistant_message("Checking.", item_id="m1"), function_call("boom", {}, call_id="c1")],
+                           [assistant_message("Checking.", item_id="m1")]])
+    agent = agent_for(model, [boom])
+
+    async def go(t: TranscriptSession) -> list[Any]:
+        with pytest.raises(Exception, match="boom"):
+            await Runner.run(agent, "first", session=t, hooks=TranscriptRunHooks(t))
+        await Runner.run(agent, "second", session=t, hooks=TranscriptRunHooks(t))
+        return await t.get_items()
+
+    with TranscriptSession(tmp_path / "run.jsonl") as t:
+        items = asyncio.run(go(t))
+    # The failed run's response is in the file (the SDK never handed it over);
+    # the second run's identical message is not taken for it.
+    assert [i.get("content") if i.get("role") == "user" else i.get("call_id") or i.get("id") for i in items] == \
+        ["first", "m1", "c1", "second", "m1"]
+
+
+def test_the_early_write_and_the_sdk_hand_over_write_each_item_once(tmp_path: Path) -> None:
+    call = {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f", "arguments": "{}"}
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": []}
+    output = {"type": "function_call_output", "call_id": "c1", "output": "ok"}
+
+    async def go(t: TranscriptSession) -> list[Any]:
+        await t.add_items([ITEMS[0]])
+        await t.write_model_output([reasoning, call])
+        await t.write_model_output([call])  # again (a second tool of the response): nothing new
+        # The SDK hands the turn over, the reasoning item's id dropped by its id policy.
+        await t.add_items([{"type": "reasoning", "summary": []}, call, output])
+        await t.write_model_output([call])  # a call the history holds is not written again
+        return await t.get_items()
+
+    with TranscriptSession(tmp_path / "run.jsonl") as t:
+        assert asyncio.run(go(t)) == [ITEMS[0], reasoning, call, output]
+    s = assert_checks_and_loads(tmp_path / "run.jsonl")
+    assert [e.type for e in s.events].count("message") == 4
 
 
 # -- compaction --------------------------------------------------------------------

@@ -4,6 +4,7 @@ pydantic-ai, with its own FunctionModel and TestModel."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib.util
 import subprocess
 import sys
@@ -178,9 +179,53 @@ def test_odd_conversation_ids_get_a_safe_file_name(tmp_path: Path) -> None:
     store = TranscriptConversationStore(tmp_path)
     asyncio.run(turn(store, "../user 7/chat", "hi"))
     [path] = tmp_path.glob("*.jsonl")
-    assert path.parent == tmp_path and path.name.startswith("c-")
+    assert path.parent == tmp_path and path.name.startswith("_")
     loaded = asyncio.run(TranscriptConversationStore(tmp_path).load("../user 7/chat"))
     assert loaded is not None and loaded.conversation_id == "../user 7/chat"
+
+
+def legacy_name(cid: str) -> str:
+    """The file name earlier versions gave a conversation id that is no safe name."""
+    return "c-" + hashlib.sha256(cid.encode()).hexdigest()[:32]
+
+
+@needs_store
+@pytest.mark.parametrize("first", ["unsafe", "squatter"])
+def test_no_two_conversation_ids_share_a_transcript(tmp_path: Path, first: str) -> None:
+    unsafe = "user 7/chat"
+    squatter = legacy_name(unsafe)  # itself a safe name
+    store = TranscriptConversationStore(tmp_path)
+    assert store.transcript_path(unsafe) != store.transcript_path(squatter)
+    order = [unsafe, squatter] if first == "unsafe" else [squatter, unsafe]
+
+    async def go() -> None:
+        for cid in order:
+            await turn(store, cid, f"hello from {cid}")
+        for cid in order:
+            loaded = await TranscriptConversationStore(tmp_path).load(cid)
+            assert loaded is not None and loaded.conversation_id == cid
+            [prompt] = [p for p in loaded.messages[0].parts if isinstance(p, UserPromptPart)]
+            assert prompt.content == f"hello from {cid}"
+
+    asyncio.run(go())
+    assert len(list(tmp_path.glob("*.jsonl"))) == 2
+
+
+@needs_store
+def test_a_transcript_named_the_earlier_way_is_still_found_and_continued(tmp_path: Path) -> None:
+    cid = "user 7/chat"
+    asyncio.run(turn(TranscriptConversationStore(tmp_path), cid, "hi"))
+    [path] = tmp_path.glob("*.jsonl")
+    path.rename(tmp_path / f"{legacy_name(cid)}.jsonl")  # as an earlier version left it
+    store = TranscriptConversationStore(tmp_path)
+    assert store.transcript_path(cid) == tmp_path / f"{legacy_name(cid)}.jsonl"
+    assert store.transcript_path(legacy_name(cid)) == tmp_path / f"{legacy_name(cid)}.jsonl"
+    result = asyncio.run(turn(store, cid, "again"))
+    assert [p.name for p in tmp_path.glob("*.jsonl")] == [f"{legacy_name(cid)}.jsonl"]
+    loaded = asyncio.run(TranscriptConversationStore(tmp_path).load(cid))
+    assert loaded is not None and loaded.messages == result.all_messages()
+    # The squatting id's file is that other conversation's: it finds nothing there.
+    assert asyncio.run(store.load(legacy_name(cid))) is None
 
 
 def test_the_message_history_path_reopened_and_continued(tmp_path: Path) -> None:

@@ -235,3 +235,29 @@ def test_cli_html(tmp_path: Path) -> None:
     assert not (tmp_path / "x.html").exists()
     r = cli("html", str(FIXTURES / "clean.jsonl"), "-o", str(tmp_path / "no" / "such" / "dir" / "x.html"))
     assert r.returncode == 2 and r.stderr.startswith("agent-transcript: ") and r.stderr.count("\n") == 1
+
+
+def test_the_page_and_serve_name_the_unanswered_calls(tmp_path: Path) -> None:
+    """The page's summary, its end banner and the records' notes name the
+    call no tool message answers, and the tool message that answers no call,
+    as check does; answered, the call is not named. (Serve's live summary:
+    test_serve's tail test.)"""
+    path = tmp_path / "run.jsonl"
+    with Session.create(path) as s:
+        s.append_message(Message.user("go"))
+        s.append_message(Message.tool("ghost", "stray"))                       # line 3
+        s.append_message(Message.assistant(None, [
+            {"id": "c9", "type": "function", "function": {"name": "deploy", "arguments": "{}"}}]))  # line 4
+    r = cli("html", str(path), "-o", str(tmp_path / "p.html"))
+    assert r.returncode == 0, r.stderr
+    page = (tmp_path / "p.html").read_text("utf-8")
+    assert "1 tool call unanswered</b>" in page and "deploy <code>c9</code>" in page
+    assert "1 tool message answering no call</b>" in page
+    assert "The run ended here.</b> 1 tool call unanswered:" in page
+    notes = json.loads(page.split("id=at-notes>", 1)[1].split("</script>", 1)[0])["notes"]
+    assert notes["4"] == {"unanswered": ["c9"]} and notes["3"] == {"orphan": True}
+    with Session.load(path) as s:
+        s.answer_unanswered_tool_calls()
+    cli("html", str(path), "-o", str(tmp_path / "q.html"))
+    answered = (tmp_path / "q.html").read_text("utf-8")
+    assert "unanswered" not in answered.split("<script")[0] and '"unanswered"' not in answered

@@ -74,7 +74,7 @@ def test_picker_rows_from_the_first_and_last_lines(tmp_path: Path) -> None:
     (tmp_path / "torn.jsonl").write_bytes((FIXTURES / "torn.jsonl").read_bytes())
     (tmp_path / "text.jsonl").write_bytes(b"hello\n")
     row = picker_row(str(tmp_path), "a.jsonl")
-    assert row.title == "Fix the <b>parser</b> second line" and row.status == "pending: the last line is a call never settled"  # fleet's title: its lines joined and row.started and row.last and row.size > 0
+    assert row.title == "Fix the <b>parser</b> second line" and row.status == "pending"  # fleet's title: its lines joined and row.started and row.last and row.size > 0
     assert picker_row(str(tmp_path), "torn.jsonl").status.startswith("torn tail")
     assert picker_row(str(tmp_path), "text.jsonl").status == "not a transcript"
     with served(tmp_path) as base:
@@ -238,6 +238,9 @@ def test_the_tail_page_is_read_back_from_the_end_and_the_rest_follows(tmp_path: 
         assert notes["summary"][0][0] == "verdict v-repairable" and "torn tail" in notes["summary"][0][1]
         assert notes["notes"][str(lines)] == {"pending": "dispatched"}
         assert [p[1:] for p in notes["pending"]] == [["run", "c1", "dispatched"]]
+        # The call no tool message answers, named as check names it.
+        assert notes["notes"][str(lines - 1)] == {"unanswered": ["c1"]}
+        assert ["warning unanswered", f"1 tool call unanswered: run c1 (line {lines - 1})"] in notes["summary"]
         c.close()
 
 

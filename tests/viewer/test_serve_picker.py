@@ -104,3 +104,19 @@ def test_the_picker_is_newest_activity_first_by_the_last_line(tmp_path: Path) ->
     with served(tmp_path) as url:
         page = get(url, "/")[2].decode()
     assert re.findall(r"<code>([^<]*)</code></td></tr>", page) == ["newest.jsonl", "no-ts.jsonl", "middle.jsonl", "oldest.jsonl"]
+
+
+def test_a_pending_run_is_listed_and_opens(tmp_path: Path) -> None:
+    """A run that stopped mid-call is "pending", as ls says, and opens like any
+    transcript, its unanswered call named."""
+    with Session.create(tmp_path / "stopped.jsonl") as s:
+        s.append_message(Message.user("go"))
+        s.append_message(Message.assistant(None, [
+            {"id": "c1", "type": "function", "function": {"name": "run", "arguments": "{}"}}]))
+    with served(tmp_path) as url:
+        status, _, body = get(url, "/")
+        assert status == 200 and 'data-status="pending"' in body.decode()
+        href = re.search(r'href="(/t/[^"]*stopped[^"]*)"', body.decode())
+        assert href is not None
+        status, _, page = get(url, href.group(1))
+        assert status == 200 and b"go" in page

@@ -76,6 +76,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("path", metavar="PATH")
     p.add_argument("--type", action="append", metavar="T", help="only envelopes of type T")
     p.add_argument("--full", action="store_true", help="whole contents, not excerpts")
+    p.add_argument("--extras", action="store_true", help="each message's extras in full, not only their names")
+    p.add_argument("--ids", action="store_true", help="each envelope's id")
     p.add_argument("--json", action="store_true", help="one JSON envelope per line")
     p.add_argument("--poll", type=float, default=0.1, metavar="SECONDS", help="how often to look for more (default 0.1)")
     p.add_argument("--idle-timeout", type=float, default=None, metavar="SECONDS", help="stop after this long with nothing new")

@@ -8,7 +8,7 @@ import sys
 from ..fleet import FORMATS, ExportError, export_transcripts
 from ..fleet.export import describe
 from .errors import CliError
-from .style import write_json
+from .style import escaped, write_json
 
 __all__ = ["cmd_export", "export_arguments"]
 
@@ -23,7 +23,9 @@ def export_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """Export every transcript under each DIR into OUT; the transcripts are only read."""
+    """Export every transcript under each DIR into OUT; the transcripts are only read.
+    Exit 0, or 1 when a folder could not be listed (each named on stderr; the
+    rows an earlier export had of its transcripts are kept), 2 on bad input."""
     if args.format not in FORMATS:
         raise CliError(f"--format {args.format}: not a format export writes (it writes {', '.join(FORMATS)})")
     try:
@@ -34,4 +36,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         write_json(result.to_json())
     else:
         sys.stdout.write("\n".join(describe(result)) + "\n")
-    return 0
+    for folder, why in result.unreadable.items():
+        sys.stderr.write(f"warning: {escaped(str(folder))}: not read ({why}); "
+                         "the rows of its transcripts are kept as the last export wrote them\n")
+    return 1 if result.unreadable else 0

@@ -37,7 +37,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
             read(path)  # refuses what is not a transcript, or one from the future
     types = types_arg(args.type)
     s = Style(colour_enabled(args.color, sys.stdout))
-    renderer = Renderer(s, terminal_width(), full=args.full)
+    renderer = Renderer(s, terminal_width(), full=args.full, extras=args.extras, ids=args.ids)
     def restart(why: str) -> None:
         # On stderr, flushed after what was printed of the old file: a reader of
         # stdout alone (a pipe) still gets only envelopes.

@@ -27,15 +27,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     """``import SRC... -o DEST``: exit 0 when every source was imported, 1 when a
     folder held a file it could not read (the others imported; each such file
     named on stderr), 2 on bad input."""
-    dest = Path(args.output)
-    many = len(args.sources) > 1 or any(Path(s).is_dir() for s in args.sources)
+    targets = _targets([Path(s) for s in args.sources], Path(args.output))
     results: list[ImportResult] = []
-    for src in args.sources:
+    for src, target in zip(args.sources, targets):
         source = Path(src)
-        target = dest / source.name if len(args.sources) > 1 else dest
-        if many and len(args.sources) > 1 and not source.is_dir():
-            plain = source.name[: -len(".zst")] if source.name.endswith(".jsonl.zst") else source.name
-            target = (dest / plain).with_suffix(".jsonl")
         try:
             results.extend(import_transcript(source, target, source_format=args.source_format, force=args.force))
         except UnknownFormat as exc:
@@ -57,3 +52,21 @@ def cmd_import(args: argparse.Namespace) -> int:
             for w in r.warnings:
                 sys.stderr.write(f"warning: {r.source}: {w}\n")
     return 1 if refused else 0
+
+
+def _targets(sources: list[Path], dest: Path) -> list[Path]:
+    """Where each source goes: ``dest`` for one, ``dest/<name>.jsonl`` (a folder's
+    ``dest/<name>``) for several. Two sources that would go to one place are
+    refused before anything is written: the second would replace the first."""
+    if len(sources) == 1:
+        return [dest]
+    targets = []
+    for source in sources:
+        plain = source.name[: -len(".zst")] if source.name.endswith(".jsonl.zst") else source.name
+        targets.append(dest / source.name if source.is_dir() else (dest / plain).with_suffix(".jsonl"))
+    first: dict[Path, Path] = {}
+    for source, target in zip(sources, targets):
+        other = first.setdefault(target, source)
+        if other is not source:
+            raise CliError(f"{other} and {source} would both be imported to {target}; import them to different places")
+    return targets

@@ -106,7 +106,7 @@ def _write_text(rows: Iterable[TranscriptRow]) -> None:
         name = str(r.path)
         if not name.isprintable():
             name = escaped(name)
-        note = r.title if r.status in ("clean", "torn tail") else r.reason
+        note = r.title if r.status in ("clean", "pending", "torn tail") else r.reason
         tail = (f"  {note}" if note.isprintable() else f"  {escaped(note)}") if note else ""
         room = max(0, width - len(fixed) - len(name))
         out.write(fixed + name + (clip(tail, room) if room > 3 else "") + "\n")

@@ -99,10 +99,17 @@ class Renderer:
         *,
         full: bool = False,
         reading: Reading | None = None,
+        extras: bool = False,
+        ids: bool = False,
     ) -> None:
         self.s = style
         self.width = width
         self.full = full
+        #: Show a message's extras (a framework's stored item can be a
+        #: kilobyte of JSON), else only their names; show each envelope's id.
+        self.extras = extras
+        self.ids = ids
+        self._unpaired_found: tuple[dict[str, set[int]], set[str]] | None = None
         self.reading = reading
         self.replayed = reading is not None and reading.replayed
         self.dispatches: dict[str, Envelope] = {}
@@ -208,6 +215,8 @@ class Renderer:
             clock = clip(str(env.ts), 12).ljust(12)
         number = self.s(f"{env.line:>5}", "dim")
         kind = self.s(env.type, *kind_style)
+        if self.ids:
+            kind += "  " + self.s(printable(str(env.id)), "dim")
         out.append(f"{number} {self.s(clock, 'dim')}  {kind}{'  ' + detail if detail else ''}")
         return out
 
@@ -451,14 +460,14 @@ class Renderer:
         if p.get("tool_call_id"):
             tool = self._tool_of_call(str(p["tool_call_id"]), index)
             bits.append(f"answers {p['tool_call_id']}" + (f" ({printable(tool)})" if tool else ""))
+        if role == "tool" and env.id in self._unpaired()[1]:
+            bits.append(self.s("(answers no call)", "yellow"))
         flags = [f for f in ("sysprompt", "sticky") if p.get(f)]
         if p.get("depth") is not None:
             flags.append(f"depth={p['depth']}")
         if flags:
             bits.append(self.s("[" + ", ".join(flags) + "]", "magenta"))
-        extras = {k: v for k, v in p.items() if k not in _MESSAGE_KEYS}
-        for key, value in extras.items():
-            bits.append(self.s(f"{key}={value if isinstance(value, str) else compact(value)}", "dim"))
+        bits.extend(self._extras(p))
         if replayed_note:
             bits.append(self.s(replayed_note, "yellow"))
         if later:
@@ -473,11 +482,37 @@ class Renderer:
         else:
             out.extend(self._wrap(text))
         calls = [tool_call_parts(call) for call in _calls(p)]
-        for call_id, name, args in calls:
-            out.append(f"{self.INDENT}{self.s('->', 'yellow')} {self.s(name, 'bold')} {self._one_line(args)}  {self.s(call_id, 'dim')}")
+        unanswered = self._unpaired()[0].get(env.id, ()) if calls else ()
+        for k, (call_id, name, args) in enumerate(calls):
+            mark = "  " + self.s("unanswered", "yellow", "bold") if k in unanswered else ""
+            out.append(f"{self.INDENT}{self.s('->', 'yellow')} {self.s(name, 'bold')} {self._one_line(args)}  {self.s(call_id, 'dim')}{mark}")
         if as_is and calls and index is not None:
             self._recent(index, [(call_id, name) for call_id, name, _ in calls])
         return out
+
+    def _extras(self, p: dict[str, Any]) -> list[str]:
+        """A message's extras as head bits: each ``key=value`` with ``extras``,
+        else their names only."""
+        keys = [k for k in p if k not in _MESSAGE_KEYS]
+        if not keys:
+            return []
+        if not self.extras:
+            return [self.s(clip(f"+{', '.join(keys)}", 40), "dim")]
+        return [self.s(f"{k}={p[k] if isinstance(p[k], str) else compact(p[k])}", "dim") for k in keys]
+
+    def _unpaired(self) -> tuple[dict[str, set[int]], set[str]]:
+        """The unanswered calls (message id -> their places in its
+        ``tool_calls``) and the ids of the tool messages that answer no call,
+        of the reading's live conversation (none without a replay)."""
+        found = self._unpaired_found
+        if found is None:
+            pairing = None if self.reading is None else self.reading.pairing()
+            calls: dict[str, set[int]] = {}
+            for c in pairing.unanswered if pairing is not None else ():
+                calls.setdefault(c.message_id, set()).add(c.index)
+            found = (calls, {o.message_id for o in pairing.orphans} if pairing is not None else set())
+            self._unpaired_found = found
+        return found
 
     def _fate(self, done: Later) -> list[str]:
         """What later lines did to a message, as notes."""
@@ -539,9 +574,7 @@ class Renderer:
             flags.append(f"depth={p['depth']}")
         if flags:
             bits.append(self.s("[" + ", ".join(flags) + "]", "magenta"))
-        for key, value in p.items():
-            if key not in _MESSAGE_KEYS:
-                bits.append(self.s(f"{key}={value if isinstance(value, str) else compact(value)}", "dim"))
+        bits.extend(self._extras(p))
         if index is not None:
             bits.extend(self._fate(self._later(index, k)))
         text = content_text(p.get("content"))

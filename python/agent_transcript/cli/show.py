@@ -26,6 +26,8 @@ def show_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--type", action="append", metavar="T", help="only envelopes of type T (repeat, or comma-separate)")
     p.add_argument("--tail", type=int, metavar="N", help="only the last N envelopes (after --type)")
     p.add_argument("--full", action="store_true", help="whole contents, not excerpts")
+    p.add_argument("--extras", action="store_true", help="each message's extras in full (a framework's stored item, say), not only their names")
+    p.add_argument("--ids", action="store_true", help="each envelope's id (what fork --through takes)")
     p.add_argument("--json", action="store_true", help="JSON instead of text")
     colour_option(p)
 
@@ -116,6 +118,16 @@ def _header(reading: Reading, s: Style, width: int) -> list[str]:
         row("pending", s(plural(len(pending), "tool operation") + " never settled:", "yellow", "bold"))
         for op in pending:
             out.append(f"            {printable(f'{op.tool} {op.call_id}')} {s(op.state, 'yellow')} (line {reading.line_of(op.op_id)})")
+    pairing = reading.pairing()
+    if pairing is not None and pairing.unanswered:
+        row("unanswered", s(plural(len(pairing.unanswered), "tool call") + " no tool message answers (a chat API refuses it):",
+                            "yellow", "bold"))
+        for c in pairing.unanswered:
+            out.append(f"            {printable(f'{c.tool or chr(63)} {c.call_id}')} (line {c.line})")
+    if pairing is not None and pairing.orphans:
+        row("orphans", s(plural(len(pairing.orphans), "tool message") + " answering no call:", "yellow", "bold"))
+        for o in pairing.orphans:
+            out.append(f"            {printable(f'answers {o.tool_call_id}')} (line {o.line})")
     for warning in reading.warnings:
         row("warning", s(printable(warning), "yellow"))
     return out
@@ -151,7 +163,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if types or args.tail is not None:
         out.append(s(f"showing {plural(len(chosen), 'envelope')} of {len(reading):,}", "dim"))
     sys.stdout.write("\n".join(out) + "\n")
-    renderer = Renderer(s, width, full=args.full, reading=reading)
+    renderer = Renderer(s, width, full=args.full, reading=reading, extras=args.extras, ids=args.ids)
     for i in chosen:
         block = renderer.block_at(i)
         if block:
@@ -191,7 +203,7 @@ def _show_replayed(reading: Reading, args: argparse.Namespace, types: list[str] 
         )
         return 0
     s = Style(colour_enabled(args.color, sys.stdout))
-    renderer = Renderer(s, terminal_width(), full=args.full, reading=reading)
+    renderer = Renderer(s, terminal_width(), full=args.full, reading=reading, extras=args.extras, ids=args.ids)
     written = sum(count for _, count in reading.role_counts())
     out = [
         s(escaped(str(Path(reading.path))), "bold"),

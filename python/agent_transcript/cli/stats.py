@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any, Callable
 
 from ..inspect import compute_stats
 from .reading import read
@@ -69,13 +70,20 @@ def cmd_stats(args: argparse.Namespace) -> int:
             row("", f"{clip(name, 15):<16}{t['calls']:>6,}{t['completed']:>5,}{t['failed']:>7,}{t['outcome_unknown']:>8,}{p50:>10}{p95:>10}")
     else:
         row("tools", "none")
-    if st["pending"] is None:
-        row("pending", unknown)
-    elif st["pending"]:
-        for i, op in enumerate(st["pending"]):
-            row("pending" if i == 0 else "", s(f"{op['tool']} {op['call_id']} {op['state']}", "yellow") + f" (line {op['line']}, op {op['op_id']})")
-    else:
-        row("pending", "none")
+    def listed(label: str, items: list[dict[str, Any]] | None, shown: Callable[[dict[str, Any]], str]) -> None:
+        if items is None:
+            row(label, unknown)
+        for i, item in enumerate(items or []):
+            row(label if i == 0 else "", shown(item))
+        if items == []:
+            row(label, "none")
+
+    listed("pending", st["pending"],
+           lambda op: s(f"{op['tool']} {op['call_id']} {op['state']}", "yellow") + f" (line {op['line']}, op {op['op_id']})")
+    listed("unanswered", st["unanswered_tool_calls"],
+           lambda c: s(f"{c['tool'] or '?'} {c['call_id']}", "yellow") + f" (line {c['line']}, message {c['message_id']})")
+    for i, o in enumerate(st["orphan_tool_messages"] or []):
+        row("orphans" if i == 0 else "", s(f"tool message for {o['tool_call_id']}", "yellow") + f" (line {o['line']}, message {o['message_id']}) answers no call")
     a = st["artifacts"]
     if a["count"]:
         missing = f", {s(str(a['missing']) + ' missing', 'red')}" if a["missing"] else ""

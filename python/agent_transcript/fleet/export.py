@@ -15,7 +15,10 @@ partition, even one that ran past midnight. ``day`` is a partition column
 only (it is not stored inside the files): readers take it from the path
 (``read_parquet('OUT/messages/**/*.parquet', hive_partitioning=true)``,
 ``spark.read.parquet('OUT/messages')``). ``session`` (the transcript's
-absolute path) joins the tables.
+absolute path) joins the tables. A path that is not UTF-8 (a name made of
+other bytes, which Parquet's text cannot hold) is written ``hex:`` and its
+bytes in hex (``bytes.fromhex(session[4:])``): no absolute path begins so, and
+the bytes are the file's name exactly.
 
 The schema (timestamps are ``timestamp[us, UTC]``, text ``large_string``):
 
@@ -87,7 +90,7 @@ from typing import Any
 
 from .. import CorruptTranscript, TranscriptError
 from ..inspect import ColumnBatch, ColumnData, FileColumns, os_error_reason, read
-from ..inspect.paths import Descriptor, read_regular_file
+from ..inspect.paths import Descriptor, make_folders, read_regular_file
 
 __all__ = ["export_transcripts", "ExportResult", "ExportError", "TABLES", "FORMATS", "MANIFEST"]
 
@@ -123,6 +126,9 @@ class ExportResult:
         exported: the files read and written out, in walk order.
         skipped: the files unchanged since the last export (not read).
         removed: the files of an earlier export that are gone (their rows removed).
+        unreadable: the folders that could not be listed, and why; the rows of
+            the transcripts an earlier export found in them are kept (a folder
+            one cannot read is not a folder whose files are gone).
         rows: rows written per table (this run's only).
         parts: part files written or rewritten, relative to ``out``.
     """
@@ -131,6 +137,7 @@ class ExportResult:
     exported: list[Path] = field(default_factory=list)
     skipped: list[Path] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    unreadable: dict[Path, str] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLES, 0))
     parts: list[str] = field(default_factory=list)
 
@@ -138,6 +145,7 @@ class ExportResult:
         """The result as JSON-ready values."""
         return {"out": str(self.out), "exported": [str(p) for p in self.exported],
                 "skipped": [str(p) for p in self.skipped], "removed": list(self.removed),
+                "unreadable": [{"path": str(p), "reason": why} for p, why in self.unreadable.items()],
                 "rows": dict(self.rows), "parts": list(self.parts)}
 
 
@@ -197,9 +205,10 @@ def _day(micros: int | None, st: os.stat_result | None) -> str:
     return when.strftime("%Y-%m-%d")
 
 
-def _walk(roots: list[Path]) -> Iterator[Path]:
+def _walk(roots: list[Path], unreadable: dict[Path, str]) -> Iterator[Path]:
     """Every transcript under ``roots`` (a file named is itself), name order in
-    each folder; symlinks to files are followed, to folders not (no loops)."""
+    each folder; symlinks to files are followed, to folders not (no loops). A
+    folder that cannot be listed is put in ``unreadable``, with why."""
     for root in roots:
         if not root.is_dir():
             yield root
@@ -209,7 +218,10 @@ def _walk(roots: list[Path]) -> Iterator[Path]:
             folder = stack.pop()
             try:
                 entries = sorted(os.scandir(folder), key=lambda e: e.name)
-            except OSError:
+            except (FileNotFoundError, NotADirectoryError):
+                continue  # removed since its folder was listed: gone
+            except OSError as exc:
+                unreadable[folder] = os_error_reason(exc)
                 continue
             subdirs = []
             for e in entries:
@@ -302,9 +314,12 @@ class _Writer:
         commits it (:meth:`commit`) here, or on a sync thread when ``later``."""
         path = self.out / rel
         folder = path.parent
-        folder.mkdir(parents=True, exist_ok=True)
+        make_folders(folder)
         tmp = folder / f"{_TMP}{path.name}"
         self.temps.add(tmp)
+        # Made here, 0600, for pyarrow to write into (it keeps the mode of a
+        # file it truncates): a part never reads wider than its transcript.
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
         dictionary = [c for c in _DICTIONARY if c in table.column_names]
         # pyarrow's own file (not a Python file object): its pages are written
         # without the GIL and without a bytes object each.
@@ -418,14 +433,17 @@ def _write_manifest(writer: _Writer, manifest: dict[str, Any]) -> None:
     out = writer.out
     path = out / MANIFEST
     tmp = out / f"{_TMP}{MANIFEST}"
-    data = json.dumps(manifest, ensure_ascii=False, sort_keys=True, indent=0).encode("utf-8")
+    # ASCII: a path that is not UTF-8 (its str holds lone surrogates) is kept as
+    # \udcxx escapes, which read back as the same str.
+    data = json.dumps(manifest, ensure_ascii=True, sort_keys=True, indent=0).encode("ascii")
     # The file is held from the line that opens it and closed by this try's own
     # lines (a with's file is left to the garbage collector by a Ctrl-C as its
     # block ends, and in CPython 3.11 the line of a try nested in another is
     # outside the outer one's handler).
     fd = Descriptor()
     try:
-        fd.fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+        fd.fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        os.fchmod(fd.fd, 0o600)  # a temporary manifest a killed export left keeps its mode
         _write_all(fd.fd, data)
         os.fsync(fd.fd)
         fd.close()
@@ -461,7 +479,7 @@ def _prepare(out: Path) -> None:
     if out.is_dir() and not (out / MANIFEST).exists():
         if any(e.name != _LOCK for e in list(os.scandir(out))) and not _killed_first_export(out):
             raise ExportError(f"{out}: a folder that is not an export (no {MANIFEST}); export writes into a new or empty folder")
-    out.mkdir(parents=True, exist_ok=True)
+    make_folders(out)
 
 
 def _killed_first_export(out: Path) -> bool:
@@ -519,7 +537,7 @@ def _drop_rows(writer: _Writer, parts: set[str], sessions: set[str]) -> dict[str
     import pyarrow.compute as pc
 
     renamed: dict[str, str | None] = {}
-    drop = pa.array(sorted(sessions), type=pa.large_string())
+    drop = pa.array(sorted(session_text(key) for key in sessions), type=pa.large_string())
     for rel in sorted(parts):
         path = writer.out / rel
         if not path.exists():
@@ -639,7 +657,7 @@ def _export(roots: list[Path], out: Path, batch_bytes: int = BATCH_BYTES) -> Exp
     renamed: dict[str, str | None] = {}
     try:
         writer = _Writer(out, result, batch_bytes)
-        for path in _walk(roots):
+        for path in _walk(roots, result.unreadable):
             key = str(path)
             if key in seen:
                 continue
@@ -662,7 +680,8 @@ def _export(roots: list[Path], out: Path, batch_bytes: int = BATCH_BYTES) -> Exp
         writer.sync_dirs()
         # The old rows of changed files, and of files gone from the folders exported.
         under = [str(r) for r in roots]
-        gone = {key for key in sources if key not in seen and _under(key, under)}
+        unlisted = [str(folder) for folder in result.unreadable]
+        gone = {key for key in sources if key not in seen and _under(key, under) and not _under(key, unlisted)}
         dropped = changed | gone
         old_parts = {rel for key in dropped for rel in sources[key].get("parts", [])}
         renamed = _drop_rows(writer, old_parts, dropped) if dropped else {}
@@ -688,13 +707,24 @@ def _export(roots: list[Path], out: Path, batch_bytes: int = BATCH_BYTES) -> Exp
     return result
 
 
-def _export_file(writer: _Writer, path: Path, key: str, st: os.stat_result | None) -> None:
+def session_text(key: str) -> str:
+    """The ``session`` column's text for the path ``key``: itself, or ``hex:`` and its
+    bytes in hex when it is not UTF-8 (see the module docstring)."""
     try:
-        columns = FileColumns(read(str(path), lenient=True), key)
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return "hex:" + os.fsencode(key).hex()
+    return key
+
+
+def _export_file(writer: _Writer, path: Path, key: str, st: os.stat_result | None) -> None:
+    session = session_text(key)
+    try:
+        columns = FileColumns(read(str(path), lenient=True), session)
     except OSError as exc:
-        columns = FileColumns(None, key, reason=os_error_reason(exc))
+        columns = FileColumns(None, session, reason=os_error_reason(exc))
     except CorruptTranscript as exc:  # an archive that is not a whole zstd stream
-        columns = FileColumns(None, key, reason=exc.message, status="corrupt")
+        columns = FileColumns(None, session, reason=exc.message, status="corrupt")
     day = _day(columns.started(), st)
     batch = writer.batch(day, key)
     while not columns.fill(batch, writer.batch_bytes):

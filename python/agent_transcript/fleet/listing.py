@@ -46,13 +46,17 @@ __all__ = ["TranscriptRow", "list_transcripts", "read_row", "sort_rows", "writer
 #: (``agent-transcript check`` reads every line):
 #:
 #: * ``clean``: a session-meta first, the last line a whole envelope;
+#: * ``pending``: clean, but the last line is a tool call no tool message can
+#:   answer yet (an assistant message's ``tool_calls``) or a dispatch never
+#:   settled: the run stopped mid-call (or a tool is running now);
 #: * ``torn tail``: the last line is cut short, what a crash leaves (load removes it);
 #: * ``corrupt``: the last two lines are both damaged, which load refuses;
 #: * ``unsupported version``: the session-meta's ``v`` is not 1;
 #: * ``not a transcript``: the first line is not a session-meta (an empty file too);
 #: * ``claude-code``, ``codex``: another tool's transcript, which ``import`` reads;
-#: * ``unreadable``: it cannot be opened (``reason`` says why: permission, a dangling link).
-STATUSES = ("clean", "torn tail", "corrupt", "unsupported version", "not a transcript",
+#: * ``unreadable``: it cannot be opened (``reason`` says why: permission, a dangling link);
+#:   a sub-folder the walk cannot list has a row of its own so.
+STATUSES = ("clean", "pending", "torn tail", "corrupt", "unsupported version", "not a transcript",
             "claude-code", "codex", "unreadable")
 
 #: The names a listing takes for transcripts.
@@ -72,6 +76,12 @@ BATCH = 256
 # Why a row the core read is not clean.
 _REASONS: dict[str, str | None] = {"clean": None, "torn tail": "the last line is cut short",
                                    "corrupt": "the last two lines are both damaged"}
+#: A damaged last line that does not begin with ``{``: no torn write of this
+#: library's (it never writes a leading blank), so load refuses it as damage.
+_DAMAGED_END = "the last line is damaged and does not begin with '{'"
+
+_PENDING = {"tool-dispatched": "the last line is a tool call dispatched and never settled",
+            "message": "the last line is a tool call no tool message answers"}
 
 # The end of every line this library writes: the canonical key order puts
 # ts, type and v last, so a long line's type is read without reading it all.
@@ -202,10 +212,14 @@ def _walk(top: Path, recursive: bool, table: dict[tuple[int, int], int] | None) 
         try:
             with os.scandir(folder) as it:
                 entries = sorted(it, key=_name)
-        except OSError:
+        except OSError as exc:
             if folder == top:
                 raise
-            continue  # an unreadable sub-folder is skipped, as find does
+            # Said, not skipped: a listing without it would look whole. (One
+            # removed since its folder was listed is gone: nothing to say.)
+            if not isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+                yield _unreadable_folder(folder, exc)
+            continue
         subfolders = []
         batch: list[os.DirEntry[str]] = []
         for entry in entries:
@@ -227,6 +241,16 @@ def _walk(top: Path, recursive: bool, table: dict[tuple[int, int], int] | None) 
 
 
 _name = operator.attrgetter("name")
+
+
+def _unreadable_folder(folder: Path, exc: OSError) -> TranscriptRow:
+    """The row of a sub-folder the walk cannot list: ``unreadable``, and why."""
+    try:
+        mtime = os.lstat(folder).st_mtime
+    except OSError:
+        mtime = 0.0
+    return TranscriptRow(folder, "unreadable", 0, mtime,
+                         reason=f"a folder that cannot be listed ({os_error_reason(exc)}): its transcripts are not shown")
 
 
 def _read_batch(folder: Path, batch: list[os.DirEntry[str]],
@@ -251,8 +275,15 @@ def _rows_of(names: list[str], paths: list[Path],
         else:
             pid = table.get((dev, ino))
             held = pid is not None
+        reason: str | None
+        if status == "damaged end":
+            status, reason = "corrupt", _DAMAGED_END
+        else:
+            reason = _REASONS[status]
+        if status == "clean" and _ends_in_a_call(path, last_type, size):
+            status, reason = "pending", _PENDING[last_type or ""]
         yield _filled((path, status, size, mtime, title, agent, model, started, last_activity, last_type,
-                       held, pid, _REASONS[status]))
+                       held, pid, reason))
 
 
 def read_row(path: Path, locks: dict[tuple[int, int], int] | None = None) -> TranscriptRow:
@@ -285,6 +316,8 @@ def read_row(path: Path, locks: dict[tuple[int, int], int] | None = None) -> Tra
     except BaseException:
         fd.close()
         raise
+    if fields.get("status") == "clean" and _ends_in_a_call(path, fields.get("last_type"), st.st_size):
+        fields.update(status="pending", reason=_PENDING[fields["last_type"]])
     return TranscriptRow(**base, **fields)  # type: ignore[arg-type]
 
 
@@ -304,10 +337,52 @@ def _archive_row(path: Path, base: dict[str, Any]) -> TranscriptRow:
         if m.role == "user":
             title = _clip(content_text(m.content))
             break
-    return TranscriptRow(status="torn tail" if torn else "clean", title=title,
+    status, reason = ("torn tail", "a line is skipped") if torn else ("clean", None)
+    if not torn and (last.type == "tool-dispatched" or last.type == "message" and _makes_calls(last.payload)):
+        status, reason = "pending", _PENDING[last.type]
+    return TranscriptRow(status=status, title=title,
                          agent=_str(meta.get("agent")), model=_str(meta.get("model")),
                          started=p.envelopes[0].ts, last_activity=last.ts, last_type=last.type,
-                         reason="a line is skipped" if torn else None, **base)
+                         reason=reason, **base)
+
+
+def _makes_calls(payload: Any) -> bool:
+    """``payload`` is an assistant message's that makes a tool call (an entry
+    of its ``tool_calls`` with a string ``id``): on a last line, one no tool
+    message answers."""
+    if not isinstance(payload, dict) or payload.get("role") != "assistant":
+        return False
+    calls = payload.get("tool_calls")
+    return isinstance(calls, list) and any(isinstance(c, dict) and isinstance(c.get("id"), str)
+                                           for c in calls)
+
+
+def _ends_in_a_call(path: Path, last_type: str | None, size: int) -> bool:
+    """Whether the whole last line of a clean transcript is a dispatch (never
+    settled: nothing follows it) or a message making a tool call (nothing
+    answers it). Only a message's last line is read, and parsed only when it
+    names ``tool_calls``; a line longer than 4 MiB is not looked into."""
+    if last_type == "tool-dispatched":
+        return True
+    if last_type != "message":
+        return False
+    fd = Descriptor()
+    try:
+        fd.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        end = _skip_blank_back(fd.fd, size, 0)
+        start = _line_start(fd.fd, end, 0)
+        raw = os.pread(fd.fd, end - start, start) if end - start <= TAIL_MAX else b""
+        fd.close()
+    except OSError:
+        fd.close()
+        return False
+    except BaseException:
+        fd.close()
+        raise
+    if b'"tool_calls"' not in raw:
+        return False
+    env = _parse(raw)
+    return env is not None and _makes_calls(env.get("payload"))
 
 
 def _clip(text: str | None) -> str | None:
@@ -351,12 +426,14 @@ def _read_ends(fd: int, size: int, path: Path) -> dict[str, Any]:
     }
     if first.get("v") != 1:
         return {**out, "status": "unsupported version", "reason": f"version {first.get('v')!r}"}
-    last = _last_lines(fd, size, end + 1 if end >= 0 else size)
+    last, brace = _last_lines(fd, size, end + 1 if end >= 0 else size)
     status, reason = "clean", None
     env: dict[str, Any] | None = first
     if last:
         env = last[0]
-        if env is None:
+        if env is None and not brace:
+            status, reason = "corrupt", _DAMAGED_END
+        elif env is None:
             env = last[1] if len(last) > 1 else first
             status, reason = ("torn tail", "the last line is cut short") if env is not None else \
                 ("corrupt", "the last two lines are both damaged")
@@ -366,11 +443,13 @@ def _read_ends(fd: int, size: int, path: Path) -> dict[str, Any]:
     return out
 
 
-def _last_lines(fd: int, size: int, floor: int) -> list[dict[str, Any] | None]:
+def _last_lines(fd: int, size: int, floor: int) -> tuple[list[dict[str, Any] | None], bool]:
     """The last two non-blank lines after offset ``floor`` (the end of the first
     line), newest first, each parsed as far as needed (``type`` and ``ts``), or
-    None when it does not parse. Fewer when there are fewer."""
+    None when it does not parse; fewer when there are fewer. And whether the
+    last one begins with ``{`` (true when its start was not found)."""
     out: list[dict[str, Any] | None] = []
+    brace = True
     end = size
     while len(out) < 2:
         end = _skip_blank_back(fd, end, floor)
@@ -381,11 +460,15 @@ def _last_lines(fd: int, size: int, floor: int) -> list[dict[str, Any] | None]:
         nl = block.rfind(b"\n")
         if nl >= 0 or end - read == floor:
             raw = block[nl + 1:]
+            if not out:
+                brace = raw[:1] == b"{"
             out.append(_parse_line(raw))
             end -= len(raw)
             continue
         # A line longer than the block: its end is enough for a canonical one.
         start = _line_start(fd, end, floor)
+        if not out and (start == floor or os.pread(fd, 1, start - 1) == b"\n"):
+            brace = os.pread(fd, 1, start) == b"{"
         m = _CANONICAL_END.search(block)
         if m:
             out.append(_fields(m))
@@ -394,7 +477,7 @@ def _last_lines(fd: int, size: int, floor: int) -> list[dict[str, Any] | None]:
         if start > floor and os.pread(fd, 1, start - 1) != b"\n":
             break  # the search stopped short of the line's start: read no further
         end = start
-    return out
+    return out, brace
 
 
 def _skip_blank_back(fd: int, end: int, floor: int) -> int:

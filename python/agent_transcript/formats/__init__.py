@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import hashlib
 import json
 import os
 import tempfile
@@ -52,6 +53,7 @@ from ._source import (
     raw_lines,
     read_source,
     source_line_payload,
+    strict_json,
 )
 
 __all__ = [
@@ -105,10 +107,12 @@ def detect_format(path: str | os.PathLike[str]) -> str | None:
             return None
     for raw in head.split(b"\n")[:_SCAN_LINES]:
         try:
-            value = json.loads(raw)
+            value = strict_json(raw)
         except ValueError:
             continue
-        if isinstance(value, dict):
+        # A "type" that is no string (a list, an object) is no record of either
+        # format, and would not even be hashable for the tests below.
+        if isinstance(value, dict) and isinstance(value.get("type", ""), str):
             records.append(value)
     found = _detect(records)
     if (found is None and not is_compressed(path) and head.lstrip().startswith(b"{") and b'"items"' in head
@@ -302,7 +306,7 @@ def _parent_session(path: Path) -> Path | None:
         return None
     for raw in head.split(b"\n")[:_SCAN_LINES]:
         try:
-            record = json.loads(raw)
+            record = strict_json(raw)
         except ValueError:
             continue
         if isinstance(record, dict) and isinstance(record.get("sessionId"), str) and record["sessionId"]:
@@ -486,13 +490,16 @@ def _import_from(source: Path, read: Path, dest: Path, source_format: str | None
         out.copy_from(spool)
         ts = emit.ts
         written = 0
-        for line, raw in zip(lines, held.enter_context(contextlib.closing(raw_lines(read)))):
+        again = hashlib.sha256()
+        for line, raw in zip(lines, held.enter_context(contextlib.closing(raw_lines(read, size, again)))):
             ts = line.when or ts
             out.write(SOURCE_LINE, ids.next("line"), ts, source_line_payload(line, raw))
             written += 1
-        # The lines were read again by path: a source cut or replaced meanwhile
-        # gave fewer, or another file's, and the import would not be its source.
-        _still_the_source(source, read, began, size, written == len(lines))
+        # The lines were read again by path, as far as the first read went (a
+        # live session grows meanwhile): a source cut, rewritten or replaced
+        # gave fewer, or other bytes, and the import would not be its source.
+        _still_the_source(source, read, began, size,
+                          written == len(lines) and "sha256:" + again.hexdigest() == sha)
         held.close()
         out.commit()
     except BaseException:

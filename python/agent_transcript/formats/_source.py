@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Callable, Generator, Iterator, TypeVar
 
-from .. import canonical_json
+from .. import _core, canonical_json
 from ..inspect.paths import (Descriptor, beside, move_into_place, open_regular_file, read_regular_file,
                              refuse_to_replace, replace_with)
 
@@ -35,6 +35,7 @@ __all__ = [
     "to_ts",
     "Destination",
     "source_line_payload",
+    "strict_json",
 ]
 
 #: The type of the envelope that carries one source line, byte for byte.
@@ -97,17 +98,50 @@ class Line:
     when: str | None = None
 
 
+class _NotJson(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity``: Python's ``json`` reads them, JSON has none."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotJson(f"{name}, which is not JSON")
+
+
+def strict_json(raw: bytes | str) -> Any:
+    """The JSON value ``raw`` holds, as ``json.loads`` reads it, but for ``NaN`` and
+    ``Infinity``: not JSON (RFC 8259), refused by the tools that wrote the source
+    (Claude Code's ``JSON.parse``, Codex's serde), and by ``canonical_json``.
+
+    Raises:
+        ValueError: ``raw`` is not JSON.
+    """
+    try:
+        # The core's reader: the same values as ``json.loads`` for every JSON
+        # text, in half its time, and it refuses NaN and Infinity itself.
+        return _core.loads(raw)
+    except ValueError:
+        pass
+    # Not JSON to the core (or nested past its 512 levels): ``json`` says why, in
+    # the words (and the UnicodeDecodeError) the importer's damage notes use.
+    return json.loads(raw, parse_constant=_refuse_constant)
+
+
 def _parse(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
     if not raw.strip(_BLANK):
         return None, None
     try:
-        value = json.loads(raw)
+        value = strict_json(raw)
     except UnicodeDecodeError:
         return None, "not UTF-8"
+    except _NotJson as e:
+        # A line the source tool itself cannot read: kept raw, as damage is.
+        return None, str(e)
     except ValueError:
         pass
     else:
         if isinstance(value, dict):
+            if not isinstance(value.get("type", ""), str):
+                # No record of either format: every importer reads "type" as a name.
+                return None, 'a "type" that is not a string'
             return value, None
         return None, "not a JSON object"
     stripped = raw.strip(b"\x00" + _BLANK)
@@ -118,7 +152,7 @@ def _parse(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
         if record is not None:
             return record, "NUL bytes around a record (record recovered)"
         return None, f"NUL bytes and {damage or 'nothing'}"
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(parse_constant=_refuse_constant)
     text = raw.decode("utf-8", "surrogateescape")
     starts = sorted({i for start in _RECORD_STARTS for i in _find_all(text, start.decode()) if i > 0})
     for at in starts:
@@ -193,13 +227,19 @@ class Records:
         return record if record is not None else {}
 
 
-def raw_lines(path: Path) -> Generator[bytes, None, None]:
-    """The lines of ``path`` as bytes, each without its ``\\n``. The file is
-    closed at the end, or when the iterator is closed first."""
+def raw_lines(path: Path, size: int, sha: Any) -> Generator[bytes, None, None]:
+    """The lines of the first ``size`` bytes of ``path`` (the bytes
+    :func:`read_source` read: a live session's later bytes are not its
+    snapshot), each without its ``\\n``; every byte read is added to ``sha``
+    (a ``hashlib`` hash), for the caller to compare with the first read's. The
+    file is closed at the end, or when the iterator is closed first."""
     f: BinaryIO | None = None
     try:
         f = open_regular_file(path)
-        for chunk in f:
+        left = size
+        while left > 0 and (chunk := f.readline(left)):
+            left -= len(chunk)
+            sha.update(chunk)
             yield chunk[:-1] if chunk.endswith(b"\n") else chunk
         f.close()
     except BaseException:  # GeneratorExit too: closed before its end
@@ -214,7 +254,7 @@ def json_or_none(raw: bytes) -> Any:
     # be nested in the one that closes the file, and in CPython 3.11 the line
     # of a nested try is outside the outer one's handler.
     try:
-        return json.loads(raw)
+        return strict_json(raw)
     except ValueError:
         return None
 

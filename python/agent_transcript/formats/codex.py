@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 from ..inspect.paths import read_regular_file
 from ._emit import Emitter
-from ._source import Line, to_ts
+from ._source import Line, strict_json, to_ts
 
 __all__ = ["looks_like", "convert", "SUMMARY_PREFIX"]
 
@@ -167,7 +167,7 @@ def _call(item: dict[str, Any]) -> tuple[str, str, str]:
 
 def _stored_arguments(text: str) -> Any:
     try:
-        return json.loads(text)
+        return strict_json(text)
     except ValueError:
         return text
 
@@ -193,7 +193,7 @@ def _duration(content: Any) -> float | None:
         return None
     if content.startswith("{"):
         try:
-            parsed = json.loads(content)
+            parsed = strict_json(content)
         except ValueError:
             parsed = None
         if isinstance(parsed, dict) and isinstance(parsed.get("metadata"), dict):
@@ -242,7 +242,7 @@ class _Converter:
         self.payload_of: dict[str, dict[str, Any]] = {}
         self.pending: dict[str, Any] | None = None  # the assistant message calls may still join
         self.pending_lines: list[Line] = []
-        self.pending_calls: list[tuple[str, str, str, str]] = []
+        self.pending_calls: list[tuple[str, str, str, str | None]] = []
         self.reasoning: list[Any] = []
         self.reasoning_lines: list[Line] = []
         self.run_id: str | None = None
@@ -251,7 +251,7 @@ class _Converter:
         self.tokens = 0
         self.grants: Any = None
 
-    def _message(self, payload: dict[str, Any], lines: list[Line], real_user: bool, ts: str) -> str:
+    def _message(self, payload: dict[str, Any], lines: list[Line], real_user: bool, ts: str | None) -> str:
         id_ = self.emit.message(payload, ts)
         self.payload_of[id_] = payload
         self.real_user.append(real_user)
@@ -283,7 +283,7 @@ class _Converter:
             self.pending_lines.extend(self.reasoning_lines)
         self.reasoning, self.reasoning_lines = [], []
 
-    def response_item(self, line: Line, item: dict[str, Any], ts: str) -> None:
+    def response_item(self, line: Line, item: dict[str, Any], ts: str | None) -> None:
         kind = item.get("type")
         if kind == "reasoning":
             self.reasoning.append(item)
@@ -344,7 +344,7 @@ class _Converter:
             return
         # system messages, ghost snapshots, web searches, ...: not sent as chat messages
 
-    def compacted(self, line: Line, body: dict[str, Any], ts: str, after: int) -> None:
+    def compacted(self, line: Line, body: dict[str, Any], ts: str | None, after: int) -> None:
         self.flush()
         message: str = body["message"] if isinstance(body.get("message"), str) else ""
         history = body.get("replacement_history")
@@ -403,7 +403,7 @@ class _Converter:
             return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
         return content if isinstance(content, str) else ""
 
-    def rollback(self, line: Line, turns: Any, ts: str) -> None:
+    def rollback(self, line: Line, turns: Any, ts: str | None) -> None:
         self.flush()
         line.status = "used"
         positions = [i for i, real in enumerate(self.real_user) if real]
@@ -417,7 +417,7 @@ class _Converter:
         self.real_user = self.real_user[:cut]
         self.lines_of = self.lines_of[:cut]
 
-    def aborted(self, reason: Any, ts: str) -> None:
+    def aborted(self, reason: Any, ts: str | None) -> None:
         self.flush()
         for call_id in self.emit.pending_calls():
             self.emit.settle(call_id, "outcome-unknown", ts, reason=f"turn-aborted:{reason}")
@@ -445,7 +445,10 @@ def convert(lines: list[Line], emit: Emitter, warnings: list[str],
     c = _Converter(emit, warnings)
     facts: dict[str, Any] = {}
     for index, (line, kind, small, stamp) in enumerate(items):
-        ts = to_ts(stamp, emit.ts)
+        # A line without a timestamp (None) is dated when its envelope is
+        # written, as the one before it: not now, before the calls still
+        # buffered are (else its tool message and settle came before their dispatch).
+        ts = to_ts(stamp, "") or None
         if kind == "event_msg" and small.get("type") not in _EVENTS_READ:
             continue
         body = _body(full(line)) if full is not None and line.offset >= 0 else small
@@ -518,7 +521,7 @@ def _total_tokens(body: dict[str, Any]) -> int | None:
 def g0_lines(path: Path, lines: list[Line]) -> list[Line] | None:
     """A G0 rollout (one JSON document over many lines) as one synthetic record per item; None if it is not one."""
     try:
-        doc = read_regular_file(path, json.load)
+        doc = read_regular_file(path, lambda f: strict_json(f.read()))
     except (ValueError, OSError):
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("session"), dict) or not isinstance(doc.get("items"), list):

@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import reader
 from .files import Unreadable, os_error_reason, require_file
+from ..tool_calls import MalformedToolCall, OrphanToolMessage, Pairing, PairedCall
 from .reader import Reading, Refusal, Tail
 
-__all__ = ["CheckReport", "check_report", "check_path"]
+__all__ = ["CheckReport", "check_report", "check_path", "unanswered_json", "orphans_json"]
+
+
+def unanswered_json(calls: list[PairedCall]) -> list[dict[str, Any]]:
+    """Unanswered calls as ``check --json`` and ``stats --json`` list them."""
+    return [{"call_id": c.call_id, "tool": c.tool, "message_id": c.message_id, "line": c.line}
+            for c in calls]
+
+
+def orphans_json(orphans: list[OrphanToolMessage]) -> list[dict[str, Any]]:
+    """Tool messages that answer no call, as ``check --json`` and ``stats --json`` list them."""
+    return [{"message_id": o.message_id, "tool_call_id": o.tool_call_id, "line": o.line}
+            for o in orphans]
 
 
 @dataclass
@@ -25,6 +38,10 @@ class CheckReport:
         lines: how many lines the file has (blank ones too).
         envelopes, messages, live_messages: what load would keep (0 when it
             refuses the file).
+        unanswered, orphans, malformed: the live tool calls no tool message
+            answers, the live tool messages that answer no call, and the
+            entries of a ``tool_calls`` that are not calls: a chat API refuses
+            each, but load does not, so the status does not say them.
     """
 
     path: str
@@ -37,6 +54,9 @@ class CheckReport:
     envelopes: int = 0
     messages: int = 0
     live_messages: int = 0
+    unanswered: list[PairedCall] = field(default_factory=list)
+    orphans: list[OrphanToolMessage] = field(default_factory=list)
+    malformed: list[MalformedToolCall] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -61,6 +81,8 @@ class CheckReport:
             "line": self.line,
             "reason": self.reason,
             "missing_newline": bool(self.tail is not None and self.tail.missing_newline),
+            "unanswered_tool_calls": unanswered_json(self.unanswered),
+            "orphan_tool_messages": orphans_json(self.orphans),
         }
 
 
@@ -77,6 +99,11 @@ def check_report(reading: Reading) -> CheckReport:
     report.envelopes = len(t)
     report.messages = sum(n for _, n in t.role_counts())
     report.live_messages = t.live_len()
+    pairing: Pairing | None = reading.pairing()
+    if pairing is not None:
+        report.unanswered = pairing.unanswered
+        report.orphans = pairing.orphans
+        report.malformed = pairing.malformed
     if reading.tail.kind == "torn":
         report.status = "repairable"
     return report

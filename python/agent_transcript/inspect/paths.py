@@ -18,6 +18,8 @@ what they are given: one rule for all of them.
   beside its path, then renamed over it; never over a device, FIFO or socket
   (:func:`refuse_to_replace`), never through a symlink left where the new file
   is made.
+* :func:`make_folders`: a folder for what is made from a transcript, ``0700``
+  (its missing parents too), whatever the umask.
 * :func:`move_into_place`: a file written whole beside its path, given that
   name only if nothing has it (an import without ``--force``, an archive).
 * :func:`open_stored_artifact`: a stored artifact's descriptor, or None when
@@ -26,11 +28,11 @@ what they are given: one rule for all of them.
 
 from __future__ import annotations
 
-from .._storage import (Descriptor, beside, move_into_place, name_max, open_regular, open_regular_file,
+from .._storage import (Descriptor, beside, make_folders, move_into_place, name_max, open_regular, open_regular_file,
                         open_replacement, read_regular_file, refuse_to_replace, replace_with)
 from ..artifacts import artifacts_folder
 from ..artifacts import open_stored as open_stored_artifact
 
-__all__ = ["Descriptor", "artifacts_folder", "beside", "move_into_place", "name_max", "open_regular",
+__all__ = ["Descriptor", "artifacts_folder", "beside", "make_folders", "move_into_place", "name_max", "open_regular",
            "open_regular_file", "open_replacement", "open_stored_artifact", "read_regular_file",
            "refuse_to_replace", "replace_with"]

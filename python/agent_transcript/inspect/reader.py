@@ -26,8 +26,8 @@ from .._storage import TAIL_DAMAGE, Descriptor
 from ..envelope import Envelope, PendingToolOperation
 from ..errors import CorruptTranscript, UnsupportedVersion
 from ..peek import judge, skipped_warning
+from ..tool_calls import Pairing, call_rows, pair, pending_operations
 from .values import content_size
-from ..tool_calls import pending_operations
 
 __all__ = ["Tail", "Refusal", "Reading", "read", "excerpt", "open_file", "tail", "Later", "CompactionEffect", "LiveMessage"]
 
@@ -169,6 +169,8 @@ class Reading:
 
     Envelopes are decoded one at a time, on request; ``decoded`` counts them,
     so that tests can hold a command to decoding only what it shows.
+    ``call_fields`` counts the messages whose ``tool_calls`` or
+    ``tool_call_id`` alone :meth:`pairing` read.
     """
 
     path: str
@@ -181,7 +183,9 @@ class Reading:
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
     decoded: int = 0
+    call_fields: int = 0
     _pending: list[PendingToolOperation] | None = None
+    _pairing: Pairing | None = None
 
     def _index(self) -> _core.Transcript | _core.Peeked:
         if self.index is None:
@@ -382,6 +386,20 @@ class Reading:
             self._pending = pending_operations(self.transcript)
             self.decoded += len(self._pending)
         return self._pending
+
+
+    def pairing(self) -> Pairing | None:
+        """The live conversation's tool calls, what answers each, and the tool
+        messages that answer none (:mod:`agent_transcript.tool_calls`, the
+        pairing ``Session.unanswered_tool_calls`` uses); None when load refuses
+        the file. Only the live assistant and tool messages' call fields are read."""
+        if self.transcript is None:
+            return None
+        if self._pairing is None:
+            rows = call_rows(self.transcript)
+            self.call_fields += len(rows)
+            self._pairing = pair(rows)
+        return self._pairing
 
 
 def excerpt(text: str, indent: str, avail: int, max_lines: int | None) -> tuple[list[str], int, int] | None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from ..artifacts import artifacts_folder
+from .check import orphans_json, unanswered_json
 from .reader import Reading
 from .values import content_size
 
@@ -138,6 +139,10 @@ class Stats:
     rewinds: RewindStats
     tools: dict[str, ToolStats]
     pending: list[PendingStats] | None
+    # The live tool calls no tool message answers, and the live tool messages
+    # that answer no call (None when load refuses the file).
+    unanswered: list[dict[str, Any]] | None
+    orphans: list[dict[str, Any]] | None
     artifacts: ArtifactStats
     grants: Any
     warnings: list[str]
@@ -186,6 +191,8 @@ class Stats:
                 }
                 for op in self.pending
             ],
+            "unanswered_tool_calls": self.unanswered,
+            "orphan_tool_messages": self.orphans,
             "artifacts": {"count": self.artifacts.count, "files": self.artifacts.files, "bytes": self.artifacts.bytes, "missing": self.artifacts.missing},
             "grants": self.grants,
             "warnings": list(self.warnings),
@@ -309,6 +316,7 @@ def compute_stats(reading: Reading) -> Stats:
             PendingStats(op.op_id, op.call_id, op.tool, op.state, reading.line_of(op.op_id), op.dispatched_ts, op.result_message_id)
             for op in ops
         ]
+    pairing = reading.pairing()
     return Stats(
         path=str(Path(reading.path)),
         size=reading.size,
@@ -322,6 +330,8 @@ def compute_stats(reading: Reading) -> Stats:
         rewinds=RewindStats(len(rewind_at), dropped),
         tools=tools,
         pending=pending,
+        unanswered=None if pairing is None else unanswered_json(pairing.unanswered),
+        orphans=None if pairing is None else orphans_json(pairing.orphans),
         artifacts=ArtifactStats(art_count, len(seen_art), art_bytes, art_missing),
         grants=reading.grants()[0],
         warnings=list(reading.warnings),

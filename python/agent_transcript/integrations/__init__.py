@@ -7,6 +7,9 @@
 * ``pydantic_ai``: ``TranscriptConversationStore``, pydantic-ai's
   ``ConversationStore`` over a folder of transcripts, and helpers for the plain
   ``message_history=`` path (extra ``agent-transcript[pydantic-ai]``).
+* ``agent_framework``: ``TranscriptHistoryProvider``, the Microsoft Agent
+  Framework's ``HistoryProvider`` over a folder of transcripts, one per session
+  (extra ``agent-transcript[agent-framework]``).
 
 Each module imports its framework when it is imported; ``import agent_transcript``
 imports none of them. They are built on the public API only (names importable

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 try:
@@ -96,7 +97,7 @@ def message_to_chat(message: ModelMessage) -> tuple[list[Message], dict[str, Any
     return out, extra
 
 
-def _chat_to_message(message: Message, tool_names: Mapping[str, str]) -> ModelMessage:
+def _chat_to_message(message: Message, tool_names: Mapping[str, str], when: datetime) -> ModelMessage:
     """A pydantic-ai message for a chat message no pydantic-ai message stands behind."""
     content = message.content
     text = content if isinstance(content, str) else "" if content is None else json.dumps(content)
@@ -107,27 +108,62 @@ def _chat_to_message(message: Message, tool_names: Mapping[str, str]) -> ModelMe
             if isinstance(function, Mapping):
                 parts.append(ToolCallPart(str(function.get("name")), function.get("arguments"),
                                           tool_call_id=str(call.get("id"))))
-        return ModelResponse(parts=parts)
+        return ModelResponse(parts=parts, timestamp=when)
     if message.role == "tool":
         call_id = message.tool_call_id or ""
         return ModelRequest(parts=[ToolReturnPart(tool_names.get(call_id, message.name or "tool"), text,
-                                                  tool_call_id=call_id)])
+                                                  tool_call_id=call_id, timestamp=when)], timestamp=when)
     if message.role == "system":
-        return ModelRequest(parts=[SystemPromptPart(text)])
-    return ModelRequest(parts=[UserPromptPart(text)])
+        return ModelRequest(parts=[SystemPromptPart(text, timestamp=when)], timestamp=when)
+    return ModelRequest(parts=[UserPromptPart(text, timestamp=when)], timestamp=when)
 
 
 # -- lines of one transcript -------------------------------------------------
 
 
-def write_entry(session: Session, entry_id: str, parent_id: str | None, message: ModelMessage) -> str:
-    """Append the message lines of one entry; returns the id of the last."""
+def write_entry(session: Session, entry_id: str, parent_id: str | None, message: ModelMessage,
+                *, early: bool = False) -> str:
+    """Append the message lines of one entry; returns the id of the last.
+
+    ``early``: written by ``TranscriptCapability`` before the run handed its
+    messages over; the run's id goes with it, so the hand-over adopts it.
+    """
     chat, extra = message_to_chat(message)
-    first = {EXTRA_KEY: {"entry": entry_id, "parent": parent_id, "message": dump(message)}, **extra}
-    line_id = session.append_message(chat[0], first)
+    own: dict[str, Any] = {"entry": entry_id, "parent": parent_id, "message": dump(message)}
+    if early:
+        own["run"] = run_of(message)
+    line_id = session.append_message(chat[0], {EXTRA_KEY: own, **extra})
     for k, m in enumerate(chat[1:], 1):
         line_id = session.append_message(m, {EXTRA_KEY: {"entry": entry_id, "part": k}})
     return line_id
+
+
+def run_of(message: ModelMessage) -> str:
+    """The id of the run that made a message ('' when it says none)."""
+    run_id = getattr(message, "run_id", None)
+    return run_id if isinstance(run_id, str) else ""
+
+
+def early_block(written: Sequence[tuple[str, str | None, Any]], messages: Sequence[ModelMessage]
+                ) -> tuple[int, int]:
+    """How a run's messages meet what it wrote early.
+
+    ``written`` is the newest entries, oldest first, as ``(entry id, run, message
+    JSON)``. Returns ``(b, k)``: the last ``b`` of them were written early by
+    the run that made ``messages``, and the first ``k`` of those are its first
+    ``k`` messages (``k < b``: the run went past the others).
+    """
+    if not messages:
+        return 0, 0
+    run = run_of(messages[0])  # '' (a version without run ids) matches the lines marked so
+    b = 0
+    while b < len(written) and written[len(written) - 1 - b][1] == run:
+        b += 1
+    block = written[len(written) - b:]
+    k = 0
+    while k < min(b, len(messages)) and block[k][2] == dump(messages[k]):
+        k += 1
+    return b, k
 
 
 def own_extra(extra: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -148,6 +184,14 @@ def live_groups(session: Session) -> list[tuple[str | None, str, list[Any]]]:
     return groups
 
 
+def line_time(ts: str) -> datetime:
+    """A line's ``ts`` as a datetime (the epoch for one this library did not write)."""
+    try:
+        return datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return datetime.fromtimestamp(0, timezone.utc)
+
+
 def load_messages(session: Session) -> list[ModelMessage]:
     """The transcript's live history as pydantic-ai messages, for ``message_history=``.
 
@@ -160,25 +204,50 @@ def load_messages(session: Session) -> list[ModelMessage]:
         own = own_extra(lines[0].extra)
         if entry_id is not None and own is not None and not any(e.elided for e in lines):
             out.append(load(own["message"]))
+            if isinstance(out[-1], ModelResponse):  # a tool message another program wrote may answer it
+                tool_names.update((p.tool_call_id, p.tool_name) for p in out[-1].parts
+                                  if isinstance(p, ToolCallPart))
             continue
         for e in lines:
             for call in e.message.tool_calls or ():
                 function = call.get("function") if isinstance(call, Mapping) else None
                 if isinstance(function, Mapping):
                     tool_names[str(call.get("id"))] = str(function.get("name"))
-            out.append(_chat_to_message(e.message, tool_names))
+            # Dated by its line, so two loads give equal messages.
+            out.append(_chat_to_message(e.message, tool_names, line_time(session.events[e.line - 1].ts)))
     return out
 
 
-def append_messages(session: Session, messages: Iterable[ModelMessage]) -> list[str]:
+def append_messages(session: Session, messages: Iterable[ModelMessage], *, early: bool = False) -> list[str]:
     """Append a run's new messages (``result.new_messages()``) after the live
-    history; returns the entry ids given to them."""
+    history; returns the entry ids given to them.
+
+    Messages ``TranscriptCapability`` wrote before the run's tools ran are not
+    written again: their entries are returned for them.
+    """
+    batch = list(messages)
     groups = live_groups(session)
-    parent = groups[-1][0] if groups else None
+    written: list[tuple[str, str | None, Any]] = []
+    for entry_id, _, lines in groups:
+        own = own_extra(lines[0].extra)
+        if entry_id is not None and own is not None:
+            run = own.get("run")
+            written.append((entry_id, run if isinstance(run, str) else None, own["message"]))
+        else:
+            written.append(("", None, None))
     ids: list[str] = []
-    for message in messages:
+    b, k = (0, 0) if early else early_block(written, batch)
+    if b > k:  # the run went past what it wrote early: that is left behind
+        keep = len(groups) - b + k
+        session.append_rewind(groups[keep - 1][1] if keep else None)
+        groups = groups[:keep]
+    if k:
+        ids = [w[0] for w in written[len(written) - b:len(written) - b + k]]
+        batch = batch[k:]
+    parent = groups[-1][0] if groups else None
+    for message in batch:
         entry_id = str(uuid.uuid4())
-        write_entry(session, entry_id, parent, message)
+        write_entry(session, entry_id, parent, message, early=early)
         ids.append(entry_id)
         parent = entry_id
     return ids

@@ -12,10 +12,14 @@ reads the file (``function_call`` items are an assistant message's
 ``tool_calls``, ``function_call_output`` items are ``tool`` messages).
 ``pop_item`` and ``clear_session`` append a rewind, and the SDK's whole-history
 compaction appends one compaction with a replacement: the file never loses a
-line. :class:`TranscriptRunHooks` writes a ``tool-dispatched`` line when a tool
-starts and a ``tool-settled`` line when it ends, so a run killed mid-tool shows
-that call as pending on load; :meth:`TranscriptSession.save_run_state` keeps the
-SDK's ``RunState`` (an approval interrupt) in the same file.
+line. The SDK hands a session a turn's items only when the turn is over, so
+:class:`TranscriptRunHooks` writes the model's output items (the function
+calls among them) just before a tool starts, then a ``tool-dispatched`` line,
+and a ``tool-settled`` line when it ends: a run killed mid-tool leaves the call
+and its pending operation in the file, and when the SDK hands the turn over
+the items already written are not written again.
+:meth:`TranscriptSession.save_run_state` keeps the SDK's ``RunState`` (an
+approval interrupt) in the same file.
 
 Needs the ``openai-agents`` extra: ``pip install "agent-transcript[openai-agents]"``.
 """
@@ -24,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import gc
 import json
 import os
 import threading
@@ -35,7 +38,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 try:
-    from agents import Agent, RunHooks, RunState
+    from agents import Agent, ModelResponse, RunHooks, RunState
     from agents.memory import SessionSettings
     from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
     from agents.tool_context import ToolContext
@@ -48,6 +51,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 from agent_transcript import Message, Session, SessionClosed, digest
 
 from ._aio import write_off_loop
+from ._json import decode_all
 
 __all__ = [
     "TranscriptSession",
@@ -189,24 +193,16 @@ def _elided_item(item: Mapping[str, Any], stub: Any) -> dict[str, Any]:
     return out
 
 
-def _decode(texts: list[str]) -> list[Any]:
-    """Fresh items from their JSON texts, in one decoder call.
+def _identity(item: Mapping[str, Any]) -> str:
+    """What makes two items the same item: a call (or a call's output) by its type
+    and call id; anything else by its content, its ``id`` and ``status`` aside
+    (the SDK may drop a reasoning item's id, or a ``None`` status, on its way)."""
+    kind, call_id = item.get("type"), item.get("call_id")
+    if isinstance(kind, str) and isinstance(call_id, str):
+        return json.dumps([kind, call_id], ensure_ascii=False)
+    return json.dumps({k: v for k, v in item.items() if k not in ("id", "status")},
+                      sort_keys=True, ensure_ascii=False, default=str)
 
-    The decoder makes every container of the history in one C loop; the cycle
-    collector, woken every few hundred of them, would walk the growing result
-    (and the whole heap, now and then) dozens of times per call, which costs
-    more than the decoding. It waits until the list is whole: reference
-    counting frees as ever, only cycle collection is deferred, and its state
-    is restored as it was.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        items: list[Any] = json.loads("[" + ",".join(texts) + "]")
-    finally:
-        if enabled:
-            gc.enable()
-    return items
 
 
 # -- the session --------------------------------------------------------------
@@ -257,6 +253,9 @@ class TranscriptSession:
         self._closed = False
         self._texts: list[str] = []  # json.dumps of each live item, in order
         self._ids: list[str] = []  # the id of the line each item came from
+        # Identities of the items written before the SDK handed them over (see
+        # write_model_output), each skipped once when it does.
+        self._early: list[str] = []
         self._transcript = Session.open(p, new_meta, durability=durability)
         try:
             if session_id is None:
@@ -318,6 +317,7 @@ class TranscriptSession:
                 texts.append(json.dumps(item, ensure_ascii=False))
                 ids.append(entry.id)
         self._texts, self._ids = texts, ids
+        self._early = []
 
     def _check_open(self) -> None:
         if self._closed:
@@ -339,7 +339,7 @@ class TranscriptSession:
                 return []
             else:
                 texts = self._texts[-limit:]
-        return _decode(texts)
+        return decode_all(texts)
 
     async def add_items(self, items: list[Any]) -> None:
         """Append each item as one message line, in order."""
@@ -357,10 +357,62 @@ class TranscriptSession:
         for item in items:
             if not isinstance(item, Mapping):
                 raise TypeError(f"an item is a dict, not {type(item).__name__}")
+            if self._early:
+                key = _identity(item)
+                if key in self._early:
+                    self._early.remove(key)  # written before the tool ran: the same item, once
+                    continue
             text = json.dumps(item, ensure_ascii=False)
             line_id = self._transcript.append_message(item_to_message(item), {EXTRA_KEY: dict(item)})
             self._texts.append(text)
             self._ids.append(line_id)
+
+    async def write_model_output(self, items: list[Any]) -> None:
+        """Write a model response's items now, before the SDK hands the turn over.
+
+        :class:`TranscriptRunHooks` calls this just before a tool starts, so a
+        process killed while the tool runs leaves the function call that made it
+        in the file (the SDK adds a turn's items only when the turn is over).
+        When the SDK does add them, each item written here is skipped once. An
+        item whose call is already in the history is not written again.
+        """
+        self._check_open()
+        batch = [dict(item) for item in items]
+        if batch:
+            await write_off_loop(functools.partial(self._write_early, batch))
+
+    def _write_early(self, items: list[dict[str, Any]]) -> None:
+        with self._lock:
+            fresh: list[dict[str, Any]] = []
+            keys: list[str] = []
+            for item in items:
+                key = _identity(item)
+                if key in self._early or key in keys or self._holds_call(item):
+                    continue
+                fresh.append(item)
+                keys.append(key)
+            if not fresh:
+                return
+            ids = self._transcript.append_messages(
+                [(item_to_message(item), {EXTRA_KEY: item}) for item in fresh])
+            self._texts.extend(json.dumps(item, ensure_ascii=False) for item in fresh)
+            self._ids.extend(ids)
+            self._early.extend(keys)
+
+    def _forget_early(self) -> None:
+        """The SDK has handed over every turn before this one: an item written early
+        and never handed over (its run failed) is not one a later turn may skip."""
+        with self._lock:
+            self._early = []
+
+    def _holds_call(self, item: Mapping[str, Any]) -> bool:
+        """Whether the history already holds this call (a resumed turn's call, say)."""
+        call_id = item.get("call_id")
+        if not isinstance(call_id, str):
+            return False
+        needle = json.dumps(call_id, ensure_ascii=False)
+        key = _identity(item)
+        return any(needle in text and _identity(json.loads(text)) == key for text in self._texts)
 
     async def pop_item(self) -> Any | None:
         """Take the newest item off the history (a rewind line) and return it; None when empty."""
@@ -466,9 +518,12 @@ class TranscriptSession:
 class TranscriptRunHooks(RunHooks[Any]):
     """``RunHooks`` that journal each function tool call in the session's transcript.
 
-    A ``tool-dispatched`` line goes in just before the tool runs and a
-    ``tool-settled`` line just after, so a process killed mid-tool leaves that
-    call pending (``Session.pending_tool_operations``) for whoever resumes.
+    Just before a tool runs, the model output that called it goes in (through
+    :meth:`TranscriptSession.write_model_output`), then a ``tool-dispatched``
+    line; a ``tool-settled`` line just after. A process killed mid-tool leaves
+    the call in the conversation and its operation pending
+    (``Session.unanswered_tool_calls``, ``Session.pending_tool_operations``)
+    for whoever resumes.
     Pass it as ``Runner.run(..., hooks=TranscriptRunHooks(session))``; subclass it
     (calling ``super()``) to add hooks of your own.
 
@@ -482,8 +537,26 @@ class TranscriptRunHooks(RunHooks[Any]):
         self.session = session
         self.idempotency = idempotency
         self._started: dict[str, tuple[str, float]] = {}
+        self._output: list[dict[str, Any]] = []  # the last response's items, not written yet
+        self._written: asyncio.Future[None] | None = None  # their write, which every tool waits for
+
+    async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: Any) -> None:
+        self._output, self._written = [], None
+        self.session._forget_early()  # the SDK adds a turn's items before the next model call
+
+    async def on_llm_end(self, context: Any, agent: Any, response: ModelResponse) -> None:
+        # Kept until a tool starts: a turn that runs no tool is written by the SDK, as ever.
+        self._written = None
+        self._output = [{k: v for k, v in item.items() if not (k == "status" and v is None)}
+                        for item in response.to_input_items() if isinstance(item, Mapping)]
 
     async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
+        if self._output:
+            output, self._output = self._output, []
+            self._written = asyncio.ensure_future(self.session.write_model_output(output))
+        if self._written is not None:
+            # Tools of one response start together: none runs before the calls are in the file.
+            await asyncio.shield(self._written)
         if not isinstance(context, ToolContext):
             return  # only function tools say which call they are
         t = self.session.transcript

@@ -23,6 +23,14 @@ branch appends a rewind, then the branch's messages.
 For any pydantic-ai version, :func:`load_messages` and :func:`append_messages`
 carry the plain ``message_history=`` path over a :class:`~agent_transcript.Session`.
 
+pydantic-ai hands a run's messages over only when the run is done. Give the
+run a :class:`TranscriptCapability` (over the store or the session) and the
+messages that called a tool are in the transcript before the tool runs, with
+the call's ``tool-dispatched`` line: a process killed mid-tool leaves the call
+there, ``Session.answer_unanswered_tool_calls`` answers it, and the next load
+sends the call with its answer. The hand-over then adopts what was written
+early instead of writing it again.
+
 Needs the ``pydantic-ai`` extra: ``pip install "agent-transcript[pydantic-ai]"``.
 """
 
@@ -35,6 +43,7 @@ from ._pydantic_ai_history import EXTRA_KEY, append_messages, load_messages, mes
 
 __all__ = [
     "TranscriptConversationStore",
+    "TranscriptCapability",
     "load_messages",
     "append_messages",
     "message_to_chat",
@@ -43,12 +52,13 @@ __all__ = [
 ]
 
 if importlib.util.find_spec("pydantic_ai.conversation_store") is not None:
+    from ._pydantic_ai_journal import TranscriptCapability
     from ._pydantic_ai_store import RECORD_KEY, TranscriptConversationStore
 else:  # pragma: no cover - pydantic-ai before 2.66: the message_history= helpers only
     RECORD_KEY = "pydantic-ai.record"
 
     def __getattr__(name: str) -> Any:
-        if name == "TranscriptConversationStore":
-            raise ImportError("TranscriptConversationStore needs pydantic-ai >= 2.66 (its ConversationStore); "
+        if name in ("TranscriptConversationStore", "TranscriptCapability"):
+            raise ImportError(f"{name} needs pydantic-ai >= 2.66 (its ConversationStore); "
                               "load_messages and append_messages work with this version")
         raise AttributeError(name)

@@ -36,12 +36,12 @@ from pathlib import Path
 
 from .. import canonical_json
 from ..inspect.pages import PageBytes, PageWalk, PageWriter
-from ..inspect.paths import name_max, open_replacement, replace_with
+from ..inspect.paths import make_folders, name_max, open_replacement, replace_with
 from ..inspect import Reading, check_report, open_file
 from .markup import text
 from .render import BIG_LINE, MAX_BLOCK, Annotator, Outline, anchor, damaged_line, island_bytes, short_line, size_text
 
-__all__ = ["Assets", "assets", "csp", "write_html", "HtmlResult", "SINGLE_LIMIT", "head", "summary_panel", "outline_nav", "ended_banner",
+__all__ = ["Assets", "assets", "csp", "write_html", "HtmlResult", "SINGLE_LIMIT", "head", "summary_panel", "outline_nav", "ended_banner", "unpaired_lines",
            "verdict", "records", "data_islands", "PageData", "script_tag", "take_line"]
 
 #: Files up to this size become one page; bigger ones a folder of pages.
@@ -158,10 +158,54 @@ def summary_panel(reading: Reading, title: str, go: Callable[[str, int], str] | 
             for op in pending[:200]
         )
         rows.append(f'<div class=pending-list><b>{len(pending)} tool call{"s" if len(pending) != 1 else ""} never settled</b><ul>{items}</ul></div>')
+    rows.extend(_unpaired(reading, go))
     grants, line = reading.grants()
     if line is not None:
         rows.append(f'<p>grants at the end: <a class=lref href="{text(go("L" + str(line), line) if go else "#L" + str(line))}">line {line}</a> <code>{text(json.dumps(grants, ensure_ascii=False)[:400])}</code></p>')
     return f'<section class=summary aria-label="summary">{"".join(rows)}</section>\n'
+
+
+def _unpaired(reading: Reading, go: Callable[[str, int], str] | None) -> list[str]:
+    """The summary's lists of the unanswered tool calls and of the tool
+    messages that answer no call (what a chat API refuses), linked to their lines."""
+    pairing = reading.pairing()
+    if pairing is None:
+        return []
+
+    def at(line: int) -> str:
+        return text(go("L" + str(line), line) if go else "#L" + str(line))
+
+    out = []
+    if pairing.unanswered:
+        n = len(pairing.unanswered)
+        items = "".join(f'<li><a href="{at(c.line)}">{text(c.tool or "?")} <code>{text(c.call_id)}</code></a> '
+                        f'<span class="chip bad">line {c.line}</span></li>' for c in pairing.unanswered[:200])
+        out.append(f'<div class="pending-list unanswered"><b>{n} tool call{"s" if n != 1 else ""} unanswered</b>'
+                   f' (no tool message answers it: a chat API refuses the conversation)<ul>{items}</ul></div>')
+    if pairing.orphans:
+        n = len(pairing.orphans)
+        items = "".join(f'<li><a href="{at(o.line)}">answers <code>{text(str(o.tool_call_id))}</code></a></li>'
+                        for o in pairing.orphans[:200])
+        out.append(f'<div class="pending-list orphans"><b>{n} tool message{"s" if n != 1 else ""} answering no call</b><ul>{items}</ul></div>')
+    return out
+
+
+def unpaired_lines(reading: Reading) -> list[list[str]]:
+    """The unanswered tool calls and the tool messages answering no call, as
+    ``[class, text]`` summary lines (serve's live summary)."""
+    pairing = reading.pairing()
+    if pairing is None:
+        return []
+    out = []
+    if pairing.unanswered:
+        n = len(pairing.unanswered)
+        calls = ", ".join(f"{c.tool or '?'} {c.call_id} (line {c.line})" for c in pairing.unanswered[:50])
+        out.append(["warning unanswered", f"{n} tool call{'s' if n != 1 else ''} unanswered: {calls}"])
+    if pairing.orphans:
+        n = len(pairing.orphans)
+        lines = ", ".join(str(o.line) for o in pairing.orphans[:50])
+        out.append(["warning orphans", f"{n} tool message{'s' if n != 1 else ''} answering no call: line {lines}"])
+    return out
 
 
 def _linker(reading: Reading, go: Callable[[str, int], str] | None) -> Callable[[str], str]:
@@ -176,7 +220,9 @@ def ended_banner(reading: Reading, go: Callable[[str, int], str] | None = None) 
     """After a crash: the calls that never settled, and where the run ended."""
     to = _linker(reading, go)
     pending = reading.pending() or []
-    if not pending and reading.tail.kind != "torn":
+    pairing = reading.pairing()
+    unanswered = pairing.unanswered if pairing is not None else []
+    if not pending and not unanswered and reading.tail.kind != "torn":
         return ""
     bits = []
     if reading.tail.kind == "torn":
@@ -184,6 +230,10 @@ def ended_banner(reading: Reading, go: Callable[[str, int], str] | None = None) 
     if pending:
         links = ", ".join(f'<a href="{text(to(op.op_id))}">{text(op.tool)} ({text(op.state)})</a>' for op in pending[:50])
         bits.append(f"{len(pending)} tool call{'s' if len(pending) != 1 else ''} never settled: {links}")
+    if unanswered:
+        links = ", ".join(f'<a href="{text(go("L" + str(c.line), c.line) if go else "#L" + str(c.line))}">'
+                          f'{text(c.tool or "?")} {text(c.call_id)}</a>' for c in unanswered[:50])
+        bits.append(f"{len(unanswered)} tool call{'s' if len(unanswered) != 1 else ''} unanswered: {links}")
     return f'<div class=ended id=ended role=note><b>The run ended here.</b> {"; ".join(bits)}</div>\n'
 
 
@@ -506,8 +556,8 @@ def _js_call(fn: str, *args: Any) -> str:
 
 
 def _write_folder(reading: Reading, out: str) -> int:
-    os.makedirs(os.path.join(out, "p"), exist_ok=True)
-    os.makedirs(os.path.join(out, "c"), exist_ok=True)
+    make_folders(Path(out, "p"))
+    make_folders(Path(out, "c"))
     title = _title(reading)
     notes = Annotator(reading, artifact_href=_artifact_href(os.path.join(out, "p")))
     policy = csp(self_scripts=True)

@@ -307,6 +307,11 @@
     if (note.elided) chips.push(goneChip(note.elided, "elided at line " + note.elided + ": the model sees the stub"));
     if (note.compacted) { chips.push(goneChip(note.compacted, "compacted away at line " + note.compacted)); classes += " replaced"; }
     if (note.rewound) { chips.push(goneChip(note.rewound, "dropped by the rewind at line " + note.rewound + ": no longer sent")); classes += " rewound"; }
+    if (note.unanswered) {
+      chips.push(chip("unanswered: " + note.unanswered.join(", "), "pending bad", "no tool message answers this call: a chat API refuses the conversation until answer_unanswered_tool_calls() answers it"));
+      classes += " pending";
+    }
+    if (note.orphan) chips.push(chip("answers no call", "bad", "no live call before it has this id: chat_messages() leaves it out"));
     var parts = [], callId = p.tool_call_id, self = this;
     if (callId !== undefined && callId !== null) {
       var cid = String(str(callId)), tool = this.callTools[cid];

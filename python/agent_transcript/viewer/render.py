@@ -183,6 +183,15 @@ class Annotator:
         self.path = transcript_path or reading.path
         self.artifact_href = artifact_href
         self.pending = {op.op_id: op.state for op in reading.pending() or []}
+        # The live calls no tool message answers, and the tool messages that
+        # answer no call, by the line they are on (Session's pairing).
+        pairing = reading.pairing()
+        self.unanswered: dict[int, list[str]] = {}
+        self.orphans: set[int] = set()
+        if pairing is not None:
+            for c in pairing.unanswered:
+                self.unanswered.setdefault(c.line, []).append(c.call_id)
+            self.orphans.update(o.line for o in pairing.orphans)
         self.grants_at = reading.grants_index()
         self.last_grants: int | None = None
         self.sections: dict[str, tuple[str, int]] = {}
@@ -236,6 +245,10 @@ class Annotator:
                             note["compacted"] = line_number(comp)
                         if rw is not None:
                             note["rewound"] = line_number(rw)
+                if line in self.unanswered:
+                    n(line)["unanswered"] = self.unanswered[line]
+                if line in self.orphans:
+                    n(line)["orphan"] = True
                 if want_users and role is not None and role(i) == "user":
                     users.append((i, line))
             elif ty == "tool-dispatched":

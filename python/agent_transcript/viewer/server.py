@@ -44,7 +44,8 @@ from .. import fleet
 from ..inspect.paths import open_regular, open_stored_artifact
 from ..inspect import ReadEdges, Reading, open_file, read, same_prefix
 from .markup import text
-from .page import PageData, assets, csp, data_islands, ended_banner, head, records, script_tag, summary_panel, take_line, verdict
+from .page import (PageData, assets, csp, data_islands, ended_banner, head, records, script_tag, summary_panel, take_line,
+                   unpaired_lines, verdict)
 from .render import BIG_LINE, Annotator, anchor, island_bytes, shorten, size_text
 
 __all__ = ["ViewerServer", "make_server", "picker_row", "PickerRow"]
@@ -67,7 +68,7 @@ class PickerRow:
 
     name: str
     title: str
-    status: str  # fleet's status; "pending" when the last line is a call dispatched and never settled
+    status: str  # fleet's status (ls's): "pending" when the last line is a call never answered or settled
     started: str
     last: str
     size: int
@@ -120,7 +121,7 @@ def _served(name: str) -> bool:
 
 
 #: fleet's statuses of a file the viewer opens: its first line is a session-meta.
-_OPENED = ("clean", "torn tail", "corrupt")
+_OPENED = ("clean", "pending", "torn tail", "corrupt")
 
 
 def _obj(line: bytes) -> dict[str, Any] | None:
@@ -140,10 +141,7 @@ def _row(root: str, r: fleet.TranscriptRow) -> PickerRow:
     path = str(r.path)
     name = _name_in(root, path) or os.path.relpath(path, root)
     status = r.status
-    if r.last_type == "tool-dispatched" and status in ("clean", "torn tail"):
-        # The run stopped with a call in flight: nothing was written after its dispatch.
-        status = "pending: the last line is a call never settled" if status == "clean" else f"{status}, a call pending"
-    elif status == "unreadable" and r.reason:
+    if status == "unreadable" and r.reason:
         status = f"unreadable: {r.reason}"
     return PickerRow(name, r.title or name, status, r.started or "", r.last_activity or "", r.size, r.mtime, r.held)
 
@@ -388,7 +386,7 @@ class _Handler(BaseHTTPRequestHandler):
                f'<div class=layout><main id=records><section class=summary><b>{len(rows):,} transcript{"s" if len(rows) != 1 else ""}</b> in <code>{text(root)}</code>, newest activity first</section>'
                "<table class=picker><thead><tr><th>title</th><th>status</th><th>started</th><th>last activity</th><th>size</th><th>file</th></tr></thead><tbody>"]
         for r in rows:
-            st = "clean" if r.status == "clean" else ("torn" if r.status.startswith("torn") else ("pending" if "pending" in r.status else "other"))
+            st = {"clean": "clean", "torn tail": "torn", "pending": "pending"}.get(r.status, "other")
             live = " <span class=live-badge>live</span>" if r.held else ""
             href = "/t/" + _quoted(r.name)
             out.append(
@@ -682,6 +680,7 @@ class _Handler(BaseHTTPRequestHandler):
         out["notes"] = notes.page(items)
         status, text_ = verdict(reading)
         out["summary"] = [[f"verdict v-{status}", "check " + text_]] + [["warning", w] for w in reading.warnings[:5]]
+        out["summary"] += unpaired_lines(reading)
         pending = reading.pending() or []
         out["pending"] = [[anchor(op.op_id), op.tool, op.call_id, op.state] for op in pending[:200]]
         out["torn"] = (f"line {reading.tail.line} was cut mid-write ({reading.tail.removed:,} bytes; load removes it)"

@@ -52,6 +52,10 @@ pub enum Status {
     TornTail,
     /// The last two lines are both damaged.
     Corrupt,
+    /// The last line is damaged and does not begin with `{`: no write of this
+    /// library leaves that (it never writes a leading blank), so load refuses
+    /// it as damage rather than removing it as a torn tail.
+    DamagedEnd,
 }
 
 /// What a row shows from a transcript's first and last lines.
@@ -251,11 +255,12 @@ fn read_ends<R: ReadAt + ?Sized>(file: &R, size: u64) -> Result<Ends, Stop> {
         type_: Some("session-meta".to_owned()),
     };
     let (status, env) = match back.last_lines()? {
-        (None, _) => (Status::Clean, Some(first_fields)),
-        (Some(Some(env)), _) => (Status::Clean, Some(env)),
-        (Some(None), None) => (Status::TornTail, Some(first_fields)),
-        (Some(None), Some(Some(env))) => (Status::TornTail, Some(env)),
-        (Some(None), Some(None)) => (Status::Corrupt, None),
+        (None, _, _) => (Status::Clean, Some(first_fields)),
+        (Some(Some(env)), _, _) => (Status::Clean, Some(env)),
+        (Some(None), _, false) => (Status::DamagedEnd, None),
+        (Some(None), None, true) => (Status::TornTail, Some(first_fields)),
+        (Some(None), Some(Some(env)), true) => (Status::TornTail, Some(env)),
+        (Some(None), Some(None), true) => (Status::Corrupt, None),
     };
     let (last_activity, last_type) = env.map_or((None, None), |f| (f.ts, f.type_));
     Ok(Ends {
@@ -444,10 +449,13 @@ impl<'f, R: ReadAt + ?Sized> Back<'f, R> {
     }
 
     /// The last line, and the one before it when the last is damaged
-    /// (each None when there is no such line after the first line).
-    fn last_lines(&mut self) -> Result<(Option<LastLine>, Option<LastLine>), Stop> {
+    /// (each None when there is no such line after the first line), and
+    /// whether the last line begins with `{` (as a torn write of this
+    /// library's does; true when its start was not found).
+    fn last_lines(&mut self) -> Result<(Option<LastLine>, Option<LastLine>, bool), Stop> {
         let mut end = self.end;
         let mut out: Vec<LastLine> = Vec::with_capacity(2);
+        let mut brace = true;
         while out.len() < 2 && !matches!(out.first(), Some(Some(_))) {
             end = self.skip_blank_back(end)?;
             if end <= self.floor {
@@ -457,7 +465,11 @@ impl<'f, R: ReadAt + ?Sized> Back<'f, R> {
             let nl = self.rfind_newline(block_lo, end)?;
             if nl.is_some() || block_lo == self.floor {
                 let start = nl.map_or(self.floor, |i| i + 1);
-                out.push(last_line(self.slice(start, end)?)?);
+                let raw = self.slice(start, end)?;
+                if out.is_empty() {
+                    brace = raw.first() == Some(&b'{');
+                }
+                out.push(last_line(raw)?);
                 end = start;
                 continue;
             }
@@ -472,6 +484,7 @@ impl<'f, R: ReadAt + ?Sized> Back<'f, R> {
                 }
                 None => None,
             };
+            let first = out.is_empty();
             out.push(fields);
             if start > self.floor {
                 self.grow_toward(start - 1)?;
@@ -479,10 +492,14 @@ impl<'f, R: ReadAt + ?Sized> Back<'f, R> {
                     break; // the search stopped short of the line's start
                 }
             }
+            if first {
+                self.grow_toward(start)?;
+                brace = self.slice(start, start + 1)? == b"{";
+            }
             end = start;
         }
         let mut it = out.into_iter();
-        Ok((it.next(), it.next()))
+        Ok((it.next(), it.next(), brace))
     }
 }
 
@@ -1004,7 +1021,15 @@ mod tests {
             e.last_activity.as_deref(),
             Some("2026-08-10T00:00:02.000000Z")
         );
-        let corrupt = transcript(3) + "garbage\nmore garbage";
+        for end in [" {", "\r{", "\t{\"id", " garbage", "garbage"] {
+            let damaged = transcript(3) + end;
+            assert_eq!(
+                answer(damaged.as_bytes()).status,
+                Status::DamagedEnd,
+                "{end:?}"
+            );
+        }
+        let corrupt = transcript(3) + "garbage\n{more garbage";
         let e = answer(corrupt.as_bytes());
         assert_eq!((e.status, e.last_type), (Status::Corrupt, None));
         // Only the session-meta before a torn line: the meta is the last whole one.

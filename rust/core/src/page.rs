@@ -13,6 +13,7 @@
 
 use std::fs::File;
 use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Mutex;
@@ -451,7 +452,12 @@ fn put(f: &mut File, out: &mut Vec<u8>, piece: &[u8], escape: bool) -> io::Resul
 }
 
 fn write_to(job: &Job, tmp: &std::path::Path) -> io::Result<()> {
-    let mut f = File::options().write(true).create_new(true).open(tmp)?;
+    // A page is a copy of its transcript: never readable wider (0600), whatever the umask.
+    let mut f = File::options()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(tmp)?;
     let mut out = Vec::with_capacity(COPY_BLOCK * 2);
     out.extend_from_slice(&job.prefix);
     // `at`: the file offset `data[used..]` starts at.

@@ -30,6 +30,7 @@ pub fn list_rows<'py>(
                     Status::Clean => intern!(py, "clean"),
                     Status::TornTail => intern!(py, "torn tail"),
                     Status::Corrupt => intern!(py, "corrupt"),
+                    Status::DamagedEnd => intern!(py, "damaged end"),
                 };
                 let e = r.ends;
                 (
