@@ -24,6 +24,7 @@ MODULES = ["agent_transcript", "agent_transcript.fleet", "agent_transcript.forma
 INTEGRATIONS = {
     "agent_transcript.integrations.openai_agents": "agents",
     "agent_transcript.integrations.pydantic_ai": "pydantic_ai",
+    "agent_transcript.integrations.agent_framework": "agent_framework",
 }
 
 
