@@ -667,9 +667,19 @@ class Session(_core.SessionBase):
                                round: int | None = None) -> str:
         """Record that a tool call is about to cross to its provider; returns the operation id.
 
-        ``arguments`` may be a JSON value or a string; a string that parses as
-        JSON is stored parsed. ``arguments-digest`` is the digest of its
-        canonical JSON.
+        Write it before the call runs, so that a crash leaves it pending
+        (:meth:`pending_tool_operations`); settle it with :meth:`append_tool_settled`.
+
+        Args:
+            call_id: the assistant's tool call id (``tool_calls[i]["id"]``).
+            tool: the tool's name.
+            arguments: a JSON value or a string; a string that parses as JSON is
+                stored parsed. ``arguments-digest`` is the digest of its canonical JSON.
+            idempotency: whether a resuming process may run the call again, for
+                it to read: any string, such as ``"read-only"``, ``"idempotent"``,
+                ``"unknown"`` (the default) or ``"not-idempotent"``.
+            run_id: which run dispatched it, for readers that group calls.
+            round: which round of the agent loop dispatched it.
         """
         _check_type("call_id", call_id, str)
         _check_type("tool", tool, str)

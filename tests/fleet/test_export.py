@@ -339,17 +339,17 @@ def test_importing_the_package_does_not_import_pyarrow() -> None:
     assert r.stdout.strip() == "[]"
 
 
-def test_the_readme_queries_run_on_an_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_documented_queries_run_on_an_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
     import re
 
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("### Many runs as tables"):text.index("PySpark reads the same folder")]
-    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
-    assert len(blocks) == 3
+    page = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "fleet.md"
+    text = page.read_text(encoding="utf-8")
+    section = text[text.index("### Three queries"):text.index("Spark reads the same folders")]
+    [block] = re.findall(r"```python\n(.*?)```", section, re.S)
     export_transcripts(DATA, out=tmp_path / "export")
     monkeypatch.chdir(tmp_path)
-    exec(compile("\n".join(blocks), "README.md", "exec"), {})
+    exec(compile(block, str(page), "exec"), {})
     out = capsys.readouterr().out
     assert "runs/pending.jsonl" not in out and "cli/pending.jsonl │ write_file │ call_a  │ result-persisted" in out
     assert "cli/records.jsonl" in out and "read_file" in out

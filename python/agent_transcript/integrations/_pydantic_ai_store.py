@@ -274,6 +274,7 @@ class TranscriptConversationStore(ConversationStore):
         return dataclasses.replace(record, head_id=state.scan.head) if state.scan.extension else record
 
     async def read_record(self, conversation_id: str) -> ConversationRecord | None:
+        """The stored record of a conversation (its head, usage, revision), or None if it has none."""
         return await asyncio.to_thread(self._record_of, conversation_id)
 
     def _records_in(self, scope: str | None, limit: int | None) -> list[ConversationRecord]:
@@ -289,9 +290,20 @@ class TranscriptConversationStore(ConversationStore):
 
     async def read_records(self, *, scope: str | None = None,
                            limit: int | None = None) -> Sequence[ConversationRecord]:
+        """The records of the conversations in the folder, in file-name order.
+
+        Args:
+            scope: only the records of this scope.
+            limit: at most this many.
+        """
         return await asyncio.to_thread(self._records_in, scope, limit)
 
     async def read_entry(self, entry_id: str) -> ConversationEntry:
+        """The stored message entry ``entry_id``, from whichever transcript holds it.
+
+        Raises:
+            LookupError: no transcript in the folder holds it.
+        """
         found = await asyncio.to_thread(self._find_entry, entry_id)
         if found is None:
             raise LookupError(entry_id)
@@ -312,6 +324,15 @@ class TranscriptConversationStore(ConversationStore):
         return out
 
     async def read_history(self, head_id: str | None, *, limit: int | None = None) -> list[ConversationEntry]:
+        """The history ending at ``head_id``, oldest entry first (``[]`` for None).
+
+        Args:
+            head_id: the newest entry.
+            limit: at most this many entries, the newest ones.
+
+        Raises:
+            LookupError: an entry of the history is in no transcript of the folder.
+        """
         return await asyncio.to_thread(self._history_from, head_id, limit)
 
     # -- writing (the conversation's transcript locked) ----------------------------
@@ -407,6 +428,16 @@ class TranscriptConversationStore(ConversationStore):
     async def write_record(self, record: ConversationRecord, *,
                            new_entries: Sequence[ConversationEntry] = (),
                            expected_revision: str | None) -> None:
+        """Store ``record`` and its new entries in the conversation's transcript, in one locked step.
+
+        The entries are appended (after a rewind when the record's head is on
+        another branch), then the record, so a write killed halfway leaves the
+        record it had.
+
+        Raises:
+            ConversationConflict: the stored revision is not ``expected_revision``,
+                or an entry of the record's history is nowhere in the folder.
+        """
         # The list save() returns: entries a run wrote early are adopted in it (see _adopt).
         batch = new_entries if isinstance(new_entries, list) else list(new_entries)
         await write_off_loop(functools.partial(self._write, record, batch, expected_revision))
