@@ -21,7 +21,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Callable, Generator, Iterator, TypeVar
 
-from .. import _core, canonical_json
+from .. import canonical_json
+from ..inspect.sources import json_value
 from ..inspect.paths import (Descriptor, beside, move_into_place, open_regular_file, read_regular_file,
                              refuse_to_replace, replace_with)
 
@@ -117,7 +118,7 @@ def strict_json(raw: bytes | str) -> Any:
     try:
         # The core's reader: the same values as ``json.loads`` for every JSON
         # text, in half its time, and it refuses NaN and Infinity itself.
-        return _core.loads(raw)
+        return json_value(raw)
     except ValueError:
         pass
     # Not JSON to the core (or nested past its 512 levels): ``json`` says why, in
