@@ -1,4 +1,4 @@
-"""``python -m agent_transcript``: the command line (see :mod:`agent_transcript.cli`)."""
+"""``python -m agent_transcript``: the command line (see ``agent_transcript.cli``)."""
 
 import sys
 

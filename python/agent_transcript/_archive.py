@@ -27,7 +27,7 @@ def is_archive(path: str | os.PathLike[str]) -> bool:
 
 def open_for_reading(path: Path) -> int:
     """A read-only descriptor of the transcript at ``path``: the file itself
-    (see :func:`_storage.open_regular`), or for an archive an unlinked
+    (see ``_storage.open_regular``), or for an archive an unlinked
     temporary file holding its decompressed bytes.
 
     Raises:
@@ -79,7 +79,7 @@ def _scratch(out: _storage.Descriptor) -> None:
 
 
 def archive(path: Path, keep: bool) -> Path:
-    """See :meth:`agent_transcript.Session.archive`."""
+    """See ``agent_transcript.Session.archive``."""
     if is_archive(path):
         raise ValueError(f"{path}: already an archive")
     # A symlink names the file to archive: the archive goes beside that file,
@@ -127,7 +127,7 @@ def archive(path: Path, keep: bool) -> Path:
 
 
 def extract(path: Path, keep: bool) -> Path:
-    """See :meth:`agent_transcript.Session.unarchive`."""
+    """See ``agent_transcript.Session.unarchive``."""
     if not is_archive(path):
         raise ValueError(f"{path}: not an archive (its name does not end in {SUFFIX})")
     path = Path(os.path.realpath(path))  # a symlink names the archive to extract

@@ -21,7 +21,7 @@ def message_payload(message: Message, extra: dict[str, Any] | None) -> dict[str,
 
 
 def message_item(item: Any) -> dict[str, Any]:
-    """The payload of one item of :meth:`Session.append_messages`: a Message (a
+    """The payload of one item of ``Session.append_messages``: a Message (a
     subclass's own ``to_dict()``) or a ``(message, extra)`` pair, or a TypeError."""
     if isinstance(item, Message):
         return item.to_dict()

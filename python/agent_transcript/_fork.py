@@ -1,4 +1,4 @@
-"""What :meth:`Session.fork` reads and copies: how much of the source, and its
+"""What ``Session.fork`` reads and copies: how much of the source, and its
 replay once copied."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ What each platform promises for ``durability="fsync"``:
 * macOS: ``fsync(2)`` there only hands the data to the drive, whose cache may
   still lose it on power loss, and there is no ``fdatasync``. So every append
   ends with ``fcntl(F_FULLFSYNC)`` (Rust's ``sync_data`` does that on Apple
-  systems), and so does the repair here (:func:`sync`), falling back to
+  systems), and so does the repair here (``sync``), falling back to
   ``fsync`` on filesystems that refuse ``F_FULLFSYNC`` (some network ones).
 * ``durability="flush"`` is the same everywhere: one ``write(2)`` per append, so a
   crash of the process loses nothing written; a crash of the machine may lose

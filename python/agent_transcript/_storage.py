@@ -57,7 +57,7 @@ _T = TypeVar("_T")
 
 def make_parents(path: Path, made: list[Path] | None = None) -> list[Path]:
     """Create the missing parent directories of ``path``, each ``0700`` whatever
-    the umask; returns those it made, outermost first (see :func:`remove_made`).
+    the umask; returns those it made, outermost first (see ``remove_made``).
 
     Each is added to ``made`` (a new list, if None) in the line that makes it,
     so that a caller who passes its own list knows what to remove after a
@@ -86,7 +86,7 @@ def make_folders(folder: Path) -> list[Path]:
 
 
 def remove_made(folders: list[Path]) -> None:
-    """Remove the folders :func:`make_parents` made for a file that was not
+    """Remove the folders ``make_parents`` made for a file that was not
     created after all, innermost first, each only while it is empty (another
     process may have put something there meanwhile)."""
     for d in reversed(folders):
@@ -165,10 +165,10 @@ def open_regular(path: Path, flags: int) -> int:
     """``os.open(path, flags)`` for a regular file, never blocking on anything
     else (opening a FIFO waits for its other end; a device may act on open):
     refused by ``stat`` before the open, and by ``fstat`` after it (the path may
-    have changed in between), with :func:`refuse_unless_regular`'s errors.
+    have changed in between), with ``refuse_unless_regular``'s errors.
 
-    The caller binds the descriptor to what closes it (a :class:`Descriptor`'s
-    ``fd``) in the line of the call; :func:`open_regular_file` hands it to a
+    The caller binds the descriptor to what closes it (a ``Descriptor``'s
+    ``fd``) in the line of the call; ``open_regular_file`` hands it to a
     file object instead.
     """
     fd = Descriptor()
@@ -181,11 +181,11 @@ def open_regular(path: Path, flags: int) -> int:
 
 
 def open_regular_file(path: Path) -> BinaryIO:
-    """:func:`open_regular` for reading, as a file object that owns the descriptor.
+    """``open_regular`` for reading, as a file object that owns the descriptor.
 
-    Its holder closes it on every path, as a :class:`Descriptor`'s does: on the
+    Its holder closes it on every path, as a ``Descriptor``'s does: on the
     normal one inside the ``try`` whose ``except BaseException`` closes it too
-    (closing a file object twice is harmless), or through :func:`read_regular_file`.
+    (closing a file object twice is harmless), or through ``read_regular_file``.
     A ``with`` is not enough: an interrupt at the ``with`` line, as the block
     ends, lands before the file's ``__exit__`` and leaves it to the garbage
     collector.
@@ -204,7 +204,7 @@ def open_regular_file(path: Path) -> BinaryIO:
 
 
 def read_regular_file(path: Path, read: Callable[[BinaryIO], _T]) -> _T:
-    """``read(f)`` of the file :func:`open_regular_file` opens at ``path``, which
+    """``read(f)`` of the file ``open_regular_file`` opens at ``path``, which
     is closed afterwards, whatever happens (a Ctrl-C at any line included)."""
     f: BinaryIO | None = None
     try:
@@ -219,7 +219,7 @@ def read_regular_file(path: Path, read: Callable[[BinaryIO], _T]) -> _T:
 
 
 def _open_regular(fd: Descriptor, path: Path, flags: int) -> None:
-    """:func:`open_regular` into ``fd`` (empty); ``fd`` is empty again if it fails."""
+    """``open_regular`` into ``fd`` (empty); ``fd`` is empty again if it fails."""
     refuse_unless_regular(os.stat(path).st_mode, path)
     try:
         fd.fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -238,8 +238,8 @@ def open_locked(fd: Descriptor, path: Path, *, create: bool) -> None:
     the file it names created (as ``open(2)`` does), its missing parents too.
     Raises ``SessionLocked`` at once when another session holds it,
     ``FileNotFoundError`` when it is missing and ``create`` is false, and
-    ``OSError`` for what is not a regular file (see :func:`open_regular`),
-    ``ValueError`` to create under an archive's name (see :func:`refuse_archive`);
+    ``OSError`` for what is not a regular file (see ``open_regular``),
+    ``ValueError`` to create under an archive's name (see ``refuse_archive``);
     ``fd`` is then empty again, and a file this call created is gone (unless
     another session has locked it meanwhile: it is theirs).
     """
@@ -283,7 +283,7 @@ def open_locked(fd: Descriptor, path: Path, *, create: bool) -> None:
 
 
 def _remove_created(fd: Descriptor) -> None:
-    """Unlink the file :func:`open_locked` created into ``fd``, which failed (a
+    """Unlink the file ``open_locked`` created into ``fd``, which failed (a
     Ctrl-C between the create and the return included), so that it leaves no
     empty file behind; only under its lock, since another session may have
     opened the new file and locked it meanwhile, and then it is theirs."""
@@ -324,7 +324,7 @@ def check_head(fd: int, path: Path) -> None:
     Raises:
         CorruptTranscript, UnsupportedVersion: the file is not a transcript
             this library reads (an archive among them).
-        ValueError: the file is named as an archive (see :func:`refuse_archive`).
+        ValueError: the file is named as an archive (see ``refuse_archive``).
     """
     refuse_archive(path, fd)
     first, ended, end = _first_line(fd)
@@ -391,7 +391,7 @@ def repair_path(path: Path) -> Path:
 
     A name too long for that (a legal one of 249 to 255 bytes, say) gets
     ``<its first bytes>.<16 hex digits of its SHA-256>.repair`` instead (see
-    :func:`beside`).
+    ``beside``).
     """
     return beside(path, "", ".repair")
 
@@ -417,7 +417,7 @@ def beside(path: Path, prefix: str, suffix: str) -> Path:
 
 
 def refuse_to_replace(path: Path) -> None:
-    """Raise (as :func:`refuse_unless_regular` does) unless ``path`` is missing,
+    """Raise (as ``refuse_unless_regular`` does) unless ``path`` is missing,
     a regular file or a symlink: what a writer may rename a new file over. A
     device, FIFO or socket there is not a file this library wrote, and renaming
     over it replaces it for every program (a page written to ``/dev/null``
@@ -432,14 +432,14 @@ def refuse_to_replace(path: Path) -> None:
 
 def open_replacement(path: Path) -> tuple[int, Path]:
     """A new, empty file to write ``path``'s next content into, and its name:
-    ``.<name>.<random>.tmp`` beside it (cut as :func:`beside` cuts), made with
+    ``.<name>.<random>.tmp`` beside it (cut as ``beside`` cuts), made with
     ``O_EXCL``, so never opened through a symlink someone left there, nor shared
     with another writer of the same ``path``; ``0600`` whatever the umask, as
     everything made from a transcript is. The caller renames it over
-    ``path`` with :func:`replace_with`, or unlinks it.
+    ``path`` with ``replace_with``, or unlinks it.
 
     Raises:
-        OSError: ``path`` is something :func:`refuse_to_replace` refuses, or the
+        OSError: ``path`` is something ``refuse_to_replace`` refuses, or the
             file cannot be created.
     """
     refuse_to_replace(path)
@@ -452,7 +452,7 @@ def open_replacement(path: Path) -> tuple[int, Path]:
 
 
 def replace_with(tmp: Path, path: Path) -> None:
-    """Rename ``tmp`` over ``path`` (see :func:`open_replacement`), checking
+    """Rename ``tmp`` over ``path`` (see ``open_replacement``), checking
     again just before that ``path`` did not become something not to replace."""
     refuse_to_replace(path)
     os.replace(tmp, path)
@@ -509,7 +509,7 @@ def repair_tail(fd: Descriptor, path: Path) -> TailRepair:
 
     A cut leaves the repaired file's descriptor in ``fd`` (the old one closed).
     Returns the warning to report. Raises ``CorruptTranscript`` when the end
-    is damage rather than a torn write (see :data:`TAIL_DAMAGE`); the file is
+    is damage rather than a torn write (see ``TAIL_DAMAGE``); the file is
     then untouched.
     """
     kind, keep, line, removed, missing_newline, _ = _core.tail_check(fd.fd)

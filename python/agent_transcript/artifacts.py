@@ -127,7 +127,7 @@ class ArtifactStore:
             raise self._refused(e) from None
 
     def _make_folder(self) -> int:
-        """:meth:`_open_folder`, creating the folder (``0700``, parents too) if missing."""
+        """``_open_folder``, creating the folder (``0700``, parents too) if missing."""
         folder = self._open_folder()
         if folder is not None:
             return folder

@@ -1,6 +1,6 @@
 """The exceptions agent_transcript raises.
 
-Every error that is about a transcript derives from :class:`TranscriptError`.
+Every error that is about a transcript derives from ``TranscriptError``.
 They are defined here, in Python, so that they are documented, importable and
 picklable; the native core raises these same classes.
 

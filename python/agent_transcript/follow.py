@@ -10,7 +10,7 @@ What follow does when the file changes under it:
   the bytes already read change (emptied and written again past that point
   between two polls, so that its size never showed it): it is read again from
   its start. The first and the last bytes read are compared at each poll
-  (:class:`ReadEdges`).
+  (``ReadEdges``).
 * Another file appears at the path (a different inode). A tail repair renames
   the good prefix of the old file over it, byte for byte: when the new file
   starts with the same bytes as the old one up to the end of the last envelope
@@ -69,7 +69,7 @@ class ReadEdges:
         self.tail = os.pread(fd, edge, end - edge) if edge else b""
 
     def read(self, data: bytes | memoryview, n: int) -> None:
-        """Takes the first ``n`` bytes of ``data``, which starts at :attr:`end`, as read."""
+        """Takes the first ``n`` bytes of ``data``, which starts at ``end``, as read."""
         if self.end < _EDGE and len(self.head) == self.end:
             self.head += bytes(data[:min(n, _EDGE - self.end)])
         self.tail = (self.tail + bytes(data[max(0, n - _EDGE):n]))[-_EDGE:]
@@ -110,7 +110,7 @@ class _Place:
 
 def follow(path: Path, *, poll: float = 0.1, idle_timeout: float | None = None,
            on_restart: Callable[[str], None] | None = None) -> Iterator[Envelope]:
-    """See :meth:`agent_transcript.Session.follow`. ``on_restart`` is called with
+    """See ``agent_transcript.Session.follow``. ``on_restart`` is called with
     ``"truncated"`` or ``"replaced"`` when reading starts again from the start of
     the file (see the module's docstring)."""
     told = on_restart or (lambda why: None)

@@ -72,7 +72,7 @@ class Message:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Message:
-        """The inverse of :meth:`to_dict`; keys that are not Message fields are ignored.
+        """The inverse of ``to_dict``; keys that are not Message fields are ignored.
 
         Raises:
             TypeError: ``d`` is not a mapping, or has no string ``role``.

@@ -39,7 +39,7 @@ def judge(index: _core.Peeked) -> tuple[list[str], str | None]:
 
 
 def peek(path: Path) -> Peek:
-    """See :meth:`agent_transcript.Session.peek`."""
+    """See ``agent_transcript.Session.peek``."""
     fd = Descriptor()
     size = 0
     # Closed on every path by this try's own lines, not a finally's (a Ctrl-C

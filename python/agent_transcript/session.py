@@ -72,8 +72,8 @@ def _named(e: OSError, path: Path) -> OSError:
 class Session(_core.SessionBase):
     """A transcript open for reading and appending: the one writer of its file.
 
-    Make one with :meth:`create`, :meth:`load` or :meth:`open`; read a file
-    without opening it with :meth:`peek` and :meth:`follow`. Every append writes
+    Make one with ``create``, ``load`` or ``open``; read a file
+    without opening it with ``peek`` and ``follow``. Every append writes
     one whole line with one ``write(2)`` before it returns. Every method is safe
     to call from any thread.
     """
@@ -120,7 +120,7 @@ class Session(_core.SessionBase):
             TypeError, ValueError: ``meta`` cannot be written as JSON.
             ValueError: ``path``'s name ends in ``.zst``, an archive's: a
                 transcript is plain JSONL, refused rather than written under a
-                name every reader reads as zstd (:meth:`archive` makes one).
+                name every reader reads as zstd (``archive`` makes one).
         """
         return cls._create(_absolute(path), meta, _durability(durability), [])
 
@@ -161,18 +161,18 @@ class Session(_core.SessionBase):
 
         Nothing is written unless the first non-blank line is a whole
         session-meta (or the file's only line is a torn one, what a crash inside
-        :meth:`create` leaves: it is removed, and the file then does not load).
+        ``create`` leaves: it is removed, and the file then does not load).
 
         Raises:
             FileNotFoundError: there is no file at ``path``.
             SessionLocked: another session holds ``path``.
             CorruptTranscript: the file is empty, does not start with a
-                session-meta, is a zstd archive (:meth:`unarchive` extracts
+                session-meta, is a zstd archive (``unarchive`` extracts
                 it), or is damaged in a way no crash produces (the
                 exception's ``line`` says where); the file is left as it was.
             UnsupportedVersion: an envelope's ``v`` is not 1.
             ValueError: ``path``'s name ends in ``.zst``, an archive's (see
-                :meth:`create`).
+                ``create``).
         """
         fsync = _durability(durability)
         path = _absolute(path)
@@ -199,7 +199,7 @@ class Session(_core.SessionBase):
     @classmethod
     def open(cls, path: str | os.PathLike[str], meta: dict[str, Any] | None = None, *,
              durability: Durability = "flush") -> Session:
-        """:meth:`load` the transcript at ``path`` if it has content, else :meth:`create` it."""
+        """``load`` the transcript at ``path`` if it has content, else ``create`` it."""
         fsync = _durability(durability)
         p = _absolute(path)
         try:
@@ -224,11 +224,11 @@ class Session(_core.SessionBase):
         including envelope ``through_id`` (every envelope, if None), byte for
         byte; returned open, the one writer of the new file.
 
-        ``source`` is read as :meth:`peek` reads it: never locked, never
+        ``source`` is read as ``peek`` reads it: never locked, never
         written, so a writer may hold it meanwhile; a torn last line is not
         copied; an archive (``*.jsonl.zst``) is read decompressed. Ids stay the same, so the two files line up, and the fork's
         replay is the source's replay at that line. ``path`` is made as
-        :meth:`create` makes a file (missing parents ``0700``, the file
+        ``create`` makes a file (missing parents ``0700``, the file
         ``0600``, an existing empty file taken as new) and it is fsynced,
         with its folder, before this returns.
 
@@ -236,7 +236,7 @@ class Session(_core.SessionBase):
             FileNotFoundError: there is no file at ``source``.
             FileExistsError: ``path`` exists and is not empty.
             SessionLocked: another session holds ``path``.
-            ValueError: ``path``'s name ends in ``.zst`` (see :meth:`create`).
+            ValueError: ``path``'s name ends in ``.zst`` (see ``create``).
             UnknownId: ``through_id`` is not an envelope of ``source``.
             CorruptTranscript: ``source`` is not a transcript, or a line up to
                 ``through_id`` is damaged (the exception's ``line`` says
@@ -308,7 +308,7 @@ class Session(_core.SessionBase):
         The archive is written to ``<path>.zst.partial``, fsynced, read back
         and compared with the transcript byte for byte, and only then renamed
         into place; the transcript is removed after that, unless ``keep``. A
-        crash at any step leaves the transcript as it was. :meth:`peek` and the
+        crash at any step leaves the transcript as it was. ``peek`` and the
         command line read the archive as they read the transcript. A
         symlink at ``path`` is followed: the archive is made beside the file
         it names, which is the one removed.
@@ -328,7 +328,7 @@ class Session(_core.SessionBase):
         """Extract the archive at ``path`` (``run.jsonl.zst``) back into the
         transcript beside it (``run.jsonl``), byte for byte; returns its path.
 
-        Made as :meth:`archive` makes an archive: written to ``<dest>.partial``
+        Made as ``archive`` makes an archive: written to ``<dest>.partial``
         (created exclusively, mode 0600), fsynced, read back and
         compared with the archive, then linked into place, never over a file
         there; the archive is removed after that, unless ``keep``. A crash or
@@ -473,7 +473,7 @@ class Session(_core.SessionBase):
     @property
     def entries(self) -> list[Entry]:
         """The live messages with their ids, extras and lines, parallel to
-        :attr:`messages` (a fresh list each call, decoded when asked for).
+        ``messages`` (a fresh list each call, decoded when asked for).
 
         ``extra`` is what ``append_message(extra=...)`` (or a replacement's
         ``(message, extra)`` pair) wrote beside the message; ``{}`` for a
@@ -485,7 +485,7 @@ class Session(_core.SessionBase):
 
     @property
     def message_ids(self) -> list[str]:
-        """The envelope ids of :attr:`messages`, in the same order."""
+        """The envelope ids of ``messages``, in the same order."""
         with self._lock:
             return self._t.live_ids()
 
@@ -523,7 +523,7 @@ class Session(_core.SessionBase):
         """Append one conversation message; returns its id.
 
         ``extra`` keys (a ``finish-reason``, say) are kept in the line and in
-        :attr:`events`, never in :attr:`messages`. A message key always wins: an
+        ``events``, never in ``messages``. A message key always wins: an
         extra named like a Message field is dropped even when the message leaves
         that field unset, so an extra can never make a message sticky or give
         it a ``tool_call_id``.
@@ -554,14 +554,14 @@ class Session(_core.SessionBase):
     def append_messages(self, messages: Iterable[Message | tuple[Message, dict[str, Any] | None]]
                         ) -> list[str]:
         """Append conversation messages, each a Message or a ``(message, extra)``
-        pair written as :meth:`append_message` writes it, with one ``write(2)``
+        pair written as ``append_message`` writes it, with one ``write(2)``
         for all their lines; returns their ids, in order.
 
         All or nothing: every item is checked before a byte is written, and a
-        failed write is cut back as :meth:`append_message`'s is (or the session
+        failed write is cut back as ``append_message``'s is (or the session
         is broken). The session then holds what appending each in order would
         give. A crash during that one ``write(2)`` can leave a prefix of the
-        lines in the file: :meth:`load` then removes a torn last line, so it
+        lines in the file: ``load`` then removes a torn last line, so it
         finds none of them or the first few, each whole. An empty iterable
         writes nothing.
 
@@ -602,7 +602,7 @@ class Session(_core.SessionBase):
         With ``replacement`` (an empty one included), the messages it lists go
         where the summary would have (the summary is recorded, not replayed):
         each a Message or a ``(message, extra)`` pair, written as
-        :meth:`append_message` writes one. The k-th has the id
+        ``append_message`` writes one. The k-th has the id
         ``f"{compaction_id}:{k}"``, which later lines may name. One line: a
         crash never leaves half a swap.
 
@@ -668,7 +668,7 @@ class Session(_core.SessionBase):
         """Record that a tool call is about to cross to its provider; returns the operation id.
 
         Write it before the call runs, so that a crash leaves it pending
-        (:meth:`pending_tool_operations`); settle it with :meth:`append_tool_settled`.
+        (``pending_tool_operations``); settle it with ``append_tool_settled``.
 
         Args:
             call_id: the assistant's tool call id (``tool_calls[i]["id"]``).
@@ -787,7 +787,7 @@ class Session(_core.SessionBase):
         """Answer every unanswered call: settle its pending operations as
         ``outcome-unknown`` (reason: interrupted) and append ``Message.tool(call_id,
         text)``, ``text`` being ``content`` or ``content(call)``; all in one
-        ``write(2)`` at the end of the file, as :meth:`append_messages` writes.
+        ``write(2)`` at the end of the file, as ``append_messages`` writes.
 
         A crash inside it leaves a prefix of those lines; calling it again
         answers the rest. Returns the tool messages' ids (``[]``, and nothing
@@ -809,7 +809,7 @@ class Session(_core.SessionBase):
 
     def chat_messages(self) -> list[dict[str, Any]]:
         """The live conversation as a strict chat API takes it: each message's
-        :meth:`Message.to_chat`, each tool message that answers a call laid
+        ``Message.to_chat``, each tool message that answers a call laid
         right after that call's assistant message, and tool messages that
         answer no call left out. A view for sending: the file is untouched."""
         with self._lock:
@@ -823,7 +823,7 @@ class Session(_core.SessionBase):
         ``outcome`` defaults to ``completed`` when its result was persisted and
         to ``outcome-unknown`` otherwise. The conversation is not touched: a
         call left without a tool message is still unanswered (see
-        :meth:`answer_unanswered_tool_calls`).
+        ``answer_unanswered_tool_calls``).
 
         Raises:
             ToolOperationError: ``op_id`` is not a pending operation.
@@ -855,7 +855,7 @@ class Session(_core.SessionBase):
 
     def write_artifact(self, content: str | bytes, *, excerpt: str) -> dict[str, Any]:
         """Store a full tool result beside the transcript; returns the ``artifact``
-        dict for :meth:`append_tool_settled` (``file, digest, bytes, chars, elided-chars``)."""
+        dict for ``append_tool_settled`` (``file, digest, bytes, chars, elided-chars``)."""
         return self._artifacts.write(content, excerpt=excerpt)
 
     def artifact_path(self, file: str) -> Path:

@@ -1,5 +1,5 @@
 """Tool calls and their answers in the live conversation, and the pending tool
-operations of the file: one reading for :class:`~agent_transcript.Session`,
+operations of the file: one reading for ``agent_transcript.Session``,
 ``check``, ``stats``, ``show`` and the viewer.
 
 A chat API refuses a conversation in which an assistant's tool call has no
@@ -41,7 +41,7 @@ __all__ = [
     "chat_messages",
 ]
 
-#: The answer :meth:`Session.answer_unanswered_tool_calls` gives a call by default.
+#: The answer ``Session.answer_unanswered_tool_calls`` gives a call by default.
 INTERRUPTED = ("This tool call was interrupted before its result was recorded: "
                "it may or may not have run.")
 
@@ -176,7 +176,7 @@ _CALL_FIELDS = ["tool_calls", "tool_call_id"]
 
 
 def call_rows(t: _core.Transcript) -> list[tuple[int, str, int, dict[str, Any]]]:
-    """The live assistant and tool messages of ``t`` as :func:`pair` takes them,
+    """The live assistant and tool messages of ``t`` as ``pair`` takes them,
     found in the index: only their ``tool_calls`` and ``tool_call_id`` are decoded."""
     rows: list[tuple[int, str, int, dict[str, Any]]] = []
     whole: list[int] = []  # the rows of message lines, whose fields are read below

@@ -5,7 +5,7 @@ and ``benches/``): a transcript loader, a peek and an append loop written the
 way a careful user would write them, with the SAME semantics as
 ``Session.load`` / ``Session.peek`` / ``Session.append_message`` in SPEC.md:
 
-* :func:`load` -- "Load: repair, then replay": a leftover ``<path>.repair`` is
+* ``load`` -- "Load: repair, then replay": a leftover ``<path>.repair`` is
   deleted; the tail is examined as bytes (blank lines ignored) and a torn last
   line is cut off through a fsynced ``.repair`` file renamed over the original
   (a malformed line before it too: corrupt, file untouched); then every line is
@@ -16,9 +16,9 @@ way a careful user would write them, with the SAME semantics as
   and elision (content replaced, nothing else), composed in file order. The
   live messages come back as ``Message.to_dict()``-shaped dicts (extras
   dropped).
-* :func:`peek` -- every line parsed, bad ones skipped with a warning, messages
+* ``peek`` -- every line parsed, bad ones skipped with a warning, messages
   in file order, no replay.
-* :class:`UserAppender` -- ``uuid4().hex``, ``datetime.now(timezone.utc)``,
+* ``UserAppender`` -- ``uuid4().hex``, ``datetime.now(timezone.utc)``,
   ``orjson.dumps(env, option=OPT_SORT_KEYS) + b"\\n"``, ``os.write`` to an
   ``O_APPEND`` fd.
 
@@ -128,7 +128,7 @@ def _orjson() -> Any:
 
 
 def orjson_loads(raw: bytes) -> Any:
-    """``orjson.loads`` (resolved on first use; bound directly by :func:`load_orjson`)."""
+    """``orjson.loads`` (resolved on first use; bound directly by ``load_orjson``)."""
     return _orjson().loads(raw)
 
 
@@ -394,12 +394,12 @@ def load(path: str | os.PathLike[str], loads: Loads = stdlib_loads) -> Loaded:
 
 
 def load_stdlib(path: str | os.PathLike[str]) -> Loaded:
-    """``baseline_stdlib``: :func:`load` with ``json`` per line."""
+    """``baseline_stdlib``: ``load`` with ``json`` per line."""
     return load(path, stdlib_loads)
 
 
 def load_orjson(path: str | os.PathLike[str]) -> Loaded:
-    """``baseline_orjson``: :func:`load` with ``orjson.loads`` per line."""
+    """``baseline_orjson``: ``load`` with ``orjson.loads`` per line."""
     return load(path, _orjson().loads)
 
 
@@ -482,7 +482,7 @@ class UserAppender:
     """The append loop a user would write: one ``os.write`` per line to an O_APPEND fd.
 
     ``dumps`` defaults to ``orjson.dumps(env, option=orjson.OPT_SORT_KEYS)``;
-    pass :func:`stdlib_dumps` where orjson is not installed.
+    pass ``stdlib_dumps`` where orjson is not installed.
     """
 
     def __init__(self, path: str | os.PathLike[str], dumps: Dumps | None = None) -> None:

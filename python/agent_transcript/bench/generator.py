@@ -17,7 +17,7 @@ crash mid-write would leave it.
 
 Because the generator is deterministic and only ever appends whole runs, the
 file for a smaller ``mb`` (same seed) is a prefix of the file for a larger one;
-:func:`write_transcript` reports where those prefixes end (``marks``), so one
+``write_transcript`` reports where those prefixes end (``marks``), so one
 pass can produce both the 1 GiB and the 100 MiB file.
 """
 
@@ -229,7 +229,7 @@ class SmallGen(Gen):
 
 @dataclass(frozen=True)
 class Generated:
-    """What :func:`write_transcript` wrote.
+    """What ``write_transcript`` wrote.
 
     Attributes:
         size: bytes of whole lines written (the torn tail not included).
@@ -248,7 +248,7 @@ def write_transcript(out: str | os.PathLike[str], mb: float, seed: int = 1, torn
     """Write the transcript for ``mb`` MiB and ``seed`` to ``out`` (truncating it).
 
     ``profile`` is ``"yardstick"`` (the shared generator's lines, 4.5 KB on
-    average) or ``"small"`` (:class:`SmallGen`'s, a median of 250-450 bytes).
+    average) or ``"small"`` (``SmallGen``'s, a median of 250-450 bytes).
     """
     if profile not in ("yardstick", "small"):
         raise ValueError(f"profile must be 'yardstick' or 'small', not {profile!r}")

@@ -1,10 +1,10 @@
 """The command line, ``agent-transcript`` (and ``python -m agent_transcript``).
 
-Lives here: the parser and the exit status of every outcome (:mod:`.app`),
-one module per command (:mod:`.show`, :mod:`.check`, :mod:`.repair`,
-:mod:`.stats`, :mod:`.follow`, :mod:`.demo`, :mod:`.bench`, :mod:`.html`, :mod:`.serve`), the terminal
-renderer (:mod:`.render`), its style and text helpers (:mod:`.style`), and
-how a command opens the file it is given (:mod:`.reading`).
+Lives here: the parser and the exit status of every outcome (``.app``),
+one module per command (``.show``, ``.check``, ``.repair``,
+``.stats``, ``.follow``, ``.demo``, ``.bench``, ``.html``, ``.serve``), the terminal
+renderer (``.render``), its style and text helpers (``.style``), and
+how a command opens the file it is given (``.reading``).
 
 May import: the standard library, the public API of ``agent_transcript``
 (its ``__all__`` and public modules), the read model ``agent_transcript.inspect``,

@@ -5,7 +5,7 @@ only its new file) and ``export`` (only its output folder) is read-only: it neve
 repairs or writes, so it is safe on a transcript a writer holds and on a
 damaged one. What load would do (``check``) and what replay makes of a file
 (``show --replayed``, live counts, what a compaction replaced, pending
-operations) are the core's answers, read through :mod:`agent_transcript.inspect`;
+operations) are the core's answers, read through ``agent_transcript.inspect``;
 a file load refuses is shown from peek's lenient index, with the refusal said.
 Only the envelopes a command prints are decoded, so ``show --tail`` and
 ``stats`` take about as long as a load on a big file. Bad input (a missing

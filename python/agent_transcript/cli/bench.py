@@ -1,4 +1,4 @@
-"""``bench ...``: hands its arguments to :func:`agent_transcript.bench.main`."""
+"""``bench ...``: hands its arguments to ``agent_transcript.bench.main``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``demo [DIR]``: the whole story on a scratch transcript (:mod:`agent_transcript.demo`).
+"""``demo [DIR]``: the whole story on a scratch transcript (``agent_transcript.demo``).
 
 The demo imports nothing from the command line: what it prints with (the
 style, the check verdict's line, ``show``) is handed to it here.

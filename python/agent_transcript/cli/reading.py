@@ -26,7 +26,7 @@ def require_file(path: str) -> os.stat_result:
 
 def read(path: str) -> Reading:
     """``path`` read for showing: what load makes of it, or peek's lenient index
-    of a file load refuses (see :func:`agent_transcript.inspect.read`).
+    of a file load refuses (see ``agent_transcript.inspect.read``).
 
     Raises:
         CliError: the file is missing, unreadable, not a transcript, or holds an

@@ -75,11 +75,11 @@ def _calls(payload: dict[str, Any]) -> list[Any]:
 class Renderer:
     """Turns envelopes into readable blocks.
 
-    Over a :class:`~agent_transcript.inspect.Reading` (``show``),
-    :meth:`block_at` renders envelope ``i`` and finds what its block needs in
+    Over a ``agent_transcript.inspect.Reading`` (``show``),
+    ``block_at`` renders envelope ``i`` and finds what its block needs in
     the reading — a settle's dispatch, the tool a call went to, what replay
     did at a compaction or an elision, what later lines did to it — decoding
-    only those envelopes. Streaming (``follow``), :meth:`block` renders each
+    only those envelopes. Streaming (``follow``), ``block`` renders each
     envelope as it comes and remembers the little it needs to join later ones
     up (dispatches, tool calls, message and section lines); what only replay
     knows is not shown there.
@@ -137,7 +137,7 @@ class Renderer:
 
         The core builds it (``_core.excerpt``); where it cannot say what Python
         would (a lone surrogate; a hyphen beside a non-ASCII character, which
-        textwrap classes by Python's Unicode tables), :meth:`_wrap_py` does.
+        textwrap classes by Python's Unicode tables), ``_wrap_py`` does.
         """
         found = None
         if self.native and not style:
@@ -148,7 +148,7 @@ class Renderer:
         return self._excerpt_lines(found, max_lines)
 
     def _excerpt_lines(self, found: tuple[list[str], int, int], max_lines: int) -> list[str]:
-        """The core's excerpt ``(lines, total, chars)`` as :meth:`_wrap` shows it."""
+        """The core's excerpt ``(lines, total, chars)`` as ``_wrap`` shows it."""
         lines, total, chars = found
         if not self.full and total > max_lines:
             more = f"… {plural(total - max_lines, 'more line')} ({chars:,} chars; --full shows all)"
@@ -156,7 +156,7 @@ class Renderer:
         return lines
 
     def _wrap_py(self, text: str, *, max_lines: int = 8, style: tuple[str, ...] = ()) -> list[str]:
-        """:meth:`_wrap` in Python, for a ``text`` already printable: textwrap's
+        """``_wrap`` in Python, for a ``text`` already printable: textwrap's
         lines. The oracle the core's excerpt is tested against."""
         avail = max(20, self.width - len(self.INDENT))
         out: list[str] = []
@@ -427,7 +427,7 @@ class Renderer:
 
     def _recent(self, index: int, calls: list[tuple[str, str]]) -> None:
         """Keep the calls (id, tool) of message ``index``, shown as it is in the
-        file, for the tool messages after it (:meth:`_tool_of_call`), as long as
+        file, for the tool messages after it (``_tool_of_call``), as long as
         they may look back to it."""
         kept = self.recent_calls
         kept[index] = calls

@@ -1,4 +1,4 @@
-"""``stats PATH``: counts and sizes (:class:`agent_transcript.inspect.Stats`), as text or ``--json``."""
+"""``stats PATH``: counts and sizes (``agent_transcript.inspect.Stats``), as text or ``--json``."""
 
 from __future__ import annotations
 

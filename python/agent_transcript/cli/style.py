@@ -169,7 +169,7 @@ def escaped(text: str) -> str:
 
 
 def sanitized(value: Any) -> Any:
-    """``value`` with every string in it (keys too) passed through :func:`printable`.
+    """``value`` with every string in it (keys too) passed through ``printable``.
 
     Iterative: a value nested as deep as the reader allows (512) is no deeper
     for this than a flat one.

@@ -1,6 +1,6 @@
 """``agent-transcript demo``: the whole story, narrated, on a scratch transcript.
 
-A scripted agent (:mod:`agent_transcript.demo.agent`) runs in a child process
+A scripted agent (``agent_transcript.demo.agent``) runs in a child process
 and is killed with SIGKILL while a line is half written and two tool calls are
 in flight. Then, in this process: ``peek`` (read-only), ``check`` (what load
 would do), ``load`` (the repair and its warning), ``pending_tool_operations``,

@@ -1,16 +1,16 @@
 """Many transcripts at once: listing a folder, and exporting it as tables.
 
-Lives here: :func:`list_transcripts`, one :class:`TranscriptRow` per file of a
+Lives here: ``list_transcripts``, one ``TranscriptRow`` per file of a
 folder read from its first and last lines only (what ``agent-transcript ls``
-prints and what a viewer's picker shows), and :func:`writer_locks`, which says
+prints and what a viewer's picker shows), and ``writer_locks``, which says
 which files a writer holds without ever touching their lock; and
-:func:`export_transcripts`, every transcript of folders as Parquet tables
+``export_transcripts``, every transcript of folders as Parquet tables
 (``agent-transcript export``; pyarrow, the ``[arrow]`` extra, is imported only
 when an export runs).
 
 May import: the standard library, the library's public API (the names in
-``agent_transcript.__all__``), :mod:`agent_transcript.inspect` and
-:mod:`agent_transcript.formats` (which tells another tool's file) by their
+``agent_transcript.__all__``), ``agent_transcript.inspect`` and
+``agent_transcript.formats`` (which tells another tool's file) by their
 public names. Never a private module of another package, never ``cli`` (the command
 line imports this, not the other way round). Nothing here locks, repairs or
 writes a transcript (an export writes only its own folder).

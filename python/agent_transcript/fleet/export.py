@@ -50,7 +50,7 @@ The schema (timestamps are ``timestamp[us, UTC]``, text ``large_string``):
     line that settles no operation, which then has one row of its own; null:
     refused), result_message_id (a result-persisted operation's tool message).
 
-The columns come from the Rust core in bulk (:class:`agent_transcript.inspect.ColumnBatch`),
+The columns come from the Rust core in bulk (``agent_transcript.inspect.ColumnBatch``),
 wrapped by pyarrow where they are (no copy); pyarrow is the optional extra
 ``agent-transcript[arrow]`` and is imported only when an export runs.
 
@@ -159,7 +159,7 @@ def _pyarrow() -> tuple[Any, Any]:
 
 
 def _buffer(pa: Any, b: Any) -> Any:
-    """A buffer of the core's (:class:`agent_transcript._core.ColumnBuffer`) as a
+    """A buffer of the core's (``agent_transcript._core.ColumnBuffer``) as a
     pyarrow buffer over the same bytes: wrapped where it is, kept alive by it."""
     if b is None:
         return None
@@ -311,7 +311,7 @@ class _Writer:
 
     def encode(self, rel: str, table: Any, later: bool) -> None:
         """Writes ``table`` under the temporary name of the part ``rel``; then
-        commits it (:meth:`commit`) here, or on a sync thread when ``later``."""
+        commits it (``commit``) here, or on a sync thread when ``later``."""
         path = self.out / rel
         folder = path.parent
         make_folders(folder)
@@ -530,7 +530,7 @@ def _drop_rows(writer: _Writer, parts: set[str], sessions: set[str]) -> dict[str
     """Writes each part in ``parts`` that holds rows of ``sessions`` again
     without them, under a new name of this run's (none when no row is left).
     The old parts stay, listed by the manifest in place, until the new one is
-    (:func:`_retire`): an export interrupted before its commit leaves every
+    (``_retire``): an export interrupted before its commit leaves every
     listed part as it was. Returns what became of each part that changed: its
     new name, or None."""
     pa, pq = writer.pa, writer.pq
@@ -555,7 +555,7 @@ def _drop_rows(writer: _Writer, parts: set[str], sessions: set[str]) -> dict[str
 
 
 def _renamed(parts: list[str], renamed: dict[str, str | None]) -> list[str]:
-    """``parts`` as :func:`_drop_rows` left them: each under its new name, or
+    """``parts`` as ``_drop_rows`` left them: each under its new name, or
     gone. (A function of its own: CPython 3.12+ inlines a comprehension into
     its function, and an exception the interrupt tests inject between two of
     its items skips that function's handlers, which for _export's try is the
@@ -604,7 +604,7 @@ def export_transcripts(*paths: str | os.PathLike[str], out: str | os.PathLike[st
             pyarrow is not installed; another export is writing ``out``; its
             manifest is damaged.
         FileNotFoundError: a path does not exist (nothing is written).
-        ValueError: ``format`` is not one of :data:`FORMATS`, or no path is given.
+        ValueError: ``format`` is not one of ``FORMATS``, or no path is given.
         OSError: the output cannot be written.
     """
     if format not in FORMATS:

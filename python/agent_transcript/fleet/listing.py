@@ -4,12 +4,12 @@ Nothing is replayed and no file is read whole: a row costs a ``stat``, one
 read at the file's start and one at its end, so a folder of a hundred thousand
 files lists in about the time it takes to open them. The walk is a generator
 (one directory listing at a time, its files read in batches of
-:data:`BATCH`), so memory does not grow with the number of files.
+``BATCH``), so memory does not grow with the number of files.
 
-Two readers give the same rows. :func:`read_row` is the reference, in Python.
+Two readers give the same rows. ``read_row`` is the reference, in Python.
 The walk hands each batch to the Rust core first
 (``agent_transcript.inspect.read_ends``: the same blocks, the same rules, a
-few threads, no GIL) and reads with :func:`read_row` only the files the core
+few threads, no GIL) and reads with ``read_row`` only the files the core
 leaves to it: unreadable ones, archives, anything but a version 1 transcript,
 a line that only Python's ``json`` might read.
 
@@ -94,7 +94,7 @@ class TranscriptRow:
 
     Attributes:
         path: the file's path, as the walk found it (a symlink's own path).
-        status: one of :data:`STATUSES`.
+        status: one of ``STATUSES``.
         size: bytes on disk (0 if unreadable).
         mtime: the last modification, in seconds since the epoch.
         title: the first user message's text, clipped to 80 characters (looked
@@ -178,13 +178,13 @@ def writer_locks() -> dict[tuple[int, int], int] | None:
 def list_transcripts(*roots: str | os.PathLike[str], recursive: bool = True,
                      locks: dict[tuple[int, int], int] | None | bool = True,
                      ) -> Iterator[TranscriptRow]:
-    """One :class:`TranscriptRow` per transcript-named file under ``roots``
+    """One ``TranscriptRow`` per transcript-named file under ``roots``
     (``*.jsonl``, ``*.jsonl.zst``), yielded as the walk finds them, in name
     order within each folder. A root that is a file is listed itself, whatever
     its name.
 
     A symlink to a file is listed under its own path; a symlink to a folder is
-    not walked into (no cycles). ``locks`` is :func:`writer_locks`' answer to
+    not walked into (no cycles). ``locks`` is ``writer_locks``' answer to
     use, or True to read it now (once), or False not to say ``held``.
 
     Raises:
@@ -264,7 +264,7 @@ def _read_batch(folder: Path, batch: list[os.DirEntry[str]],
 def _rows_of(names: list[str], paths: list[Path],
              table: dict[tuple[int, int], int] | None) -> Iterator[TranscriptRow]:
     """The rows of ``paths`` (``names`` their strings), in order: the core's, and
-    :func:`read_row`'s where the core leaves a file to it."""
+    ``read_row``'s where the core leaves a file to it."""
     for path, got in zip(paths, read_ends(names)):
         if got is None:
             yield read_row(path, table)

@@ -1,10 +1,10 @@
 """Other tools' transcripts, imported: Claude Code sessions and Codex rollouts.
 
-Lives here: format detection (:func:`detect_format`), the importers
-(:func:`import_transcript`, one source file or a folder of them, incremental)
-and :func:`source_lines`, which gives an imported transcript's source back
+Lives here: format detection (``detect_format``), the importers
+(``import_transcript``, one source file or a folder of them, incremental)
+and ``source_lines``, which gives an imported transcript's source back
 byte for byte. An imported transcript replays to the conversation the source
-tool rebuilds on resume (:mod:`.claude_code`, :mod:`.codex` say how), in
+tool rebuilds on resume (``.claude_code``, ``.codex`` say how), in
 OpenAI chat shape, with every call as a ``tool-dispatched`` (and a
 ``tool-settled`` where the source shows its result); its session-meta says
 where it came from (``source``: path, sha256, bytes, lines) and what the
@@ -156,7 +156,7 @@ def import_transcript(src: str | os.PathLike[str], dest: str | os.PathLike[str],
     Raises:
         UnknownFormat: the file is neither format (or not ``source_format``), or the folder holds none.
         FileExistsError: ``dest`` exists (and ``force`` is not set).
-        ValueError: ``source_format`` is not one of :data:`FORMATS`.
+        ValueError: ``source_format`` is not one of ``FORMATS``.
         OSError: a file cannot be read or written.
     """
     if source_format is not None and source_format not in FORMATS:

@@ -84,7 +84,7 @@ class Line:
 
     ``record`` is the parsed JSON object, or the part of it an importer keeps
     (None for a blank or damaged line, or a value that is not an object; the
-    whole record is read again with :class:`Records`); ``damage`` says why the
+    whole record is read again with ``Records``); ``damage`` says why the
     line is not one whole JSON object (None when it is); a damaged line may
     still yield a ``record`` recovered from inside it (NUL padding, a torn
     record glued onto a whole one). ``when`` is its timestamp as an envelope ts.
@@ -230,7 +230,7 @@ class Records:
 
 def raw_lines(path: Path, size: int, sha: Any) -> Generator[bytes, None, None]:
     """The lines of the first ``size`` bytes of ``path`` (the bytes
-    :func:`read_source` read: a live session's later bytes are not its
+    ``read_source`` read: a live session's later bytes are not its
     snapshot), each without its ``\\n``; every byte read is added to ``sha``
     (a ``hashlib`` hash), for the caller to compare with the first read's. The
     file is closed at the end, or when the iterator is closed first."""
@@ -361,9 +361,9 @@ def _copy_range(src: int, dst: int, start: int, end: int, base: int) -> None:
 
 class Destination:
     """The transcript being written: a temporary file beside ``dest``, renamed into
-    place by :meth:`commit` (never over an existing file unless ``force``).
+    place by ``commit`` (never over an existing file unless ``force``).
 
-    Whoever makes one calls :meth:`abort` if anything fails before the commit is
+    Whoever makes one calls ``abort`` if anything fails before the commit is
     done (a Ctrl-C at any line included): it undoes whatever part of the work
     was done, and may be called again. A failed constructor has aborted itself.
     """
@@ -522,7 +522,7 @@ def import_temp(dest: Path, pid: int) -> Path:
 
 def _locked_temp(temp: Path) -> IO[bytes]:
     """``temp``, created and open for writing, holding its ``flock`` (see
-    :func:`remove_dead_imports`) for as long as it is open. Its holder removes it
+    ``remove_dead_imports``) for as long as it is open. Its holder removes it
     when anything fails, this call too."""
     for _ in range(100):
         f: IO[bytes] | None = None
@@ -599,9 +599,9 @@ def _sync_names(folder: Path) -> None:
 def as_folder_import(imports: Callable[[], _T]) -> _T:
     """``imports()``, run as the imports of a folder are.
 
-    :func:`remove_dead_imports` lists each folder once: what it looks for are
+    ``remove_dead_imports`` lists each folder once: what it looks for are
     the leftovers of imports that died before this began, and this one's own
-    temporary files are never candidates. :meth:`Destination.commit` leaves the
+    temporary files are never candidates. ``Destination.commit`` leaves the
     fsync of its folder to the end, when each folder is synced once, whatever
     ends it: every file's own bytes are synced before its rename, so a crash
     before the end can lose only some new names, and the next import of the

@@ -441,7 +441,7 @@ def convert(lines: list[Line], emit: Emitter, warnings: list[str],
             full: Callable[[Line], dict[str, Any]]) -> dict[str, Any]:
     """Emit the replayed conversation of a Claude Code session; returns the session-meta facts.
 
-    ``lines`` hold what :func:`slim` keeps; ``full`` reads a line's whole record."""
+    ``lines`` hold what ``slim`` keeps; ``full`` reads a line's whole record."""
     tree = _Tree(lines, full)
     info: dict[str, Any] = {}
     meta_records = [ln.record for ln in lines if ln.record is not None and ln.record.get("type") not in CHAIN]

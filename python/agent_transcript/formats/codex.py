@@ -80,7 +80,7 @@ def slim(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _body(record: dict[str, Any]) -> dict[str, Any]:
-    """A whole line's item, whatever its generation (as :func:`_items` finds it)."""
+    """A whole line's item, whatever its generation (as ``_items`` finds it)."""
     if record.get("type") in G2_TYPES and isinstance(record.get("payload"), dict):
         payload: dict[str, Any] = record["payload"]
         return payload
@@ -438,7 +438,7 @@ class _Scratch(Emitter):
 def convert(lines: list[Line], emit: Emitter, warnings: list[str],
             full: Callable[[Line], dict[str, Any]] | None = None) -> dict[str, Any]:
     """Emit the replayed conversation of a Codex rollout; returns the session-meta facts
-    (``lines`` hold what :func:`slim` keeps, or whole records; ``full`` reads a line's whole
+    (``lines`` hold what ``slim`` keeps, or whole records; ``full`` reads a line's whole
     record)."""
     items = _items(lines)
     info: dict[str, Any] = {}

@@ -1,21 +1,21 @@
 """The read model: what a transcript file says, as typed plain data, for every front end.
 
-Lives here: reading a file without opening it as a session (:mod:`.reader`:
+Lives here: reading a file without opening it as a session (``.reader``:
 ``read``, ``Reading``, the tail check, the replay's history as ``Later``,
-``CompactionEffect``, ``RewindEffect``, ``LiveMessage``), the check verdict (:mod:`.check`:
+``CompactionEffect``, ``RewindEffect``, ``LiveMessage``), the check verdict (``.check``:
 ``CheckReport``, ``check_path``), a listing's first and last lines of
-many files at once (:mod:`.ends`: ``read_ends``), the counts and sizes (:mod:`.stats`:
+many files at once (``.ends``: ``read_ends``), the counts and sizes (``.stats``:
 ``Stats``, ``compute_stats``), what a payload's values say as text
-(:mod:`.values`), why a named file cannot be read (:mod:`.files`) and a
-file's rows as columns for an export (:mod:`.columns`), ``follow_file``
+(``.values``), why a named file cannot be read (``.files``) and a
+file's rows as columns for an export (``.columns``), ``follow_file``
 (``Session.follow`` that also tells when it starts the file again: a
 truncation, a rotation; ``same_prefix``, how it tells a repair's swap from a
 rotation; ``ReadEdges``, how it tells a file rewritten in place from one that
 grew), and where the files
-that belong to a transcript go (:mod:`.paths`: ``beside``, ``artifacts_folder``,
+that belong to a transcript go (``.paths``: ``beside``, ``artifacts_folder``,
 ``open_regular``). Every
 verdict and replayed state is the core's, from the code load itself runs.
-Nothing here prints, writes, locks or repairs; :mod:`.sources` (the core's
+Nothing here prints, writes, locks or repairs; ``.sources`` (the core's
 conversion of another tool's file, for ``formats``) writes only to a
 descriptor its caller gives.
 

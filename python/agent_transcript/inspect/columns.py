@@ -1,14 +1,14 @@
 """A transcript's rows as columns, in bulk from the core: what an export writes.
 
-:class:`ColumnBatch` gathers the rows of the four tables an export writes
+``ColumnBatch`` gathers the rows of the four tables an export writes
 (``sessions``, ``envelopes``, ``messages``, ``tool_operations``) from one file
-or many; :class:`FileColumns` adds one file's rows to it, from a
-:class:`~agent_transcript.inspect.Reading`: every envelope the reading shows,
+or many; ``FileColumns`` adds one file's rows to it, from a
+``agent_transcript.inspect.Reading``: every envelope the reading shows,
 with replay's answers (live or not, live position, what later compacted,
 elided or rewound a message, each operation's state) when load accepts the
 file, and nulls for them when it refuses it. The core reads and parses the
 lines without the GIL and hands back Arrow-layout buffers
-(:data:`ColumnData`); nothing here imports pyarrow, which the front end that
+(``ColumnData``); nothing here imports pyarrow, which the front end that
 writes the tables wraps them with.
 """
 
@@ -28,7 +28,7 @@ __all__ = ["ColumnBatch", "FileColumns", "ColumnData", "status_of"]
 #: (validity, values), ``"bool"`` (validity, value bits) or ``"list_utf8"``
 #: (``list<large_string>``: validity, int32 offsets; ``child`` is the items'
 #: ``"utf8"`` column). A validity buffer is None when no row is null. A buffer
-#: is a :class:`agent_transcript._core.ColumnBuffer`: the core's own bytes,
+#: is a ``agent_transcript._core.ColumnBuffer``: the core's own bytes,
 #: which pyarrow wraps where they are (``pyarrow.foreign_buffer(b.address(),
 #: len(b), base=b)``); ``bytes(b)`` copies them.
 ColumnData = tuple[str, str, int, int, list["_core.ColumnBuffer | None"], Any]
@@ -70,7 +70,7 @@ class ColumnBatch:
 
 
 class FileColumns:
-    """One file's rows on their way into a :class:`ColumnBatch`.
+    """One file's rows on their way into a ``ColumnBatch``.
 
     Args:
         reading: the file, read with ``inspect.read(path, lenient=True)``; None

@@ -1,6 +1,6 @@
 """The first and last lines of many files at once, read by the core: what a listing shows.
 
-:func:`read_ends` is the fast path of ``agent_transcript.fleet.list_transcripts``:
+``read_ends`` is the fast path of ``agent_transcript.fleet.list_transcripts``:
 a batch of paths goes to the Rust core, which reads a block at each file's start
 and a block at its end on a few threads, without the GIL. The reference for
 every answer is the fleet's own Python reader (``fleet.read_row``): where a file
@@ -40,7 +40,7 @@ READ_THREADS = _threads()
 
 def read_ends(paths: Sequence[str | os.PathLike[str]], *, threads: int = READ_THREADS) -> list[Ends | None]:
     """For each path, in order, what its first and last lines say
-    (:data:`Ends`), or None where the caller's own reader is to read it.
+    (``Ends``), or None where the caller's own reader is to read it.
 
     Never raises for a file: an unreadable or vanishing one is None."""
     return _core.list_rows(list(paths), threads)

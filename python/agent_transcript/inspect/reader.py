@@ -7,10 +7,10 @@ the good prefix). A file load refuses is read with peek's lenient index
 (``_core.Peeked``) so that it can still be shown, and then has no replayed
 state at all: the refusal is said, never worked around.
 
-What is here frames those answers (:class:`Tail`, :class:`Refusal`), reads
-the few envelopes a front end shows (:class:`Reading`), decoding nothing it
+What is here frames those answers (``Tail``, ``Refusal``), reads
+the few envelopes a front end shows (``Reading``), decoding nothing it
 was not asked for, and hands back the replay's history as plain data
-(:class:`Later`, :class:`CompactionEffect`, :class:`LiveMessage`).
+(``Later``, ``CompactionEffect``, ``LiveMessage``).
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ class LiveMessage:
     """One message load would hand back, found in the index (nothing decoded).
 
     Attributes:
-        position: its place in the live list (for :meth:`Reading.live_message`).
+        position: its place in the live list (for ``Reading.live_message``).
         index: the envelope it came from (a message, or the compaction of a summary).
         role: its role.
         summary: it is a compaction's summary.
@@ -170,7 +170,7 @@ class Reading:
     Envelopes are decoded one at a time, on request; ``decoded`` counts them,
     so that tests can hold a command to decoding only what it shows.
     ``call_fields`` counts the messages whose ``tool_calls`` or
-    ``tool_call_id`` alone :meth:`pairing` read.
+    ``tool_call_id`` alone ``pairing`` read.
     """
 
     path: str
@@ -390,7 +390,7 @@ class Reading:
 
     def pairing(self) -> Pairing | None:
         """The live conversation's tool calls, what answers each, and the tool
-        messages that answer none (:mod:`agent_transcript.tool_calls`, the
+        messages that answer none (``agent_transcript.tool_calls``, the
         pairing ``Session.unanswered_tool_calls`` uses); None when load refuses
         the file. Only the live assistant and tool messages' call fields are read."""
         if self.transcript is None:
@@ -433,7 +433,7 @@ def tail(path: str) -> Tail:
 
 def open_file(path: str) -> int:
     """A read-only descriptor of the transcript ``path``, whose bytes are the lines
-    :func:`read` read: an archive (``*.jsonl.zst``) decompressed, in an unlinked
+    ``read`` read: an archive (``*.jsonl.zst``) decompressed, in an unlinked
     temporary file. The caller closes it.
 
     Raises:
@@ -451,7 +451,7 @@ def _open(path: str) -> int:
 
 
 def _reading(path: str, read: Callable[[int], _T]) -> _T:
-    """``read(fd)`` of the descriptor :func:`_open` gives for ``path``, closed
+    """``read(fd)`` of the descriptor ``_open`` gives for ``path``, closed
     afterwards whatever happens: by this try's own lines, since a Ctrl-C at a
     finally's line would skip the close."""
     fd = Descriptor()

@@ -125,7 +125,7 @@ class ArtifactStats:
 
 @dataclass(frozen=True)
 class Stats:
-    """Everything ``stats`` reports; :meth:`to_json` is the object ``stats --json`` prints."""
+    """Everything ``stats`` reports; ``to_json`` is the object ``stats --json`` prints."""
 
     path: str
     size: int

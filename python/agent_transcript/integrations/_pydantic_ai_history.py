@@ -195,7 +195,7 @@ def line_time(ts: str) -> datetime:
 def load_messages(session: Session) -> list[ModelMessage]:
     """The transcript's live history as pydantic-ai messages, for ``message_history=``.
 
-    Messages written by :func:`append_messages` or the store come back exactly
+    Messages written by ``append_messages`` or the store come back exactly
     as they were; chat messages written by anything else are converted.
     """
     out: list[ModelMessage] = []

@@ -42,8 +42,8 @@ class TranscriptCapability(AbstractCapability[Any]):
         agent.run(prompt, message_history=load_messages(s), capabilities=[TranscriptCapability(s)])
 
     Args:
-        target: a :class:`TranscriptConversationStore` (the run's conversation
-            id names the transcript) or an open :class:`~agent_transcript.Session`
+        target: a ``TranscriptConversationStore`` (the run's conversation
+            id names the transcript) or an open ``agent_transcript.Session``
             (the ``message_history=`` path; hand the messages over with
             ``append_messages``).
         idempotency: what the dispatch lines say about running a tool again.

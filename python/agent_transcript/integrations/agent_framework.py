@@ -251,15 +251,15 @@ class TranscriptHistoryProvider(HistoryProvider):
     locked against a second writer.
 
     A session's transcript is opened (and locked) the first time the provider
-    reads or saves it, and stays open until :meth:`close_session` or
-    :meth:`close`; another process that opens it meanwhile waits a few seconds,
+    reads or saves it, and stays open until ``close_session`` or
+    ``close``; another process that opens it meanwhile waits a few seconds,
     then gets ``SessionLocked``. Reading a session that has no transcript yet
     returns ``[]`` and creates nothing. The first run that opens a transcript
     answers the tool calls a killed run left without a result (see
-    :meth:`before_run`), so close a session between runs, never during one.
+    ``before_run``), so close a session between runs, never during one.
 
     Args:
-        folder: where the transcripts go, one per session id (see :func:`transcript_name`).
+        folder: where the transcripts go, one per session id (see ``transcript_name``).
         source_id: this provider's id among the agent's context providers.
         load_messages: load the history before each run.
         store_inputs: save the run's input messages.

@@ -7,18 +7,18 @@ Switch an agent's history store with one line::
 
 One SDK item is one message line: the item itself, byte for byte as JSON, in the
 line's ``openai-agents`` extra (read back through ``Session.entries``), and a
-:class:`~agent_transcript.Message` in OpenAI chat shape for everything else that
+``agent_transcript.Message`` in OpenAI chat shape for everything else that
 reads the file (``function_call`` items are an assistant message's
 ``tool_calls``, ``function_call_output`` items are ``tool`` messages).
 ``pop_item`` and ``clear_session`` append a rewind, and the SDK's whole-history
 compaction appends one compaction with a replacement: the file never loses a
 line. The SDK hands a session a turn's items only when the turn is over, so
-:class:`TranscriptRunHooks` writes the model's output items (the function
+``TranscriptRunHooks`` writes the model's output items (the function
 calls among them) just before a tool starts, then a ``tool-dispatched`` line,
 and a ``tool-settled`` line when it ends: a run killed mid-tool leaves the call
 and its pending operation in the file, and when the SDK hands the turn over
 the items already written are not written again.
-:meth:`TranscriptSession.save_run_state` keeps the SDK's ``RunState`` (an
+``TranscriptSession.save_run_state`` keeps the SDK's ``RunState`` (an
 approval interrupt) in the same file.
 
 Needs the ``openai-agents`` extra: ``pip install "agent-transcript[openai-agents]"``.
@@ -370,7 +370,7 @@ class TranscriptSession:
     async def write_model_output(self, items: list[Any]) -> None:
         """Write a model response's items now, before the SDK hands the turn over.
 
-        :class:`TranscriptRunHooks` calls this just before a tool starts, so a
+        ``TranscriptRunHooks`` calls this just before a tool starts, so a
         process killed while the tool runs leaves the function call that made it
         in the file (the SDK adds a turn's items only when the turn is over).
         When the SDK does add them, each item written here is skipped once. An
@@ -479,14 +479,14 @@ class TranscriptSession:
 
     async def save_run_state(self, state: RunState[Any, Any]) -> str:
         """Keep ``state.to_json()`` in the transcript (a run-context line) and return
-        that line's id; :meth:`load_run_state` reads the newest one back."""
+        that line's id; ``load_run_state`` reads the newest one back."""
         self._check_open()
         value = state.to_json()
         return await write_off_loop(
             functools.partial(self._transcript.append_run_context, [], [(RUN_STATE_KEY, value)]))
 
     async def clear_run_state(self) -> str:
-        """Record that no run waits to be resumed: :meth:`load_run_state` returns None."""
+        """Record that no run waits to be resumed: ``load_run_state`` returns None."""
         self._check_open()
         return await write_off_loop(
             functools.partial(self._transcript.append_run_context, [], [(RUN_STATE_KEY, None)]))
@@ -519,7 +519,7 @@ class TranscriptRunHooks(RunHooks[Any]):
     """``RunHooks`` that journal each function tool call in the session's transcript.
 
     Just before a tool runs, the model output that called it goes in (through
-    :meth:`TranscriptSession.write_model_output`), then a ``tool-dispatched``
+    ``TranscriptSession.write_model_output``), then a ``tool-dispatched``
     line; a ``tool-settled`` line just after. A process killed mid-tool leaves
     the call in the conversation and its operation pending
     (``Session.unanswered_tool_calls``, ``Session.pending_tool_operations``)

@@ -20,11 +20,11 @@ messages it points at, so a save that is killed halfway leaves the record it
 had. A transcript's live messages are always its conversation's history: a
 branch appends a rewind, then the branch's messages.
 
-For any pydantic-ai version, :func:`load_messages` and :func:`append_messages`
-carry the plain ``message_history=`` path over a :class:`~agent_transcript.Session`.
+For any pydantic-ai version, ``load_messages`` and ``append_messages``
+carry the plain ``message_history=`` path over a ``agent_transcript.Session``.
 
 pydantic-ai hands a run's messages over only when the run is done. Give the
-run a :class:`TranscriptCapability` (over the store or the session) and the
+run a ``TranscriptCapability`` (over the store or the session) and the
 messages that called a tool are in the transcript before the tool runs, with
 the call's ``tool-dispatched`` line: a process killed mid-tool leaves the call
 there, ``Session.answer_unanswered_tool_calls`` answers it, and the next load

@@ -1,12 +1,12 @@
 """The viewer: a transcript as HTML for a person (``agent-transcript html`` and ``serve``).
 
 Lives here: the records as a page carries them, the file's own lines and
-the notes of what replay says of them (:mod:`.render`), the page shell and
+the notes of what replay says of them (``.render``), the page shell and
 ``html``'s two outputs, one self-contained file or a folder of pages
-(:mod:`.page`), the local server with its resume picker (over
-:mod:`agent_transcript.fleet`), its tail-first pages and live follow
-(:mod:`.server`), text made safe for what Python writes itself
-(:mod:`.markup`), and the stylesheet and the scripts shipped as package data
+(``.page``), the local server with its resume picker (over
+``agent_transcript.fleet``), its tail-first pages and live follow
+(``.server``), text made safe for what Python writes itself
+(``.markup``), and the stylesheet and the scripts shipped as package data
 (``viewer.css``; ``render.js``, which draws every card with DOM calls, its
 Markdown's links http(s) only; ``viewer.js``, the page's behaviour), inlined
 under a Content-Security-Policy that allows nothing else to load.

@@ -1,7 +1,7 @@
 """Text made safe for the parts of a page Python writes (the summary, the outline, the picker).
 
 Every string from a transcript that Python puts in a page goes through
-:func:`text`, so a transcript that contains HTML or script is shown, never
+``text``, so a transcript that contains HTML or script is shown, never
 run. (The cards themselves, and their Markdown, are drawn by the page's
 script with DOM calls: ``render.js``.)
 """

@@ -277,7 +277,7 @@ class HtmlResult:
 
 def write_html(reading: Reading, out: str, *, single: bool | None = None) -> HtmlResult:
     """Render ``reading`` to ``out``: one file when ``single`` (default: when the
-    transcript is at most :data:`SINGLE_LIMIT` bytes), else a folder of pages
+    transcript is at most ``SINGLE_LIMIT`` bytes), else a folder of pages
     (``out``, or ``out`` without its ``.html``: ``big.html`` gives ``big/index.html``).
 
     Raises:
@@ -348,7 +348,7 @@ def records(reading: Reading, fd: int, start: int = 0, end: int | None = None, f
     for each envelope, and index None for a line that is neither blank nor an
     envelope (a damaged line of a file load refuses). Blank lines are skipped.
     Each block read is added to ``kept`` (its offset, its bytes), for
-    :meth:`PageData.build` to take the page's bytes from instead of reading them again."""
+    ``PageData.build`` to take the page's bytes from instead of reading them again."""
     index = _index_of(reading)
     line_number = index.line_number
     n = len(index)
@@ -397,8 +397,8 @@ class PageData:
 
     def build(self, fd: int, stop: int, chunk: bool = False, kept: list[tuple[int, bytes]] | None = None) -> bytes:
         """The page's lines up to offset ``stop``, made safe for a data element
-        (:func:`island_bytes`) or a chunk script (:func:`chunk_bytes`); taken from
-        the blocks ``kept`` by :func:`records` where they are (those wholly before
+        (``island_bytes``) or a chunk script (``chunk_bytes``); taken from
+        the blocks ``kept`` by ``records`` where they are (those wholly before
         ``stop`` are then let go), else read."""
         data = _from_blocks(kept, self.start, stop) if kept else None
         if data is None:

@@ -6,11 +6,11 @@ the browser cannot know from the lines of one page: what replay did later to
 a record (settled, elided, compacted away, dropped by a rewind, still
 pending), what a compaction or rewind replaced, the original an elision
 stubbed, the line of an operation or a section elsewhere in the file, an
-artifact's check. :class:`Annotator` gives those notes a page at a time, in
+artifact's check. ``Annotator`` gives those notes a page at a time, in
 file order, remembering only a bounded state between pages (the last grants
 line, the last run-context sections by name, a capped outline), and
 The lines
-are put in the page as bytes (:func:`island_bytes` makes them safe inside a
+are put in the page as bytes (``island_bytes`` makes them safe inside a
 ``<script type=application/json>``), so html costs about a copy of the file.
 """
 

@@ -278,7 +278,7 @@ def make_server(root: str, port: int = 0, *, token: bool = True) -> ViewerServer
     """A viewer of ``root`` on 127.0.0.1:``port`` (0: a free port), not yet serving.
 
     With ``token`` (the default) every request must carry a new random secret:
-    open :attr:`ViewerServer.url`, which holds it (the first answer sets a cookie
+    open ``ViewerServer.url``, which holds it (the first answer sets a cookie
     that holds it after). With ``token=False`` any local user can read every
     transcript in the folder.
 
