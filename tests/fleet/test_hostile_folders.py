@@ -2,15 +2,16 @@
 a folder that cannot be listed, a JSONL file whose ``"type"`` is no string, a
 name that is not UTF-8.
 
-The unreadable-folder checks run as ``nobody`` (``setpriv --reuid=65534``):
-root reads any folder whatever its mode.
+The unreadable-folder checks run their child as root without capabilities
+(``setpriv --bounding-set=-all``): root reads any folder whatever its mode, and
+root without ``CAP_DAC_READ_SEARCH`` does not, while it still runs this
+interpreter wherever it is installed (another user may not read ``/root``).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import pwd
 import shutil
 import subprocess
 import sys
@@ -24,12 +25,12 @@ import pytest
 from agent_transcript import Message, Session
 from agent_transcript.fleet import list_transcripts
 
-NOBODY = pwd.getpwnam("nobody")
+#: A child that is root without capabilities: a folder's mode binds it.
+CAPLESS = ["setpriv", "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all"]
 
 
-def cli(*args: object, user: str = "root") -> subprocess.CompletedProcess[str]:
-    prefix = ([] if user == "root" else
-              ["setpriv", f"--reuid={NOBODY.pw_uid}", f"--regid={NOBODY.pw_gid}", "--clear-groups"])
+def cli(*args: object, capless: bool = False) -> subprocess.CompletedProcess[str]:
+    prefix = CAPLESS if capless else []
     return subprocess.run([*prefix, sys.executable, "-m", "agent_transcript", *map(str, args)],
                           capture_output=True, text=True, timeout=300, errors="surrogateescape")
 
@@ -43,18 +44,13 @@ def transcript(path: Path, title: str) -> Path:
 
 @pytest.fixture
 def home() -> Iterator[Path]:
-    """A folder ``nobody`` owns, outside pytest's root-only temporary tree."""
+    """A folder of its own, outside pytest's temporary tree."""
     base = Path(tempfile.mkdtemp(prefix="at-fleet-"))
     try:
         yield base
     finally:
         subprocess.run(["chmod", "-R", "u+rwx", str(base)], check=True)  # what a test made unreadable
         shutil.rmtree(base)
-
-
-def owned_by_nobody(base: Path) -> None:
-    for p in [base, *base.rglob("*")]:
-        os.chown(p, NOBODY.pw_uid, NOBODY.pw_gid, follow_symlinks=False)
 
 
 def sessions_rows(out: Path) -> list[str]:
@@ -71,14 +67,13 @@ def test_export_keeps_the_rows_of_a_folder_it_cannot_list(home: Path, which: str
     for name in ("sub/a.jsonl", "sub/deeper/b.jsonl", "c.jsonl"):
         transcript(root / name, name)
     out = home / "out"
-    owned_by_nobody(home)
-    first = cli("export", root, "-o", out, user="nobody")
+    first = cli("export", root, "-o", out, capless=True)
     assert first.returncode == 0, first.stderr
     before = sessions_rows(out)
     assert len(before) == 3
     hidden = root / "sub" if which == "sub-folder" else root
     os.chmod(hidden, 0o000)
-    again = cli("export", root, "-o", out, "--json", user="nobody")
+    again = cli("export", root, "-o", out, "--json", capless=True)
     assert again.returncode == 1, again.stdout + again.stderr
     assert f"{hidden}: not read (permission denied)" in again.stderr
     assert again.stderr.count("\n") == 1
@@ -88,7 +83,7 @@ def test_export_keeps_the_rows_of_a_folder_it_cannot_list(home: Path, which: str
     assert sessions_rows(out) == before
     # readable again: nothing was lost, nothing to do
     os.chmod(hidden, 0o700)
-    last = cli("export", root, "-o", out, user="nobody")
+    last = cli("export", root, "-o", out, capless=True)
     assert last.returncode == 0 and "gone" not in last.stdout, last.stdout + last.stderr
     assert sessions_rows(out) == before
 
@@ -97,30 +92,28 @@ def test_ls_says_a_folder_it_cannot_list(home: Path) -> None:
     root = home / "runs"
     transcript(root / "sub" / "a.jsonl", "a")
     transcript(root / "c.jsonl", "c")
-    owned_by_nobody(home)
     os.chmod(root / "sub", 0o000)
-    listed = cli("ls", root, "--json", user="nobody")
+    listed = cli("ls", root, "--json", capless=True)
     assert listed.returncode == 0, listed.stderr
     rows = {Path(r["path"]).name: r for r in json.loads(listed.stdout)}
     assert sorted(rows) == ["c.jsonl", "sub"]
     assert rows["sub"]["status"] == "unreadable" and "permission denied" in rows["sub"]["reason"]
-    text = cli("ls", root, user="nobody")
+    text = cli("ls", root, capless=True)
     assert "unreadable" in text.stdout and f"{root / 'sub'}" in text.stdout, text.stdout
     # an unreadable root: one line on stderr, exit 2
     os.chmod(root, 0o000)
-    refused = cli("ls", root, user="nobody")
+    refused = cli("ls", root, capless=True)
     assert refused.returncode == 2 and "permission denied" in refused.stderr, refused.stderr
 
 
 def test_list_transcripts_yields_a_row_for_a_folder_it_cannot_list(home: Path) -> None:
     transcript(home / "sub" / "a.jsonl", "a")
     transcript(home / "c.jsonl", "c")
-    owned_by_nobody(home)
     os.chmod(home / "sub", 0o000)
     child = ("import sys; from agent_transcript.fleet import list_transcripts\n"
              "for r in list_transcripts(sys.argv[1]): print(r.path.name, r.status, r.reason, sep='|')")
-    done = subprocess.run(["setpriv", f"--reuid={NOBODY.pw_uid}", f"--regid={NOBODY.pw_gid}", "--clear-groups",
-                           sys.executable, "-c", child, str(home)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([*CAPLESS, sys.executable, "-c", child, str(home)],
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     rows = [line.split("|") for line in done.stdout.splitlines()]
     assert [(name, status) for name, status, _ in rows] == [("c.jsonl", "clean"), ("sub", "unreadable")]

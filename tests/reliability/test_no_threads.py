@@ -30,6 +30,8 @@ base = Path(sys.argv[1])
 # Once as root first: every module the work imports is then imported (the
 # interpreter's own files may be where nobody cannot read them).
 list_transcripts(base / "runs")
+with Session.load(base / "big.jsonl") as s:
+    s.messages
 assert main(["html", str(base / "big.jsonl"), "-o", str(base / "warm.html")]) == 0
 os.setgroups([])
 os.setgid(int(sys.argv[2]))
