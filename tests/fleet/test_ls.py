@@ -8,7 +8,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -151,18 +150,34 @@ def test_an_unreadable_file_as_root_is_simulated(tmp_path: Path, monkeypatch: py
     assert (r.status, r.reason) == ("unreadable", "permission denied")
 
 
-def _listing_peak(root: Path) -> tuple[int, int]:
-    """How many rows listing ``root`` gives, and the peak of Python memory it took."""
-    tracemalloc.start()
-    try:
-        n = 0
-        for r in list_transcripts(root):
-            assert r.status == "clean" and r.title == "fix the bug"
-            n += 1
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return n, peak
+_LISTING_PEAKS = textwrap.dedent("""
+    import json, sys, tracemalloc
+    from agent_transcript.fleet import list_transcripts
+
+    def peak(root):
+        tracemalloc.start()
+        try:
+            n = 0
+            for r in list_transcripts(root):
+                assert r.status == "clean" and r.title == "fix the bug", r
+                n += 1
+            return n, tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    peak(sys.argv[1])  # warms the lazy imports and pathlib's interning of path parts
+    print(json.dumps([peak(root) for root in sys.argv[2:]]))
+""")
+
+
+def _listing_peaks(warm: Path, *roots: Path) -> list[tuple[int, int]]:
+    """How many rows listing each of ``roots`` gives, and the peak of Python memory
+    it took, in a fresh interpreter: what the rest of a test run left in this one
+    (its modules, its collector's state) is not the listing's."""
+    done = subprocess.run([sys.executable, "-c", _LISTING_PEAKS, str(warm), *map(str, roots)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return [tuple(x) for x in json.loads(done.stdout)]
 
 
 def test_ten_thousand_small_transcripts_in_bounded_memory(tmp_path: Path) -> None:
@@ -179,9 +194,7 @@ def test_ten_thousand_small_transcripts_in_bounded_memory(tmp_path: Path) -> Non
         (tmp_path / "many" / "day0" / f"run{i:04}.jsonl").write_bytes(body)
     # A first listing of everything warms the lazy imports, and pathlib's interning of
     # every path part (whose table's resize, ~2 MiB, is the interpreter's, not ours).
-    _listing_peak(tmp_path)
-    n_one, peak_one = _listing_peak(tmp_path / "one")
-    n_many, peak_many = _listing_peak(tmp_path / "many")
+    (n_one, peak_one), (n_many, peak_many) = _listing_peaks(tmp_path, tmp_path / "one", tmp_path / "many")
     assert (n_one, n_many) == (1_000, 10_000)
     # One folder's names at a time, never every row: ten folders of 1,000 cost what one
     # does (an absolute bound would depend on the interpreter and the temporary path).
