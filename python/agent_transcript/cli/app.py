@@ -33,6 +33,7 @@ from .ls import cmd_ls, ls_arguments
 from .html import cmd_html, html_arguments
 from .importer import cmd_import, import_arguments
 from .reading import describe_os_error
+from .prices import prices_option
 from .repair import cmd_repair
 from .serve import cmd_serve, serve_arguments
 from .show import cmd_show, show_arguments
@@ -66,9 +67,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="JSON instead of text")
     p.set_defaults(func=cmd_repair)
 
-    p = sub.add_parser("stats", help="counts and sizes", description="Counts and bytes per type, messages, compactions, elisions, tools, pending operations, artifacts.")
+    p = sub.add_parser("stats", help="counts and sizes", description="Counts and bytes per type, messages, compactions, elisions, tools, pending operations, artifacts, and the tokens the run used where its transcript records them (per model; each model response counted once).")
     p.add_argument("path", metavar="PATH")
     p.add_argument("--json", action="store_true", help="JSON instead of text")
+    prices_option(p)
     colour_option(p)
     p.set_defaults(func=cmd_stats)
 
