@@ -25,6 +25,7 @@ from .archive import archive_arguments, cmd_archive
 from .bench import cmd_bench
 from .check import cmd_check
 from .demo import cmd_demo
+from .diff import cmd_diff, diff_arguments
 from .export import cmd_export, export_arguments
 from .errors import PROG, CliError
 from .follow import cmd_follow
@@ -119,6 +120,10 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("import", help="a Claude Code session or Codex rollout as a transcript", description="Import Claude Code sessions and Codex rollouts (a file, several, or a folder, mirrored; a folder import skips what is unchanged since its import). The format is detected unless --from says it. An existing destination is never overwritten without --force. Exit 1 when a folder held a file that could not be read (named on stderr; the rest imported).")
     import_arguments(p)
     p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("diff", help="where two transcripts part, and what each then has", description="Compare two transcripts envelope by envelope (a fork and its source, two retries of one task): the last line they share, then what each has after it. Exit 0 the same, 1 they part, 2 bad input. Both are only read.")
+    diff_arguments(p)
+    p.set_defaults(func=cmd_diff)
 
     sub.add_parser("bench", help="measure against a plain-Python baseline: a quick run of seconds; --mb 1024 for the 1 GiB targets (see: bench --help)", add_help=False)
     return parser
