@@ -102,6 +102,10 @@ def test_the_picker_for_people(browser: Any, runs: Path) -> None:
         assert card_time.text == "3 days ago" and card_time.get_attribute("title").endswith(" UTC")
         summary = wait_for(lambda: [p for p in browser.find_elements(By.CSS_SELECTOR, "section.summary p.tokens")])
         assert summary and "3,600 in, 903 out, 120,000 cached (3 responses" in summary[0].text
+        # each response's tokens on the message it became: its last line's output (301), the cache read
+        chips = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "article.k-message span.chip.tokens"))
+        assert [c.text for c in chips] == ["1,200 in · 301 out · 40,000 cached"] * 3
+        assert "cache read 40,000" in chips[0].get_attribute("title")
         assert errors_in_console(browser) == []
         browser.set_window_size(1300, 1000)
         browser.execute_script("window.scrollTo(0, 0)")

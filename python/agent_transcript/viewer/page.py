@@ -519,7 +519,8 @@ def _open(reading: Reading) -> int:
 def _write_single(reading: Reading, out: str) -> None:
     title = _title(reading)
     out_dir = os.path.dirname(os.path.abspath(out))
-    notes = Annotator(reading, artifact_href=_artifact_href(out_dir))
+    used = token_totals(read_usage(reading.path))
+    notes = Annotator(reading, artifact_href=_artifact_href(out_dir), tokens=used)
     items: list[tuple[int, int, str, bytes | None]] = []
     fd = _open(reading)
     try:
@@ -538,7 +539,7 @@ def _write_single(reading: Reading, out: str) -> None:
     with _replacing(out) as f:
         f.write(_b(head(title, csp())))
         f.write(b"<div class=layout><main id=records>\n")
-        f.write(_b(summary_panel(reading, title, tokens=token_totals(read_usage(reading.path)))))
+        f.write(_b(summary_panel(reading, title, tokens=used)))
         f.write(b"<div id=at-end></div>\n")
         f.write(_b(ended_banner(reading)))
         f.write(b"</main>\n")
@@ -565,7 +566,8 @@ def _write_folder(reading: Reading, out: str) -> int:
     make_folders(Path(out, "p"))
     make_folders(Path(out, "c"))
     title = _title(reading)
-    notes = Annotator(reading, artifact_href=_artifact_href(os.path.join(out, "p")))
+    used = token_totals(read_usage(reading.path))
+    notes = Annotator(reading, artifact_href=_artifact_href(os.path.join(out, "p")), tokens=used)
     policy = csp(self_scripts=True)
     ranges: list[tuple[int, int]] = []
     index = _index_of(reading)
@@ -635,7 +637,7 @@ def _write_folder(reading: Reading, out: str) -> int:
 
         def go(a: str, line: int) -> str:
             return f"p/{_page_of(ranges, line):06d}.html#{a}"
-        f.write(_b(summary_panel(reading, title, go, token_totals(read_usage(reading.path)))))
+        f.write(_b(summary_panel(reading, title, go, used)))
         f.write(_b(ended_banner(reading, go)))
         f.write(b'<section class=pages><h3>pages</h3><p><button id=search-all type=button>search every page</button> <span id=search-status></span></p><ol id=search-hits></ol><ol class=page-list>')
         for k, (a, b) in enumerate(ranges, 1):

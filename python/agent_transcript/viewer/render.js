@@ -318,6 +318,11 @@
     ["sysprompt", "sticky"].forEach(function (f) { if (p[f]) chips.push(chip(f, "flag")); });
     if (p.depth !== undefined && p.depth !== null) chips.push(chip("depth " + textOf(p.depth), "flag"));
     if (p.name) chips.push(chip("name " + textOf(p.name), "flag"));
+    if (note.tokens) {
+      var tk = note.tokens, cached = tk[2] + tk[3], tc = chip(num(tk[0]) + " in · " + num(tk[1]) + " out" + (cached ? " · " + num(cached) + " cached" : ""), "tokens");
+      tc.title = "tokens: input " + num(tk[0]) + ", output " + num(tk[1]) + ", cache read " + num(tk[2]) + ", cache write " + num(tk[3]);
+      chips.push(tc);
+    }
     var folded = [];
     Object.keys(p).forEach(function (k) {
       if (MESSAGE_KEYS[k]) return;

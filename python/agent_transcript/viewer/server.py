@@ -455,7 +455,7 @@ class _Handler(BaseHTTPRequestHandler):
         def href(file: str, found: str | None) -> str:
             return f"/a/{quoted}?file={urllib.parse.quote(file)}"
 
-        notes = Annotator(reading, transcript_path=path, artifact_href=href)
+        notes = Annotator(reading, transcript_path=path, artifact_href=href, tokens=self.server.tokens.totals(path))
         grants_at = [i for i in reading.indices_of_type("grants") if i < start]
         if grants_at:
             notes.seen_grants(grants_at[-1])
@@ -671,7 +671,7 @@ class _Handler(BaseHTTPRequestHandler):
                 lo = mid + 1
             else:
                 hi = mid
-        notes = Annotator(reading, transcript_path=path, artifact_href=href)
+        notes = Annotator(reading, transcript_path=path, artifact_href=href, tokens=self.server.tokens.totals(path))
         grants_at = [i for i in reading.indices_of_type("grants") if i < lo]
         if grants_at:
             notes.seen_grants(grants_at[-1])
