@@ -27,7 +27,7 @@ def write_with_tokens(rows: Iterable[TranscriptRow], as_json: bool) -> None:
     if as_json:
         out.write("[")
     else:
-        out.write(f"{'STATUS':<19} {'SIZE':>9} {'TOKENS':>28}  PATH\n")
+        out.write(f"{'STATUS':<19} {'SIZE':>9} {'TOKENS':>40}  PATH\n")
     for i, (row, run) in enumerate(zip(listed, runs_tokens(str(r.path) for r in listed))):
         if run.new is not None:
             total += run.new.total
@@ -37,8 +37,8 @@ def write_with_tokens(rows: Iterable[TranscriptRow], as_json: bool) -> None:
         else:
             shown = "-" if run.own is None or not run.own.responses else tokens_text(run.own.total)
             name = str(row.path) if str(row.path).isprintable() else escaped(str(row.path))
-            out.write(f"{row.status:<19} {human_bytes(row.size):>9} {clip(shown, 28):>28}  {name}\n")
+            out.write(f"{row.status:<19} {human_bytes(row.size):>9} {clip(shown, 40):>40}  {name}\n")
     if as_json:
         out.write("\n]\n" if listed else "]\n")
     else:
-        out.write(f"{'total':<19} {'':>9} {tokens_text(total):>28}  (each model response once)\n")
+        out.write(f"{'total':<19} {'':>9} {tokens_text(total):>40}  (each model response once)\n")
