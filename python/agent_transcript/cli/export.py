@@ -8,6 +8,8 @@ import sys
 from ..fleet import FORMATS, ExportError, export_transcripts
 from ..fleet.export import describe
 from .errors import CliError
+from .markdown import cmd_markdown
+from .redact import redaction_options
 from .style import escaped, write_json
 
 __all__ = ["cmd_export", "export_arguments"]
@@ -15,10 +17,13 @@ __all__ = ["cmd_export", "export_arguments"]
 
 def export_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", metavar="DIR", nargs="+", help="folders to walk (a file is exported itself)")
-    p.add_argument("-o", "--out", metavar="OUT", required=True,
-                   help="the export's folder: new, empty, or an earlier export's (unchanged files are skipped)")
+    p.add_argument("-o", "--out", metavar="OUT",
+                   help="the export's folder: new, empty, or an earlier export's (unchanged files are skipped); "
+                        "for markdown the page's file (default: stdout)")
     p.add_argument("--format", default="parquet", metavar="FORMAT",
-                   help=f"the format: {', '.join(FORMATS)} (the only one; the default)")
+                   help=f"the format: {', '.join(FORMATS)} (the default), or markdown: one transcript as a page")
+    p.add_argument("--all-lines", action="store_true", help="markdown: every line, not only the live conversation")
+    redaction_options(p)
     p.add_argument("--json", action="store_true", help="what was exported, as JSON")
 
 
@@ -26,8 +31,14 @@ def cmd_export(args: argparse.Namespace) -> int:
     """Export every transcript under each DIR into OUT; the transcripts are only read.
     Exit 0, or 1 when a folder could not be listed (each named on stderr; the
     rows an earlier export had of its transcripts are kept), 2 on bad input."""
+    if args.format == "markdown":
+        return cmd_markdown(args)
+    if args.redact or args.redact_rules:
+        raise CliError(f"--redact: --format {args.format} is not redacted (markdown and html are)")
+    if args.out is None:
+        raise CliError(f"--format {args.format}: -o OUT is required")
     if args.format not in FORMATS:
-        raise CliError(f"--format {args.format}: not a format export writes (it writes {', '.join(FORMATS)})")
+        raise CliError(f"--format {args.format}: not a format export writes (it writes {', '.join((*FORMATS, 'markdown'))})")
     try:
         result = export_transcripts(*args.paths, out=args.out, format=args.format)
     except ExportError as exc:

@@ -38,7 +38,9 @@ from .. import canonical_json
 from ..inspect.pages import PageBytes, PageWalk, PageWriter
 from ..inspect.paths import make_folders, name_max, open_replacement, replace_with
 from ..inspect import Reading, check_report, open_file
+from ..inspect.tokens import TokenTotals, read_usage, token_totals
 from .markup import text
+from .picker import tokens_summary
 from .render import BIG_LINE, MAX_BLOCK, Annotator, Outline, anchor, damaged_line, island_bytes, short_line, size_text
 
 __all__ = ["Assets", "assets", "csp", "write_html", "HtmlResult", "SINGLE_LIMIT", "head", "summary_panel", "outline_nav", "ended_banner", "unpaired_lines",
@@ -135,8 +137,9 @@ def verdict(reading: Reading) -> tuple[str, str]:
     return status, f"{status}: load refuses this file" + (f" at line {report.line}" if report.line else "") + f": {report.reason}"
 
 
-def summary_panel(reading: Reading, title: str, go: Callable[[str, int], str] | None = None) -> str:
-    """The verdict, the counts, the run's meta, the pending calls and the grants at the end."""
+def summary_panel(reading: Reading, title: str, go: Callable[[str, int], str] | None = None,
+                  tokens: TokenTotals | None = None) -> str:
+    """The verdict, the counts, the tokens, the run's meta, the pending calls and the grants at the end."""
     to = _linker(reading, go)
     status, said = verdict(reading)
     rows = [
@@ -146,6 +149,9 @@ def summary_panel(reading: Reading, title: str, go: Callable[[str, int], str] | 
         + (f"; {reading.live_len():,} messages sent to the model next" if reading.replayed else "")
         + "</p>",
     ]
+    said_tokens = tokens_summary(tokens)
+    if said_tokens:
+        rows.append(f"<p class=tokens>{text(said_tokens)}</p>")
     for w in reading.warnings[:5]:
         rows.append(f"<p class=warning>{text(w)}</p>")
     meta = reading.meta
@@ -513,7 +519,8 @@ def _open(reading: Reading) -> int:
 def _write_single(reading: Reading, out: str) -> None:
     title = _title(reading)
     out_dir = os.path.dirname(os.path.abspath(out))
-    notes = Annotator(reading, artifact_href=_artifact_href(out_dir))
+    used = token_totals(read_usage(reading.path))
+    notes = Annotator(reading, artifact_href=_artifact_href(out_dir), tokens=used)
     items: list[tuple[int, int, str, bytes | None]] = []
     fd = _open(reading)
     try:
@@ -532,7 +539,7 @@ def _write_single(reading: Reading, out: str) -> None:
     with _replacing(out) as f:
         f.write(_b(head(title, csp())))
         f.write(b"<div class=layout><main id=records>\n")
-        f.write(_b(summary_panel(reading, title)))
+        f.write(_b(summary_panel(reading, title, tokens=used)))
         f.write(b"<div id=at-end></div>\n")
         f.write(_b(ended_banner(reading)))
         f.write(b"</main>\n")
@@ -559,7 +566,8 @@ def _write_folder(reading: Reading, out: str) -> int:
     make_folders(Path(out, "p"))
     make_folders(Path(out, "c"))
     title = _title(reading)
-    notes = Annotator(reading, artifact_href=_artifact_href(os.path.join(out, "p")))
+    used = token_totals(read_usage(reading.path))
+    notes = Annotator(reading, artifact_href=_artifact_href(os.path.join(out, "p")), tokens=used)
     policy = csp(self_scripts=True)
     ranges: list[tuple[int, int]] = []
     index = _index_of(reading)
@@ -629,7 +637,7 @@ def _write_folder(reading: Reading, out: str) -> int:
 
         def go(a: str, line: int) -> str:
             return f"p/{_page_of(ranges, line):06d}.html#{a}"
-        f.write(_b(summary_panel(reading, title, go)))
+        f.write(_b(summary_panel(reading, title, go, used)))
         f.write(_b(ended_banner(reading, go)))
         f.write(b'<section class=pages><h3>pages</h3><p><button id=search-all type=button>search every page</button> <span id=search-status></span></p><ol id=search-hits></ol><ol class=page-list>')
         for k, (a, b) in enumerate(ranges, 1):

@@ -44,6 +44,7 @@ from .. import fleet
 from ..inspect.paths import open_regular, open_stored_artifact
 from ..inspect import ReadEdges, Reading, open_file, read, same_prefix
 from .markup import text
+from .picker import TokenCache, time_cell, title_cell, tokens_cell, tokens_summary
 from .page import (PageData, assets, csp, data_islands, ended_banner, head, records, script_tag, summary_panel, take_line,
                    unpaired_lines, verdict)
 from .render import BIG_LINE, Annotator, anchor, island_bytes, shorten, size_text
@@ -159,6 +160,7 @@ class ViewerServer(ThreadingHTTPServer):
         self._readings: OrderedDict[str, tuple[tuple[int, int, int], Reading]] = OrderedDict()
         self._marks: OrderedDict[str, tuple[tuple[int, int, int], int, list[tuple[int, int]]]] = OrderedDict()
         self._lock = threading.Lock()
+        self.tokens = TokenCache()
         super().__init__(("127.0.0.1", port), _Handler)
 
     @property
@@ -384,14 +386,16 @@ class _Handler(BaseHTTPRequestHandler):
         root = shown_name(self.server.root)
         out = [head(f"transcripts in {root}", csp(), tools=False),
                f'<div class=layout><main id=records><section class=summary><b>{len(rows):,} transcript{"s" if len(rows) != 1 else ""}</b> in <code>{text(root)}</code>, newest activity first</section>'
-               "<table class=picker><thead><tr><th>title</th><th>status</th><th>started</th><th>last activity</th><th>size</th><th>file</th></tr></thead><tbody>"]
+               "<table class=picker><thead><tr><th>title</th><th>status</th><th>started</th><th>last activity</th><th>size</th><th>tokens</th><th>file</th></tr></thead><tbody>"]
         for r in rows:
             st = {"clean": "clean", "torn tail": "torn", "pending": "pending"}.get(r.status, "other")
             live = " <span class=live-badge>live</span>" if r.held else ""
             href = "/t/" + _quoted(r.name)
             out.append(
-                f'<tr class=row data-status="{text(st)}"><td><a href="{text(href)}">{text(r.title)}</a></td><td class="st-{st}">{text(r.status)}{live}</td>'
-                f"<td>{text(r.started)}</td><td>{text(r.last)}</td><td class=num>{size_text(r.size)}</td><td><code>{text(shown_name(r.name))}</code></td></tr>"
+                f'<tr class=row data-status="{text(st)}">{title_cell(r.title, href)}<td class="st-{st}">{text(r.status)}{live}</td>'
+                f"{time_cell(r.started)}{time_cell(r.last)}<td class=num>{size_text(r.size)}</td>"
+                f"{tokens_cell(self.server.tokens.totals(os.path.join(self.server.root, r.name)))}"
+                f"<td><code>{text(shown_name(r.name))}</code></td></tr>"
             )
         out.append(f"</tbody></table></main></div>\n<script>{assets().js}</script></body></html>\n")
         self._send(HTTPStatus.OK, "".join(out), policy=csp())
@@ -451,7 +455,7 @@ class _Handler(BaseHTTPRequestHandler):
         def href(file: str, found: str | None) -> str:
             return f"/a/{quoted}?file={urllib.parse.quote(file)}"
 
-        notes = Annotator(reading, transcript_path=path, artifact_href=href)
+        notes = Annotator(reading, transcript_path=path, artifact_href=href, tokens=self.server.tokens.totals(path))
         grants_at = [i for i in reading.indices_of_type("grants") if i < start]
         if grants_at:
             notes.seen_grants(grants_at[-1])
@@ -487,7 +491,7 @@ class _Handler(BaseHTTPRequestHandler):
         title = shown_name(os.path.basename(path))
         out = [head(title, csp(connect=True)), "<div class=layout><main id=records>\n",
                '<nav class=pager><a href="/">all transcripts</a> · <a href="/t/' + text(quoted) + '">the tail</a></nav>\n',
-               summary_panel(reading, title)]
+               summary_panel(reading, title, tokens=self.server.tokens.totals(path))]
         if start > 0:
             out.append(f'<nav class=pager><a href="?from={max(0, start - TAIL_RECORDS)}">earlier records</a> (records {max(0, start - TAIL_RECORDS) + 1:,}–{start:,} of {n:,})</nav>\n')
         out.append("<div id=at-end></div>\n")
@@ -667,7 +671,7 @@ class _Handler(BaseHTTPRequestHandler):
                 lo = mid + 1
             else:
                 hi = mid
-        notes = Annotator(reading, transcript_path=path, artifact_href=href)
+        notes = Annotator(reading, transcript_path=path, artifact_href=href, tokens=self.server.tokens.totals(path))
         grants_at = [i for i in reading.indices_of_type("grants") if i < lo]
         if grants_at:
             notes.seen_grants(grants_at[-1])
@@ -681,6 +685,9 @@ class _Handler(BaseHTTPRequestHandler):
         status, text_ = verdict(reading)
         out["summary"] = [[f"verdict v-{status}", "check " + text_]] + [["warning", w] for w in reading.warnings[:5]]
         out["summary"] += unpaired_lines(reading)
+        said_tokens = tokens_summary(self.server.tokens.totals(path))
+        if said_tokens:
+            out["summary"].append(["tokens", said_tokens])
         pending = reading.pending() or []
         out["pending"] = [[anchor(op.op_id), op.tool, op.call_id, op.state] for op in pending[:200]]
         out["torn"] = (f"line {reading.tail.line} was cut mid-write ({reading.tail.removed:,} bytes; load removes it)"
