@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import threading
 import time
@@ -26,7 +25,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable
 
-from baselines import peek_stdlib, write_transcript
+from baselines import peek_stdlib
+from bench_export import small_corpus
 
 MIB = 1024 * 1024
 
@@ -51,28 +51,6 @@ class _Sink(BaseHTTPRequestHandler):
         pass
 
 
-def corpus(root: Path, files: int, kib: int) -> Path:
-    folder = root / f"small-{files}x{kib}k"
-    if folder.exists():
-        return folder
-    bodies = []
-    for seed in range(10):
-        tmp = root / f"body-{seed}.jsonl"
-        root.mkdir(parents=True, exist_ok=True)
-        write_transcript(tmp, kib / 1024, seed=seed)
-        bodies.append(tmp.read_bytes())
-        tmp.unlink()
-    staging = folder.with_name(folder.name + ".tmp")
-    shutil.rmtree(staging, ignore_errors=True)
-    for i in range(files):
-        d = staging / f"day{i // 1000:03}"
-        if i % 1000 == 0:
-            d.mkdir(parents=True)
-        (d / f"run{i:06}.jsonl").write_bytes(bodies[i % len(bodies)])
-    staging.rename(folder)
-    return folder
-
-
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--files", type=int, default=1000)
@@ -83,7 +61,7 @@ def main(argv: list[str] | None = None) -> None:
     from agent_transcript.fleet import export_otlp, otlp_protobuf, to_otlp
 
     root = Path(args.dir)
-    src = corpus(root, args.files, args.kib)
+    src = small_corpus(root, args.files, args.kib)
     paths = sorted(src.rglob("*.jsonl"))
     total = sum(p.stat().st_size for p in paths)
     out = root / "out.jsonl"

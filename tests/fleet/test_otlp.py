@@ -449,3 +449,10 @@ def test_a_folder_with_a_damaged_file_exports_the_rest_and_exits_1(run: Path, tm
     assert out.read_text() == line + "\n"
     r = cli(run, "--format", "otlp-json")
     assert r.returncode == 2 and "needs -o OUT, --endpoint URL, or both" in r.stderr
+
+
+def test_out_never_replaces_a_transcript(run: Path) -> None:
+    before = run.read_bytes()
+    r = cli(run, "-o", run, "--format", "otlp-json")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "never over a transcript" in r.stderr
+    assert run.read_bytes() == before

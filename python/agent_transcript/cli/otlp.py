@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..fleet import ENCODINGS, OtlpExport, SendError, export_otlp
+from ..fleet import ENCODINGS, ExportError, OtlpExport, SendError, export_otlp
 from .errors import CliError
 from .style import escaped, write_json
 
@@ -52,6 +52,8 @@ def cmd_export_otlp(args: argparse.Namespace) -> int:
     except SendError as exc:
         sent = f" ({exc.sent} transcript(s) sent before; -o OUT not written)" if exc.sent else ""
         raise CliError(f"--endpoint: {exc}{sent}") from None
+    except ExportError as exc:
+        raise CliError(str(exc)) from None
     if args.json:
         write_json(result.to_json())
     else:

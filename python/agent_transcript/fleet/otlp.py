@@ -54,7 +54,7 @@ from .. import CorruptTranscript, UnsupportedVersion, __version__, canonical_jso
 from ..inspect import Reading, os_error_reason, read
 from ..inspect.paths import make_folders, open_replacement, replace_with
 from ..tool_calls import PairedCall
-from .export import _walk
+from .export import ExportError, _walk
 from .otlp_wire import SendError, send_otlp, traces_url
 
 __all__ = ["to_otlp", "export_otlp", "OtlpExport", "SEMCONV_VERSION", "SCHEMA_URL", "OTLP_FORMAT", "SPAN_KIND", "STATUS_CODE"]
@@ -474,6 +474,7 @@ def export_otlp(*paths: str | os.PathLike[str], out: str | os.PathLike[str] | No
     there. A file load refuses is left out and named in ``refused``.
 
     Raises:
+        ExportError: ``out`` is a transcript (never written over).
         ValueError: neither ``out`` nor ``endpoint`` is given, or no path.
         FileNotFoundError: a path does not exist (nothing is written or sent).
         SendError: the receiver refused the data or could not be reached.
@@ -492,6 +493,7 @@ def export_otlp(*paths: str | os.PathLike[str], out: str | os.PathLike[str] | No
     result = OtlpExport(target)
     fd, tmp = -1, None
     if target is not None:
+        _refuse_transcript(target)
         make_folders(target.parent)
         fd, tmp = open_replacement(target)
     try:
@@ -539,3 +541,15 @@ def _json_line(request: dict[str, Any]) -> bytes:
         return (json.dumps(request, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
     except UnicodeEncodeError:
         return (json.dumps(request, separators=(",", ":")) + "\n").encode("ascii")
+
+
+def _refuse_transcript(out: Path) -> None:
+    """Refuses an ``out`` whose first line is a session-meta envelope: a
+    transcript (the one being exported, say), which an export must not replace."""
+    try:
+        with open(out, "rb") as f:
+            first = json.loads(f.readline(1 << 20))
+    except (OSError, ValueError):
+        return  # missing, or not JSON: not a transcript
+    if isinstance(first, dict) and first.get("type") == "session-meta":
+        raise ExportError(f"{out}: a transcript; export writes its traces to a new file, never over a transcript")
