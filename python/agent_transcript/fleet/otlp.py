@@ -189,8 +189,8 @@ class _Trace:
     spans: list[dict[str, Any]] = field(default_factory=list)
 
     def span(self, span_id: str, name: str, kind: str, start: int, end: int, attributes: dict[str, Any],
-             *, error: tuple[str, str] | None = None, parent: str | None = None) -> dict[str, Any]:
-        """A span of this trace, a child of the run's unless ``parent`` is given;
+             *, error: tuple[str, str] | None = None) -> dict[str, Any]:
+        """A span of this trace, a child of the run's unless it is the run's;
         ``error`` is its ``(error.type, status message)``."""
         if error is not None:
             attributes["error.type"] = error[0]
@@ -200,8 +200,8 @@ class _Trace:
             "attributes": _attributes({**attributes, **self.common}),
             "status": ({"code": STATUS_CODE["error"], "message": error[1]} if error is not None else {}),
         }
-        if parent is not None or span_id != self.run_span:
-            span["parentSpanId"] = parent or self.run_span
+        if span_id != self.run_span:
+            span["parentSpanId"] = self.run_span
         self.spans.append(span)
         return span
 
