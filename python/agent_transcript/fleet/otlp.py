@@ -53,7 +53,6 @@ from typing import Any
 from .. import CorruptTranscript, UnsupportedVersion, __version__, canonical_json
 from ..inspect import Reading, os_error_reason, read
 from ..inspect.paths import make_folders, open_replacement, replace_with
-from ..tool_calls import PairedCall
 from .export import ExportError, _walk
 from .otlp_wire import SendError, send_otlp, traces_url
 
@@ -386,7 +385,11 @@ def _paired_spans(trace: _Trace, reading: Reading, envelopes: list[Any], times: 
         i = live[call.position].index
         attributes = _tool_attributes(call.tool, call.call_id)
         attributes["agent_transcript.line"] = call.line
-        error, stop = _answered(call, live, times, end)
+        if call.answer is None:
+            error: tuple[str, str] | None = ("interrupted", "interrupted: unanswered")
+            stop = end
+        else:
+            error, stop = None, times[live[call.answer].index]
         if error is not None:
             unsettled += 1
         if trace.content:
@@ -398,12 +401,6 @@ def _paired_spans(trace: _Trace, reading: Reading, envelopes: list[Any], times: 
         trace.span(_id("span", f"{call.message_id}/{call.index}", 8), name, "internal", times[i], stop,
                    attributes, error=error)
     return unsettled
-
-
-def _answered(call: PairedCall, live: list[Any], times: list[int], end: int) -> tuple[tuple[str, str] | None, int]:
-    if call.answer is None:
-        return ("interrupted", "interrupted: unanswered"), end
-    return None, times[live[call.answer].index]
 
 
 def _chat_spans(trace: _Trace, reading: Reading, envelopes: list[Any], times: list[int], model: str | None) -> None:
