@@ -105,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     ls_arguments(p)
     p.set_defaults(func=cmd_ls)
 
-    p = sub.add_parser("export", help="transcripts as Parquet tables, hive-partitioned by day (DuckDB, Spark)", description="Export every *.jsonl and *.jsonl.zst under each DIR into OUT as four Parquet tables (sessions, envelopes, messages, tool_operations), hive-partitioned by the day each session started, with replay's answers (live messages, tool operation states, pending ones included). A file unchanged since the last export into OUT is skipped. Needs pyarrow (pip install 'agent-transcript[arrow]'). --format markdown writes one transcript as a Markdown page instead (stdout, or -o FILE), --redact taking secrets out. The transcripts are only read.")
+    p = sub.add_parser("export", help="transcripts as Parquet tables (DuckDB, Spark) or OpenTelemetry traces", description="Export every *.jsonl and *.jsonl.zst under each DIR into OUT as four Parquet tables (sessions, envelopes, messages, tool_operations), hive-partitioned by the day each session started, with replay's answers (live messages, tool operation states, pending ones included). A file unchanged since the last export into OUT is skipped. Needs pyarrow (pip install 'agent-transcript[arrow]'). With --format otlp-json: each transcript as an OpenTelemetry trace (GenAI semantic conventions), one OTLP/JSON request per line of the file OUT, and/or sent to an OTLP/HTTP receiver (--endpoint). --format markdown writes one transcript as a Markdown page instead (stdout, or -o FILE), --redact taking secrets out. The transcripts are only read.")
     export_arguments(p)
     p.set_defaults(func=cmd_export)
 
