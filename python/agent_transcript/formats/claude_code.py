@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable
 from ._emit import Emitter
 from ._source import Line, to_ts
 
-__all__ = ["looks_like", "slim", "convert"]
+__all__ = ["looks_like", "slim", "convert", "Conversion"]
 
 CHAIN = frozenset(("user", "assistant", "attachment", "system"))
 META_TYPES = frozenset((
@@ -83,16 +83,28 @@ def _when(record: dict[str, Any]) -> str | None:
 
 
 class _Tree:
-    """The chain records by uuid (a repeated uuid: the later value, the first position)."""
+    """The chain records by uuid (a repeated uuid: the later value, the first position),
+    built a batch of lines at a time (``add``); ``relink`` then gives the tree
+    resume reads."""
 
-    def __init__(self, lines: list[Line], full: Callable[[Line], dict[str, Any]]) -> None:
+    def __init__(self, full: Callable[[Line], dict[str, Any]]) -> None:
         self._full = full
         self.records: dict[str, dict[str, Any]] = {}
         self.line_of: dict[str, Line] = {}
+        # The tree as written, for the history before a compaction; resume reads
+        # the relinked one (``parent``, made by ``relink``).
+        self.written_parent: dict[str, str | None] = {}
         self.parent: dict[str, str | None] = {}
         self._by_message: dict[str, list[str]] | None = None
         self._results_by_parent: dict[str, list[str]] | None = None
-        bridge: dict[str, str | None] = {}
+        self._bridge: dict[str, str | None] = {}
+        self._status: dict[str, str] = {}  # what reading made of each chain line, before any walk
+        self.pruned: set[str] = set()
+        self.preserved: set[str] = set()
+
+    def add(self, lines: Iterable[Line]) -> None:
+        """Take in the next lines of the session."""
+        bridge = self._bridge
         for line in lines:
             r = line.record
             if r is None:
@@ -113,12 +125,18 @@ class _Tree:
                 self.line_of[uid].status = "superseded"
             self.records[uid] = r
             self.line_of[uid] = line
-            self.parent[uid] = p
-        # The tree as written, for the history before a compaction; resume reads
-        # the relinked one.
-        self.written_parent = dict(self.parent)
-        self.pruned: set[str] = set()
-        self.preserved: set[str] = set()
+            self._status[uid] = line.status
+            self.written_parent[uid] = p
+        self._by_message = self._results_by_parent = None
+
+    def relink(self) -> None:
+        """The tree resume reads, from the tree as written: every line's status
+        back to what reading made of it, then the preserved segment relinked."""
+        for uid, line in self.line_of.items():
+            line.status = self._status[uid]
+        self.parent = dict(self.written_parent)
+        self.pruned = set()
+        self.preserved = set()
         self._relink_preserved_segment()
 
     def _relink_preserved_segment(self) -> None:
@@ -442,9 +460,40 @@ def convert(lines: list[Line], emit: Emitter, warnings: list[str],
     """Emit the replayed conversation of a Claude Code session; returns the session-meta facts.
 
     ``lines`` hold what ``slim`` keeps; ``full`` reads a line's whole record."""
-    tree = _Tree(lines, full)
+    conversion = Conversion(full)
+    conversion.add(lines)
+    return conversion.emit(emit, warnings)
+
+
+class Conversion:
+    """A Claude Code session's conversion, fed its lines a batch at a time (as a
+    live session writes them) or all at once (an import of a file).
+
+    What it keeps across batches is what the lines say (the tree, the titles,
+    the modes); ``emit`` writes the conversation of every line added so far,
+    which is what an import of a file of those lines writes. ``full`` reads a
+    line's whole record (its ``record`` holds what ``slim`` keeps, or all of it).
+    """
+
+    def __init__(self, full: Callable[[Line], dict[str, Any]]) -> None:
+        self.tree = _Tree(full)
+        self._meta_records: list[dict[str, Any]] = []
+
+    def add(self, lines: Iterable[Line]) -> None:
+        """Take in the next lines of the session."""
+        lines = list(lines)
+        self.tree.add(lines)
+        self._meta_records.extend(ln.record for ln in lines
+                                  if ln.record is not None and ln.record.get("type") not in CHAIN)
+
+    def emit(self, emit: Emitter, warnings: list[str]) -> dict[str, Any]:
+        """Emit the replayed conversation of the lines added so far; returns the session-meta facts."""
+        self.tree.relink()
+        return _emit(self.tree, self._meta_records, emit, warnings)
+
+
+def _emit(tree: _Tree, meta_records: list[dict[str, Any]], emit: Emitter, warnings: list[str]) -> dict[str, Any]:
     info: dict[str, Any] = {}
-    meta_records = [ln.record for ln in lines if ln.record is not None and ln.record.get("type") not in CHAIN]
     titles: dict[str, Any] = {}
     summaries: list[tuple[str, Any]] = []  # (title, leafUuid)
     last_mode: Any = None
