@@ -26,7 +26,17 @@ pytest.importorskip("claude_agent_sdk", reason="the claude-agent-sdk extra is no
 
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
-from claude_agent_sdk import InMemorySessionStore, SessionKey, SessionStore  # noqa: E402
+from claude_agent_sdk import (  # noqa: E402
+    InMemorySessionStore,
+    SessionKey,
+    SessionStore,
+    get_session_messages_from_store,
+    get_subagent_messages_from_store,
+    import_session_to_store,
+    list_sessions_from_store,
+    list_subagents_from_store,
+    project_key_for_directory,
+)
 from claude_agent_sdk.testing import run_session_store_conformance  # noqa: E402
 
 from agent_transcript import Session  # noqa: E402
@@ -174,6 +184,46 @@ def test_the_same_calls_give_what_the_sdks_in_memory_store_gives(tmp_path_factor
             store.close()
 
     run(both())
+
+
+def test_the_sdks_own_helpers_read_what_they_wrote_as_from_the_in_memory_store(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A local session and its subagent, imported by the SDK's own helper in its own
+    batches into both stores, then read back through the SDK's helpers."""
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "config"))
+    work = tmp_path / "work"
+    work.mkdir()
+    sid = KEY["session_id"]
+    project = tmp_path / "config" / "projects" / project_key_for_directory(work)
+    (project / sid / "subagents").mkdir(parents=True)
+    data = generated(tmp_path, 120_000, 5)
+    (project / f"{sid}.jsonl").write_bytes(data)
+    (project / sid / "subagents" / "agent-a1.jsonl").write_bytes(CLAUDE_SOURCES[0].data)
+    oracle, store = InMemorySessionStore(), TranscriptSessionStore(tmp_path / "store")
+
+    async def both() -> None:
+        for one in (oracle, store):
+            await import_session_to_store(sid, one, directory=str(work), batch_size=50)
+        for read in (lambda s: get_session_messages_from_store(s, sid, directory=str(work)),
+                     lambda s: list_subagents_from_store(s, sid, directory=str(work)),
+                     lambda s: get_subagent_messages_from_store(s, sid, "a1", directory=str(work))):
+            assert await read(store) == await read(oracle)
+        ours = await list_sessions_from_store(store, directory=str(work))
+        theirs = await list_sessions_from_store(oracle, directory=str(work))
+        assert [(i.session_id, i.summary, i.first_prompt) for i in ours] == \
+            [(i.session_id, i.summary, i.first_prompt) for i in theirs]
+        assert ours and ours[0].session_id == sid
+
+    try:
+        run(both())
+        main: SessionKey = {"project_key": project_key_for_directory(work), "session_id": sid}
+        paths = [store.transcript_path(main), store.transcript_path({**main, "subpath": "subagents/agent-a1"})]
+    finally:
+        store.close()
+    assert replayed(paths[0]) == imported(tmp_path, data)
+    assert replayed(paths[1]) == imported(tmp_path, CLAUDE_SOURCES[0].data)
+    for path in paths:
+        assert_checks_and_loads(path)
 
 
 def test_an_empty_batch_writes_nothing(tmp_path: Path) -> None:

@@ -166,7 +166,7 @@ class Mirror:
     # -- converting ------------------------------------------------------------------
 
     def _parse(self, raws: Sequence[bytes]) -> list[Line]:
-        lines = []
+        lines: list[Line] = []
         for raw in raws:
             lines.append(parse_line(len(self._lines) + len(lines) + 1, self._size, raw, []))
             self._size += len(raw) + 1

@@ -203,8 +203,10 @@ class TranscriptSessionStore(SessionStore):
     async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         """The main sessions of ``project_key``, with the time each was last written
         (epoch milliseconds)."""
-        return await asyncio.to_thread(self._main_sessions, project_key,
-                                       lambda path, key, mtime: {"session_id": key["session_id"], "mtime": mtime})
+        def listed(path: Path, key: SessionKey, mtime: int) -> SessionStoreListEntry:
+            return {"session_id": key["session_id"], "mtime": mtime}
+
+        return await asyncio.to_thread(self._main_sessions, project_key, listed)
 
     async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
         """The summary of each main session of ``project_key`` as of its last batch,
