@@ -44,7 +44,7 @@ from agent_transcript.formats import import_transcript, source_lines  # noqa: E4
 from agent_transcript.formats.mirror import Mirror  # noqa: E402
 from agent_transcript.integrations.claude_agent_sdk import TranscriptSessionStore  # noqa: E402
 
-from ._helpers import assert_checks_and_loads  # noqa: E402
+from ._helpers import assert_checks_and_loads, reap  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -341,6 +341,10 @@ def test_a_new_process_carries_the_conversion_on(tmp_path: Path) -> None:
     assert p.returncode == 0, err
     with TranscriptSessionStore(tmp_path / "store") as store:
         assert run(store.load(KEY)) == entries[:half]
+        path = store.transcript_path(KEY)
+        size = path.stat().st_size
+        Mirror.open(path, {}).close()  # a whole conversation found whole: nothing written again
+        assert path.stat().st_size == size
         for at in range(half, len(entries), 29):
             run(store.append(KEY, entries[at:at + 29]))
         path = store.transcript_path(KEY)
@@ -367,11 +371,7 @@ def test_a_sigkill_mid_append_loses_nothing_acknowledged(tmp_path: Path, wait_fo
         rest = p.stdout.read()  # an acknowledgement printed before the kill landed
         acknowledged = max([acknowledged, *(int(n) for n in rest.split())])
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        p.stdout.close()  # type: ignore[union-attr]
-        p.stderr.close()  # type: ignore[union-attr]
+        reap(p)
     with TranscriptSessionStore(tmp_path / "store") as store:
         got = run(store.load(KEY))
         assert got is not None and got[:acknowledged] == entries[:acknowledged]

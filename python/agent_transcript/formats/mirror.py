@@ -78,9 +78,9 @@ class _PlaceIds(Ids):
         return f"{kind}:{self._count}"
 
 
-def _live_after(envelopes: Iterable[Envelope], live: list[tuple[str, Any]] | None = None) -> list[tuple[str, Any]]:
+def _live_after(envelopes: Iterable[Envelope]) -> list[tuple[str, Any]]:
     """The live messages (id, payload) replay has after ``envelopes``, as the Emitter keeps them."""
-    live = [] if live is None else list(live)
+    live: list[tuple[str, Any]] = []
     for type_, id_, _, payload in envelopes:
         if type_ == "message":
             live.append((id_, payload))
@@ -106,9 +106,8 @@ class Mirror:
     def __init__(self, session: Session) -> None:
         # Use open().
         self.session = session
-        self.raws: list[bytes] = []
-        self._lines: list[Line] = []
-        self._size = 0
+        self.raws: list[bytes] = []  # the lines, in order
+        self._size = 0  # their bytes, as a file of them
         self._conversion = claude_code.Conversion(lambda line: line.record or {})
         self._written: list[Envelope] = []  # what the conversion emitted for the lines written so far
         self._live: list[tuple[str, Any]] = []  # its live messages, (id, payload): the transcript's
@@ -160,7 +159,6 @@ class Mirror:
         rows = [(SOURCE_LINE, source_line_payload(line, raw)) for line, raw in zip(lines, raws)]
         self.session.append_events([*rows, *events])
         self.raws.extend(raws)
-        self._lines.extend(lines)
         self._sync(converted, live)
 
     # -- converting ------------------------------------------------------------------
@@ -168,7 +166,7 @@ class Mirror:
     def _parse(self, raws: Sequence[bytes]) -> list[Line]:
         lines: list[Line] = []
         for raw in raws:
-            lines.append(parse_line(len(self._lines) + len(lines) + 1, self._size, raw, []))
+            lines.append(parse_line(len(self.raws) + len(lines) + 1, self._size, raw, []))
             self._size += len(raw) + 1
         return lines
 
@@ -254,7 +252,7 @@ class Mirror:
         if not raws:
             return
         lines = self._parse(raws)
-        self.raws, self._lines = list(raws), lines
+        self.raws = raws
         self._conversion.add(lines)
         converted, live = self._convert()
         entries = session.entries
