@@ -1,6 +1,6 @@
 """TranscriptSessionStore against the Claude Agent SDK's own store, in one run.
 
-    python benches/bench_claude_agent_sdk.py [--entries 10000] [--batch 100] [--reads 5]
+    python benches/bench_claude_agent_sdk.py [--entries 10000] [--batch 0] [--reads 5]
 
 The SDK ships no durable store: its reference is ``InMemorySessionStore`` (a
 dict of lists), the floor any store is measured against. Beside it, the file
@@ -11,10 +11,12 @@ The same entries (a generated Claude Code session, ``import_gen.py``: streamed
 assistant fragments, tool calls and results, file-history snapshots,
 compactions) go through each:
 
-* ``append``: ``--entries`` entries in batches of ``--batch``, awaited one
-  after the other, as the SDK's mirror sends them (a batch per turn, at most
-  500 entries). The transcript writes each batch's lines and the conversation
-  they change; when ``append`` returns they are in the kernel (nobody fsyncs here).
+* ``append``: ``--entries`` entries in batches, awaited one after the other,
+  as the SDK's mirror sends them by default (``session_store_flush="batched"``:
+  a batch per turn, at most 500 entries); ``--batch N`` sends N at a time
+  instead (1: about what ``"eager"`` sends). The transcript writes each batch's
+  lines and the conversation they change; when ``append`` returns they are in
+  the kernel (nobody fsyncs here).
 * ``load``: the whole session back, as a resume asks for it; the best of
   ``--reads`` calls, by a store that did not write it (a new process's).
 
@@ -66,10 +68,26 @@ class JsonlFile:
             return [json.loads(line) for line in f]
 
 
+def batches(data: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
+    """``data`` in batches of ``size``; with 0, a turn each (a batch ends before each
+    prompt a person typed), at most 500 entries, as the SDK's mirror batches them."""
+    if size > 0:
+        return [data[at:at + size] for at in range(0, len(data), size)]
+    out: list[list[dict[str, Any]]] = [[]]
+    for entry in data:
+        content = entry["message"].get("content") if isinstance(entry.get("message"), dict) else None
+        prompt = entry.get("type") == "user" and not (
+            isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content))
+        if out[-1] and (prompt or len(out[-1]) >= 500):
+            out.append([])
+        out[-1].append(entry)
+    return out
+
+
 async def measure(store: Any, reader: Any, data: list[dict[str, Any]], batch: int, reads: int) -> tuple[float, float]:
     t0 = time.perf_counter()
-    for at in range(0, len(data), batch):
-        await store.append(KEY, data[at:at + batch])
+    for one in batches(data, batch):
+        await store.append(KEY, one)
     appended = time.perf_counter() - t0
     best = float("inf")
     for _ in range(reads):
@@ -93,8 +111,9 @@ def run(n: int, batch: int, reads: int, folder: Path) -> list[tuple[str, float, 
     jsonl = asyncio.run(measure(JsonlFile(folder / "jsonl"), JsonlFile(folder / "jsonl"), data, batch, reads))
     with TranscriptSessionStore(folder / "transcript") as store:
         ours = asyncio.run(measure(store, TranscriptSessionStore(folder / "transcript"), data, batch, reads))
+    how = f"batches of {batch}" if batch else f"{len(batches(data, 0))} turns"
     return [
-        (f"append {n} in batches of {batch}", in_memory[0], jsonl[0], ours[0]),
+        (f"append {n} in {how}", in_memory[0], jsonl[0], ours[0]),
         (f"load {n}, best of {reads}", in_memory[1], jsonl[1], ours[1]),
     ]
 
@@ -102,7 +121,7 @@ def run(n: int, batch: int, reads: int, folder: Path) -> list[tuple[str, float, 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--entries", type=int, default=10_000)
-    ap.add_argument("--batch", type=int, default=100)
+    ap.add_argument("--batch", type=int, default=0, help="entries a batch (default 0: a turn each)")
     ap.add_argument("--reads", type=int, default=5)
     ap.add_argument("--dir", type=Path, default=None, help="where the files go (default: a temporary folder)")
     args = ap.parse_args()
@@ -111,9 +130,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=args.dir) as d:
         rows = run(args.entries, args.batch, args.reads, Path(d))
     print(f"claude-agent-sdk {version('claude-agent-sdk')}; files in {args.dir or tempfile.gettempdir()}")
-    print(f"{'':30} {'in-memory':>10} {'JSONL file':>11} {'transcript':>11} {'mem/ours':>9} {'file/ours':>10}")
+    print(f"{'':32} {'in-memory':>10} {'JSONL file':>11} {'transcript':>11} {'mem/ours':>9} {'file/ours':>10}")
     for what, memory_s, file_s, ours_s in rows:
-        print(f"{what:30} {memory_s:9.3f}s {file_s:10.3f}s {ours_s:10.3f}s "
+        print(f"{what:32} {memory_s:9.3f}s {file_s:10.3f}s {ours_s:10.3f}s "
               f"{memory_s / ours_s:8.3f}x {file_s / ours_s:9.3f}x")
 
 

@@ -19,3 +19,6 @@ def test_the_bench_runs(tmp_path: Path) -> None:
     rows = bench_claude_agent_sdk.run(60, 7, 2, tmp_path)
     assert [r[0] for r in rows] == ["append 60 in batches of 7", "load 60, best of 2"]
     assert all(seconds > 0 for row in rows for seconds in row[1:])
+    (tmp_path / "turns").mkdir()
+    turns = bench_claude_agent_sdk.run(300, 0, 1, tmp_path / "turns")[0][0]
+    assert turns.startswith("append 300 in ") and turns.endswith(" turns"), turns

@@ -295,11 +295,11 @@ class Ids:
 
     def __init__(self, source_digest: str, used: int = 0) -> None:
         self._base = source_digest
-        self._n = used
+        self.used = used  # how many were made
 
     def next(self, kind: str) -> str:
-        self._n += 1
-        return uuid.uuid5(_NAMESPACE, f"{kind}:{self._base}:{self._n}").hex
+        self.used += 1
+        return uuid.uuid5(_NAMESPACE, f"{kind}:{self._base}:{self.used}").hex
 
 
 def to_ts(value: Any, fallback: str) -> str:

@@ -3,14 +3,14 @@
 Each batch is written as an import writes a file: every line, byte for byte,
 in a ``source-line`` envelope (the batch in one ``write(2)``), and the
 conversation the Claude Code importer makes of all the lines so far. The
-importer's conversion (``claude_code.Conversion``) keeps what the lines say
-across batches; what it emits for the lines so far is compared with what it
-emitted for the lines before, and only the difference is written: the new
-envelopes when the conversation went on, or a rewind to where the two part
-and the new envelopes from there when a later line changed what came before
-(another fragment of a streamed assistant message, a rewind of the session,
-a compaction). The messages a mirror replays to are those an import of a
-file of the same lines replays to.
+importer's conversion (``_conversion.Conversion``) keeps what the lines say
+across batches and goes on from where it was when they only extend the chain;
+what it emits is compared with what it emitted before, and only the
+difference is written: the new envelopes when the conversation went on, or a
+rewind to where the two part and the new envelopes from there when a later
+line changed what came before (another fragment of a streamed assistant
+message, a rewind of the session, a compaction). The messages a mirror
+replays to are those an import of a file of the same lines replays to.
 
 A source line's ``status`` is what the conversion made of it when it came.
 Reopened, a mirror converts the lines its transcript holds and carries on;
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .. import Session
-from . import claude_code
+from ._conversion import Conversion
 from ._emit import Emitter
 from ._source import (SOURCE_LINE, Ids, Line, importer_meta, parse_line, source_line_bytes, source_line_payload,
                       strict_json)
@@ -69,13 +69,9 @@ class _PlaceIds(Ids):
     """Ids that name an envelope's place in the conversion's output: the same lines
     give the same ids, so two conversions compare envelope by envelope."""
 
-    def __init__(self) -> None:
-        super().__init__("")
-        self._count = 0
-
     def next(self, kind: str) -> str:
-        self._count += 1
-        return f"{kind}:{self._count}"
+        self.used += 1
+        return f"{kind}:{self.used}"
 
 
 def _live_after(envelopes: Iterable[Envelope]) -> list[tuple[str, Any]]:
@@ -108,7 +104,8 @@ class Mirror:
         self.session = session
         self.raws: list[bytes] = []  # the lines, in order
         self._size = 0  # their bytes, as a file of them
-        self._conversion = claude_code.Conversion(lambda line: line.record or {})
+        self._conversion = Conversion(lambda line: line.record or {})
+        self._emit: Emitter | None = None  # the one the conversion last wrote with
         self._written: list[Envelope] = []  # what the conversion emitted for the lines written so far
         self._live: list[tuple[str, Any]] = []  # its live messages, (id, payload): the transcript's
         self._ids: dict[str, str] = {}  # an id of the conversion's -> the transcript's envelope id
@@ -171,9 +168,12 @@ class Mirror:
         return lines
 
     def _convert(self) -> tuple[list[Envelope], list[tuple[str, Any]]]:
-        emit = Emitter(_PlaceIds())
-        self._conversion.emit(emit, [])
-        return emit.out, _live_after(emit.out)
+        """The conversion of every line so far: the last one extended when the new
+        lines allow, else made again."""
+        if self._emit is None or not self._conversion.extend():
+            self._emit = Emitter(_PlaceIds(""))
+            self._conversion.emit(self._emit, [])
+        return self._emit.out, _live_after(self._emit.out)
 
     def _sync(self, converted: list[Envelope], live: list[tuple[str, Any]]) -> None:
         """Write what ``converted`` (the conversion of every line) adds to what was written."""
@@ -190,7 +190,7 @@ class Mirror:
             if len(kept) < len(self._live):
                 rows.append(("rewind", {"through-id": self._ids[kept[-1][0]] if kept else None}, None))
         self._write(rows, converted[same:])
-        self._written, self._live = converted, live
+        self._written, self._live = list(converted), live  # a copy: extend() goes on writing the list
         grants = next((payload for type_, _, _, payload in reversed(converted) if type_ == "grants"), None)
         if grants is not None and grants != self._grants:
             # The conversion's last grants were written before a part now undone.
@@ -270,7 +270,7 @@ class Mirror:
         for type_, id_, _, payload in converted:
             if type_ == "tool-dispatched" and payload["call-id"] in calls:
                 self._ids[id_] = calls[payload["call-id"]]
-        self._written, self._live = converted, live
+        self._written, self._live = list(converted), live
         if same == len(entries) == len(live):
             return
         rows: list[tuple[str, Any, str | None]] = []
