@@ -60,7 +60,9 @@ def _module(path: Path) -> Any:
 
 
 SOURCES = _module(ROOT / "tests" / "formats" / "sources.py").SOURCES
-write_claude_code = _module(ROOT / "benches" / "import_gen.py").write_claude_code
+sys.path.insert(0, str(ROOT / "benches"))
+import bench_claude_agent_sdk as bench  # noqa: E402
+from import_gen import write_claude_code  # noqa: E402
 
 CLAUDE_SOURCES = [s for s in SOURCES if s.format == "claude-code"]
 OPTIONAL = ("list_sessions", "list_session_summaries", "delete", "list_subkeys")
@@ -286,21 +288,6 @@ def test_random_batches_replay_as_the_whole_file_imported(tmp_path_factory: pyte
     assert list(source_lines(path)) == lines
 
 
-def turns(lines: list[bytes]) -> list[list[bytes]]:
-    """The lines in the batches the SDK sends by default: one a turn (a batch ends
-    before each prompt a person typed), at most 500 lines."""
-    out: list[list[bytes]] = [[]]
-    for line in lines:
-        record = json.loads(line)
-        content = record.get("message", {}).get("content") if isinstance(record.get("message"), dict) else None
-        prompt = record.get("type") == "user" and not (
-            isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content))
-        if out[-1] and (prompt or len(out[-1]) >= 500):
-            out.append([])
-        out[-1].append(line)
-    return out
-
-
 def test_a_session_a_turn_at_a_time_is_converted_by_extending_it(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """The usual batch (a turn: prompts, streamed fragments, parallel calls and their
@@ -312,16 +299,21 @@ def test_a_session_a_turn_at_a_time_is_converted_by_extending_it(tmp_path: Path,
     extend = _conversion.Conversion.extend
     monkeypatch.setattr(_conversion.Conversion, "extend", lambda self: extended.append(extend(self)) or extended[-1])
     data = generated(tmp_path, 300_000, 13)
-    batches = turns(raw_lines(data))
+    lines = raw_lines(data)
+    turns = bench.batches([json.loads(line) for line in lines], 0)  # as the SDK's mirror sends them
+    sent = []
+    for turn in turns:
+        sent.append(lines[:len(turn)])
+        del lines[:len(turn)]
     path = tmp_path / "mirror.jsonl"
     mirror = Mirror.open(path, {})
-    for batch in batches:
+    for batch in sent:
         mirror.append(batch)
     mirror.close()
     assert replayed(path) == imported(tmp_path, data)
     # Every turn but those a compaction starts (or ends, its summary coming later) goes on.
     boundaries = data.count(b'"subtype":"compact_boundary"')
-    assert len(extended) == len(batches) - 1 and extended.count(False) <= 2 * boundaries + 1, extended
+    assert len(extended) == len(sent) - 1 and extended.count(False) <= 2 * boundaries + 1, extended
 
 
 def test_a_long_generated_session_through_the_store_replays_as_imported(tmp_path: Path) -> None:
