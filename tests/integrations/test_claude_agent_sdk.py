@@ -86,17 +86,17 @@ def raw_lines(data: bytes) -> list[bytes]:
     return lines[:-1] if lines[-1] == b"" else lines
 
 
-def imported(tmp: Path, data: bytes) -> list[tuple[Any, dict[str, Any]]]:
+def imported(tmp: Path, data: bytes) -> tuple[list[tuple[Any, dict[str, Any]]], Any]:
+    """What the whole file imported replays to: its messages with their extras, and its grants."""
     src, dest = tmp / "whole-src.jsonl", tmp / "whole.jsonl"
     src.write_bytes(data)
     import_transcript(src, dest, source_format="claude-code", force=True)
-    with Session.load(dest) as s:
-        return [(e.message, e.extra) for e in s.entries]
+    return replayed(dest)
 
 
-def replayed(path: Path) -> list[tuple[Any, dict[str, Any]]]:
+def replayed(path: Path) -> tuple[list[tuple[Any, dict[str, Any]]], Any]:
     with Session.load(path) as s:
-        return [(e.message, e.extra) for e in s.entries]
+        return [(e.message, e.extra) for e in s.entries], s.grants
 
 
 def batches(lines: list[bytes], cuts: list[int]) -> list[list[bytes]]:

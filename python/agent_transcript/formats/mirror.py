@@ -191,9 +191,13 @@ class Mirror:
                 rows.append(("rewind", {"through-id": self._ids[kept[-1][0]] if kept else None}, None))
         self._write(rows, converted[same:])
         self._written, self._live = list(converted), live  # a copy: extend() goes on writing the list
+        self._match_grants(converted)
+
+    def _match_grants(self, converted: list[Envelope]) -> None:
+        """Write the conversion's last grants if the transcript's last are others (those
+        were written before a part now undone, or a crash cut their batch short)."""
         grants = next((payload for type_, _, _, payload in reversed(converted) if type_ == "grants"), None)
         if grants is not None and grants != self._grants:
-            # The conversion's last grants were written before a part now undone.
             self._flush([("grants", grants, None)])
 
     @property
@@ -271,14 +275,14 @@ class Mirror:
             if type_ == "tool-dispatched" and payload["call-id"] in calls:
                 self._ids[id_] = calls[payload["call-id"]]
         self._written, self._live = list(converted), live
-        if same == len(entries) == len(live):
-            return
-        rows: list[tuple[str, Any, str | None]] = []
-        if same < len(entries):
-            rows.append(("rewind", {"through-id": entries[same - 1].id if same else None}, None))
-        # The rest as the plain messages they are (their operations are the run's
-        # record, not the conversation: those a crash cut short stay unwritten).
-        self._write(rows, [("message", id_, "", payload) for id_, payload in live[same:]])
+        if not same == len(entries) == len(live):
+            rows: list[tuple[str, Any, str | None]] = []
+            if same < len(entries):
+                rows.append(("rewind", {"through-id": entries[same - 1].id if same else None}, None))
+            # The rest as the plain messages they are (their operations are the run's
+            # record, not the conversation: those a crash cut short stay unwritten).
+            self._write(rows, [("message", id_, "", payload) for id_, payload in live[same:]])
+        self._match_grants(converted)
 
 
 def _named(type_: str, payload: Any) -> str | None:
