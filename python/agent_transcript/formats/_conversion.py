@@ -17,7 +17,17 @@ from . import claude_code as cc
 from ._emit import Emitter
 from ._source import Line
 
-__all__ = ["Conversion"]
+__all__ = ["Conversion", "convert"]
+
+
+def convert(lines: list[Line], emit: Emitter, warnings: list[str],
+            full: Callable[[Line], dict[str, Any]]) -> dict[str, Any]:
+    """Emit the replayed conversation of a Claude Code session (a whole file); returns
+    the session-meta facts. ``lines`` hold what ``slim`` keeps; ``full`` reads a line's
+    whole record."""
+    conversion = Conversion(full)
+    conversion.add(lines)
+    return conversion.emit(emit, warnings)
 
 
 class Conversion:

@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable
 from ._emit import Emitter
 from ._source import Line, to_ts
 
-__all__ = ["looks_like", "slim", "convert"]
+__all__ = ["looks_like", "slim"]
 
 CHAIN = frozenset(("user", "assistant", "attachment", "system"))
 META_TYPES = frozenset((
@@ -463,19 +463,6 @@ def _provenance(tree: _Tree, g: _Group) -> dict[str, Any]:
 
 def _extra_flags(record: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
     return {k: record[k] for k in keys if k in record}
-
-
-def convert(lines: list[Line], emit: Emitter, warnings: list[str],
-            full: Callable[[Line], dict[str, Any]]) -> dict[str, Any]:
-    """Emit the replayed conversation of a Claude Code session; returns the session-meta facts.
-
-    ``lines`` hold what ``slim`` keeps; ``full`` reads a line's whole record. The
-    conversion is ``_conversion.Conversion``'s, fed the whole file at once."""
-    from ._conversion import Conversion
-
-    conversion = Conversion(full)
-    conversion.add(lines)
-    return conversion.emit(emit, warnings)
 
 
 def _emit(tree: _Tree, meta_records: list[dict[str, Any]], emit: Emitter,
