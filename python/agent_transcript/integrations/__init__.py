@@ -10,6 +10,10 @@
 * ``agent_framework``: ``TranscriptHistoryProvider``, the Microsoft Agent
   Framework's ``HistoryProvider`` over a folder of transcripts, one per session
   (extra ``agent-transcript[agent-framework]``).
+* ``claude_agent_sdk``: ``TranscriptSessionStore``, the Claude Agent SDK's
+  ``SessionStore`` over a folder of transcripts, one per session key, each
+  holding Claude Code's lines and the conversation the importer makes of them
+  (extra ``agent-transcript[claude-agent-sdk]``).
 
 Each module imports its framework when it is imported; ``import agent_transcript``
 imports none of them. They are built on the public API only (names importable
