@@ -44,7 +44,7 @@ from .. import fleet
 from ..inspect.paths import open_regular, open_stored_artifact
 from ..inspect import ReadEdges, Reading, open_file, read, same_prefix
 from .markup import text
-from .page import (PageData, assets, csp, data_islands, ended_banner, head, records, script_tag, summary_panel, take_line,
+from .page import (PageData, assets, csp, data_islands, ended_banner, head, one_page, script_tag, summary_panel,
                    unpaired_lines, verdict)
 from .render import BIG_LINE, Annotator, anchor, island_bytes, shorten, size_text
 
@@ -403,7 +403,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         archive = path.endswith(".zst")
         if "from" in query or archive:  # an archive (a closed run) is read whole, decompressed
-            self._records(path, name, query, archive)
+            self._records(path, name, query)
             return
         # Tail first: the last lines, read back from the end; nothing is replayed or
         # indexed before the page is sent (the line numbers and what replay says of
@@ -429,7 +429,7 @@ class _Handler(BaseHTTPRequestHandler):
         body += script_tag()
         self._send(HTTPStatus.OK, body, policy=csp(connect=True))
 
-    def _records(self, path: str, name: str, query: dict[str, list[str]], archive: bool = False) -> None:
+    def _records(self, path: str, name: str, query: dict[str, list[str]]) -> None:
         """A page of earlier records (``?from=K``: records K to K + TAIL_RECORDS; an
         archive's last ones without it), with the replay's notes."""
         try:
@@ -457,29 +457,14 @@ class _Handler(BaseHTTPRequestHandler):
             notes.seen_grants(grants_at[-1])
         state = notes.start()
         items: list[tuple[int, int, str, bytes | None]] = []
-        first_line = reading.line_number(start) if start < n else 1
-        page = PageData(0, first_line)
+        page = PageData(0, reading.line_number(start) if start < n else 1)
         data = b""
         if start < n:
             keep = reading.tail.keep if reading.replayed else reading.size
-            line0, offset = _mark_before(self.server.marks(path, keep)[1], first_line) if not archive else (1, 0)
-            last = reading.line_number(end - 1)
-            type_name = reading.type_name
             fd = open_file(path)
             try:
-                stop = keep
-                for line, i, a, b, _ in records(reading, fd, offset, keep, line0, _first_index(reading, line0)):
-                    if line < first_line:
-                        continue
-                    if line > last:
-                        stop = a - 1
-                        break
-                    if i is not None and not items:
-                        page = PageData(a, line)
-                    if i is None or b - a > BIG_LINE:
-                        take_line(reading, fd, page, i, line, a, b)
-                    if i is not None:
-                        items.append((i, line, type_name(i), None))
+                page, found, stop = one_page(reading, fd, keep, start, end - start)
+                items = [(i, line, type_, None) for i, line, type_, _ in found]
                 data = page.build(fd, stop)
             finally:
                 os.close(fd)
@@ -741,24 +726,3 @@ def read_tail(fd: int, size: int, records: int) -> tuple[int, int, list[bytes]]:
     lines = lines[drop:]
     return start, start + sum(len(line) + 1 for line in lines), lines
 
-
-def _first_index(reading: Reading, line: int) -> int:
-    """The first envelope at or after ``line``."""
-    lo, hi = 0, len(reading)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if reading.line_number(mid) < line:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-def _mark_before(marks: list[tuple[int, int]], line: int) -> tuple[int, int]:
-    best = marks[0]
-    for m in marks:
-        if m[0] <= line:
-            best = m
-        else:
-            break
-    return best
