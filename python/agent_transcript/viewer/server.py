@@ -42,10 +42,11 @@ from typing import Any
 
 from .. import fleet
 from ..inspect.paths import open_regular, open_stored_artifact
-from ..inspect import ReadEdges, Reading, open_file, read, same_prefix
+from ..follow import GrowingFile
+from ..inspect import Reading, open_file, read
 from .markup import text
 from .picker import TokenCache, time_cell, title_cell, tokens_cell, tokens_summary
-from .page import (PageData, assets, csp, data_islands, ended_banner, head, records, script_tag, summary_panel, take_line,
+from .page import (PageData, assets, csp, data_islands, ended_banner, head, one_page, script_tag, summary_panel,
                    unpaired_lines, verdict)
 from .render import BIG_LINE, Annotator, anchor, island_bytes, shorten, size_text
 
@@ -407,7 +408,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         archive = path.endswith(".zst")
         if "from" in query or archive:  # an archive (a closed run) is read whole, decompressed
-            self._records(path, name, query, archive)
+            self._records(path, name, query)
             return
         # Tail first: the last lines, read back from the end; nothing is replayed or
         # indexed before the page is sent (the line numbers and what replay says of
@@ -433,7 +434,7 @@ class _Handler(BaseHTTPRequestHandler):
         body += script_tag()
         self._send(HTTPStatus.OK, body, policy=csp(connect=True))
 
-    def _records(self, path: str, name: str, query: dict[str, list[str]], archive: bool = False) -> None:
+    def _records(self, path: str, name: str, query: dict[str, list[str]]) -> None:
         """A page of earlier records (``?from=K``: records K to K + TAIL_RECORDS; an
         archive's last ones without it), with the replay's notes."""
         try:
@@ -461,29 +462,14 @@ class _Handler(BaseHTTPRequestHandler):
             notes.seen_grants(grants_at[-1])
         state = notes.start()
         items: list[tuple[int, int, str, bytes | None]] = []
-        first_line = reading.line_number(start) if start < n else 1
-        page = PageData(0, first_line)
+        page = PageData(0, reading.line_number(start) if start < n else 1)
         data = b""
         if start < n:
             keep = reading.tail.keep if reading.replayed else reading.size
-            line0, offset = _mark_before(self.server.marks(path, keep)[1], first_line) if not archive else (1, 0)
-            last = reading.line_number(end - 1)
-            type_name = reading.type_name
             fd = open_file(path)
             try:
-                stop = keep
-                for line, i, a, b, _ in records(reading, fd, offset, keep, line0, _first_index(reading, line0)):
-                    if line < first_line:
-                        continue
-                    if line > last:
-                        stop = a - 1
-                        break
-                    if i is not None and not items:
-                        page = PageData(a, line)
-                    if i is None or b - a > BIG_LINE:
-                        take_line(reading, fd, page, i, line, a, b)
-                    if i is not None:
-                        items.append((i, line, type_name(i), None))
+                page, found, stop = one_page(reading, fd, keep, start, end - start)
+                items = [(i, line, type_, None) for i, line, type_, _ in found]
                 data = page.build(fd, stop)
             finally:
                 os.close(fd)
@@ -557,89 +543,55 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command == "HEAD":
             return
         self.close_connection = True
+        at = GrowingFile()  # the reader Session.follow reads with
         try:
             # Never blocking: the path may have become a FIFO since it was resolved.
-            f = os.fdopen(open_regular(Path(path), os.O_RDONLY), "rb")
+            at.file.fd = open_regular(Path(path), os.O_RDONLY)
         except OSError:
             self.wfile.write(b"event: reset\ndata: {}\n\n")
             self.wfile.flush()
             return
         try:
-            ino = os.fstat(f.fileno()).st_ino
-            edges = ReadEdges()  # of what the page shows, to tell a rewrite in place
-            edges.reset(f.fileno(), pos)
+            at.restart(pos, line - 1)  # from what the page shows, to tell a rewrite in place
             self.wfile.write(b"retry: 1000\n\n")
             self.wfile.flush()
             if tail_from is not None:
                 # After the page: the tail's line numbers (a count of the newlines before
                 # it), then what replay says of its records.
                 first = self.server.marks(path, tail_from)[0] + 1
-                line = first + tail_n
-                self._send_event("notes", self._tail_notes(path, name, first, line - 1), f"{pos}.{line}")
-            # The half line read so far, in the pieces read: joined once, when its \n comes
-            # (a long line added to again and again would be copied whole at each read).
-            held: list[bytes] = []
-            held_n = 0
+                at.number = first + tail_n - 1
+                self._send_event("notes", self._tail_notes(path, name, first, at.number), f"{pos}.{at.number + 1}")
             beat = time.monotonic()
             while not self.server.stopping.is_set():
                 try:
-                    st = os.stat(path)
+                    # A repair that swapped the file is followed; any other new file
+                    # (a rotation, a new run) is not what the page shows the start of.
+                    swapped = at.swap(Path(path), at.offset, at.number)
                 except OSError:
-                    st = None
-                if st is not None and st.st_ino != ino:
-                    try:
-                        new = os.fdopen(open_regular(Path(path), os.O_RDONLY), "rb")
-                    except OSError:
-                        new = None  # gone again, or not a regular file (a FIFO): not followed
-                    if new is not None and not same_prefix(f.fileno(), new.fileno(), pos):
-                        # Another file (a rotation, a new run): what the page shows is
-                        # not its start, so the page starts again.
-                        new.close()
-                        self.wfile.write(b"event: reset\ndata: {}\n\n")
-                        self.wfile.flush()
-                        return
-                    if new is not None:  # a repair swapped the file: follow it
-                        f.close()
-                        f = new
-                        ino = os.fstat(f.fileno()).st_ino
-                        edges.reset(f.fileno(), pos)
-                        held, held_n = [], 0  # the held half line is read again from the new file
-                size = os.fstat(f.fileno()).st_size
-                if size < pos or edges.changed(f.fileno()):
-                    # Cut below what was shown, or written again in place past it: the
-                    # page must start again.
+                    swapped = None  # not a regular file, or unreadable: not followed
+                if swapped == "replaced" or at.rewritten(os.fstat(at.fd).st_size):
+                    # Another file, cut below what was shown, or written again in place
+                    # past it: the page must start again.
                     self.wfile.write(b"event: reset\ndata: {}\n\n")
                     self.wfile.flush()
                     return
-                if size < pos + held_n:  # the held half line went (a repair removed it)
-                    held, held_n = [], 0
-                if size > pos + held_n:
-                    f.seek(pos + held_n)
-                    got = f.read(min(size - pos - held_n, 8 << 20))
-                    held.append(got)
-                    held_n += len(got)
-                if b"\n" in (held[-1] if held else b""):
-                    read = b"".join(held)
-                    edges.read(read, read.rfind(b"\n") + 1)
-                    *whole, rest = read.split(b"\n")  # one split: not one copy of the rest per line
-                    held, held_n = [rest], len(rest)
-                    sent = False
-                    for raw in whole:
-                        pos += len(raw) + 1
-                        if raw.strip():
-                            self._send_event("rec", {"line": line, "raw": _text(raw)}, f"{pos}.{line}")
-                            sent = True
-                        line += 1
-                    if sent:
-                        self.wfile.flush()
-                        beat = time.monotonic()
+                size = os.fstat(at.fd).st_size
+                sent = False
+                for raw in at.lines(size, 8 << 20) if at.behind(size) else ():
+                    at.advance(raw)
+                    if raw.strip():
+                        self._send_event("rec", {"line": at.number, "raw": _text(raw)}, f"{at.offset}.{at.number}")
+                        sent = True
+                if sent:
+                    self.wfile.flush()
+                    beat = time.monotonic()
                 if time.monotonic() - beat > HEARTBEAT:
                     self.wfile.write(b": keep-alive\n\n")
                     self.wfile.flush()
                     beat = time.monotonic()
                 self.server.stopping.wait(POLL)
         finally:
-            f.close()
+            at.file.close()
 
     def _send_event(self, event: str, data: Any, event_id: str) -> None:
         body = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
@@ -748,24 +700,3 @@ def read_tail(fd: int, size: int, records: int) -> tuple[int, int, list[bytes]]:
     lines = lines[drop:]
     return start, start + sum(len(line) + 1 for line in lines), lines
 
-
-def _first_index(reading: Reading, line: int) -> int:
-    """The first envelope at or after ``line``."""
-    lo, hi = 0, len(reading)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if reading.line_number(mid) < line:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-def _mark_before(marks: list[tuple[int, int]], line: int) -> tuple[int, int]:
-    best = marks[0]
-    for m in marks:
-        if m[0] <= line:
-            best = m
-        else:
-            break
-    return best
