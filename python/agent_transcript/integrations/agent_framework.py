@@ -22,12 +22,9 @@ Needs the ``agent-framework`` extra: ``pip install "agent-transcript[agent-frame
 from __future__ import annotations
 
 import asyncio
-import base64
 import functools
-import hashlib
 import json
 import os
-import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -50,6 +47,7 @@ from agent_transcript import Message, Session, SessionLocked
 
 from ._aio import write_off_loop
 from ._json import decode_all
+from ._names import transcript_name
 
 __all__ = ["TranscriptHistoryProvider", "message_to_chat", "chat_to_message", "transcript_name", "EXTRA_KEY"]
 
@@ -58,32 +56,7 @@ __all__ = ["TranscriptHistoryProvider", "message_to_chat", "chat_to_message", "t
 #: for one framework message, ``{"part": k}`` on the others.
 EXTRA_KEY = "agent-framework"
 
-# A name used as it is: lowercase ASCII only, so that no file system folds two
-# of them (case, Unicode normalization) into one file.
-_LITERAL_NAME = re.compile(r"[a-z0-9](?:[a-z0-9._-]{0,126}[a-z0-9_-])?")
-_ENCODED_NAME_MAX = 180
 _LOCKED_RETRY_SECONDS = 5.0
-
-
-def transcript_name(session_id: str | None) -> str:
-    """The file name (without ``.jsonl``) of a session's transcript.
-
-    Distinct session ids get distinct names, on case-insensitive file systems
-    too: a lowercase ASCII id is its own name; any other is ``~`` and its
-    UTF-8 in lowercase base32 (reversible; no literal name starts with ``~``);
-    one whose encoding would be longer than 180 characters is
-    ``~sha256-`` and its digest (``-`` is not base32, so it meets no encoded
-    name); no session id at all is ``~-none``.
-    """
-    if session_id is None:
-        return "~-none"
-    if _LITERAL_NAME.fullmatch(session_id):
-        return session_id
-    raw = session_id.encode("utf-8", "surrogatepass")
-    encoded = "~" + base64.b32encode(raw).decode("ascii").rstrip("=").lower()
-    if len(encoded) <= _ENCODED_NAME_MAX:
-        return encoded
-    return "~sha256-" + hashlib.sha256(raw).hexdigest()
 
 
 # -- projection: framework Message <-> chat messages --------------------------------
