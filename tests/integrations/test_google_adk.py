@@ -24,7 +24,7 @@ if sys.version_info < (3, 11):
     pytest.skip("google-adk needs Python >= 3.11", allow_module_level=True)
 pytest.importorskip("google.adk", reason="the google-adk extra is not installed")
 
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, example, given, settings, strategies as st  # noqa: E402
 
 from google.adk.errors.already_exists_error import AlreadyExistsError  # noqa: E402
 from google.adk.errors.session_not_found_error import SessionNotFoundError  # noqa: E402
@@ -268,6 +268,8 @@ async def play(service: BaseSessionService, steps: list[tuple[Any, ...]]) -> lis
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=call_sequences())
+@example(steps=[("create", PLACES[0], {}), ("append", PLACES[0], 1, 1000.0, 1, {}, None, 0),
+                ("append", PLACES[0], 2, 1000.0, 2, {}, None, 0), ("get", PLACES[0], 3, None)])  # fewer than asked
 def test_any_sequence_of_calls_gives_what_the_in_memory_service_gives(
         tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[Any, ...]]) -> None:
     d = tmp_path_factory.mktemp("calls")

@@ -37,7 +37,6 @@ import functools
 import json
 import os
 import threading
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -65,10 +64,11 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
         'pip install "agent-transcript[google-adk]"'
     ) from e
 
-from agent_transcript import Envelope, Message, Session, SessionLocked
+from agent_transcript import Envelope, Message, Session
 
 from ._aio import write_off_loop
 from ._names import transcript_name
+from ._waiting import open_waiting
 
 __all__ = ["TranscriptSessionService", "EXTRA_KEY", "EVENT_FACT", "event_to_messages"]
 
@@ -81,7 +81,6 @@ EVENT_FACT = "google-adk:event"
 
 _APP_STATE = "~-app-state.jsonl"
 _USER_STATE = "~-user-state.jsonl"
-_LOCKED_RETRY_SECONDS = 5.0
 
 
 # -- projection: ADK event -> chat messages ------------------------------------------
@@ -350,7 +349,7 @@ class TranscriptSessionService(BaseSessionService):
                 return o
             if not path.exists():
                 return None
-            session = _locked_out(lambda: Session.load(path, durability=self.durability))
+            session = open_waiting(lambda: Session.load(path, durability=self.durability))
             try:
                 replay = _replay(session.meta, session.events)
                 if _answer_interrupted(session, replay):
@@ -369,7 +368,7 @@ class TranscriptSessionService(BaseSessionService):
             if not delta:
                 continue
             with self._state_lock:
-                with _locked_out(lambda: Session.open(path, {EXTRA_KEY: {"state-of": path.stem}},
+                with open_waiting(lambda: Session.open(path, {EXTRA_KEY: {"state-of": path.stem}},
                                                       durability=self.durability)) as s:
                     s.append_run_context([], list(delta.items()))
 
@@ -431,7 +430,7 @@ class TranscriptSessionService(BaseSessionService):
         with o.lock:
             events = o.replay.events
             if config is not None and config.num_recent_events is not None:
-                events = events[len(events) - config.num_recent_events:] if config.num_recent_events else []
+                events = events[max(0, len(events) - config.num_recent_events):] if config.num_recent_events else []
             if config is not None and config.after_timestamp is not None:
                 i = len(events) - 1
                 while i >= 0 and events[i]["timestamp"] >= config.after_timestamp:
@@ -539,19 +538,6 @@ def _id(name: str, value: Any) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, not {type(value).__name__}")
     return value
-
-
-def _locked_out(opener: Any) -> Session:
-    """Open a transcript, waiting a little while another process holds it."""
-    deadline = time.monotonic() + _LOCKED_RETRY_SECONDS
-    while True:
-        try:
-            session: Session = opener()
-            return session
-        except SessionLocked:
-            if time.monotonic() >= deadline:
-                raise
-            time.sleep(0.01)
 
 
 def _long_running(replay: _Replay) -> Iterator[str]:
