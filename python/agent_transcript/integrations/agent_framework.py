@@ -26,7 +26,6 @@ import functools
 import json
 import os
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,11 +42,12 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
         'pip install "agent-transcript[agent-framework]"'
     ) from e
 
-from agent_transcript import Message, Session, SessionLocked
+from agent_transcript import Message, Session
 
 from ._aio import write_off_loop
 from ._json import decode_all
 from ._names import transcript_name
+from ._waiting import open_waiting
 
 __all__ = ["TranscriptHistoryProvider", "message_to_chat", "chat_to_message", "transcript_name", "EXTRA_KEY"]
 
@@ -55,9 +55,6 @@ __all__ = ["TranscriptHistoryProvider", "message_to_chat", "chat_to_message", "t
 #: ``"lines"``, when it is more than one) on the first line of those that stand
 #: for one framework message, ``{"part": k}`` on the others.
 EXTRA_KEY = "agent-framework"
-
-_LOCKED_RETRY_SECONDS = 5.0
-
 
 # -- projection: framework Message <-> chat messages --------------------------------
 
@@ -315,14 +312,7 @@ class TranscriptHistoryProvider(HistoryProvider):
     def _open_locked_out(self, path: Path, session_id: str | None) -> Session:
         """Open the transcript, waiting a little while another process holds it."""
         meta = {EXTRA_KEY: {"session-id": session_id, "source-id": self.source_id}}
-        deadline = time.monotonic() + _LOCKED_RETRY_SECONDS
-        while True:
-            try:
-                return Session.open(path, meta, durability=self.durability)
-            except SessionLocked:
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.01)
+        return open_waiting(lambda: Session.open(path, meta, durability=self.durability))
 
     # -- the HistoryProvider methods ---------------------------------------------------
 
