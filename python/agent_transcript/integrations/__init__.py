@@ -14,6 +14,9 @@
   ``SessionStore`` over a folder of transcripts, one per session key, each
   holding Claude Code's lines and the conversation the importer makes of them
   (extra ``agent-transcript[claude-agent-sdk]``).
+* ``google_adk``: ``TranscriptSessionService``, Google ADK's
+  ``BaseSessionService`` over a folder of transcripts, one per session
+  (extra ``agent-transcript[google-adk]``).
 
 Each module imports its framework when it is imported; ``import agent_transcript``
 imports none of them. They are built on the public API only (names importable
