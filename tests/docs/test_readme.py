@@ -19,8 +19,8 @@ def test_the_two_commands_come_first() -> None:
     head = TEXT.split("\n```\n", 1)[0]
     assert head == ("# agent-transcript\n\n```sh\n"
                     "pip install . && agent-transcript demo\n"
-                    'pip install ".[test,openai-agents,pydantic-ai,agent-framework]" && python -m pytest')
-    assert 'pip install ".[test,openai-agents,pydantic-ai,agent-framework]" && python -m pytest' in (
+                    'pip install ".[test,openai-agents,pydantic-ai,agent-framework,google-adk,strands,claude-agent-sdk]" && python -m pytest')
+    assert 'pip install ".[test,openai-agents,pydantic-ai,agent-framework,google-adk,strands,claude-agent-sdk]" && python -m pytest' in (
         ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
