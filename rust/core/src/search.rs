@@ -181,16 +181,14 @@ pub enum SearchError {
     Unreplayable(String),
 }
 
+/// What searching one file gives.
+pub type FileResult = Result<Vec<Hit>, SearchError>;
+
 /// Searches each of `paths` (a `.zst` name is read as a zstd archive) on up
 /// to `threads` threads; one result per path, in order.
-pub fn search_files(
-    paths: &[PathBuf],
-    query: &Query,
-    threads: usize,
-) -> Vec<Result<Vec<Hit>, SearchError>> {
+pub fn search_files(paths: &[PathBuf], query: &Query, threads: usize) -> Vec<FileResult> {
     let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<Result<Vec<Hit>, SearchError>>>> =
-        paths.iter().map(|_| Mutex::new(None)).collect();
+    let slots: Vec<Mutex<Option<FileResult>>> = paths.iter().map(|_| Mutex::new(None)).collect();
     let (next_ref, slots_ref) = (&next, &slots);
     let work = move || loop {
         let i = next_ref.fetch_add(1, Ordering::Relaxed);
