@@ -1,7 +1,7 @@
 # The private native module (rust/py). Positional-only; the public API, its
 # defaults and its docstrings are in the package's Python modules.
 import os
-from typing import Any, final
+from typing import Any, Sequence, final
 
 from typing_extensions import Self, disjoint_base
 
@@ -27,7 +27,7 @@ def zstd_matches(archive_fd: int, original_fd: int, length: int, /) -> bool: ...
 
 ZSTD_LEVEL: int
 def grep(
-    paths: list[str | os.PathLike[str]], pattern: str, literal: bool, ignore_case: bool, all_lines: bool,
+    paths: Sequence[str | os.PathLike[str]], pattern: str, literal: bool, ignore_case: bool, all_lines: bool,
     role: str | None, kind: str | None, threads: int, /
 ) -> list[list[tuple[int, str, str, str | None, str, str, list[tuple[int, int]]]] | tuple[int | None, str]]: ...
 def list_rows(
