@@ -776,3 +776,101 @@ fn stub_hits(
         hits.extend(query.hit(number, id.to_owned(), kind, &text));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn query(pattern: &str, literal: bool, all_lines: bool) -> Query {
+        Query::new(pattern, literal, false, all_lines, None, None).unwrap()
+    }
+
+    fn transcript(messages: &[&str]) -> Vec<u8> {
+        let mut out = br#"{"id":"m0","payload":{},"ts":"2026-01-01T00:00:00.000000Z","type":"session-meta","v":1}"#.to_vec();
+        for (i, content) in messages.iter().enumerate() {
+            out.extend_from_slice(
+                format!(
+                    "\n{{\"id\":\"m{}\",\"payload\":{{\"content\":\"{content}\",\"role\":\"user\"}},\"ts\":\"2026-01-01T00:00:00.000000Z\",\"type\":\"message\",\"v\":1}}",
+                    i + 1
+                )
+                .as_bytes(),
+            );
+        }
+        out.push(b'\n');
+        out
+    }
+
+    fn lines_found(data: &[u8], q: &Query) -> Vec<u64> {
+        let hits = search_source(data, data.len() as u64, q).unwrap();
+        hits.iter().map(|h| h.line).collect()
+    }
+
+    #[test]
+    fn json_text_is_what_canonical_json_writes() {
+        assert_eq!(json_text("a\"b\\c\nd\u{1}é/"), "a\\\"b\\\\c\\nd\\u0001é/");
+    }
+
+    #[test]
+    fn the_decoded_text_is_matched_whatever_the_escapes() {
+        // "café" written as canonical JSON, with \u escapes, and with \/.
+        let data = transcript(&[
+            "caf\u{e9}",
+            "caf\\u00e9",
+            "caf\\u00E9 a\\/b",
+            "say \\\"hi\\\"",
+        ]);
+        assert_eq!(lines_found(&data, &query("café", true, true)), [2, 3, 4]);
+        assert_eq!(lines_found(&data, &query("a/b", true, false)), [4]);
+        assert_eq!(lines_found(&data, &query("\"hi\"", true, false)), [5]);
+        assert_eq!(
+            lines_found(&data, &query("c.f\u{e9}", false, false)),
+            [2, 3, 4]
+        );
+        // Not in ids, roles or keys.
+        assert!(lines_found(&data, &query("user", true, true)).is_empty());
+        assert!(lines_found(&data, &query("m1", true, true)).is_empty());
+    }
+
+    #[test]
+    fn a_line_longer_than_a_chunk_is_read_whole() {
+        let long = "x".repeat(CHUNK + CHUNK / 2) + "needle";
+        let data = transcript(&["a needle", &long, "b", "needle again"]);
+        assert_eq!(lines_found(&data, &query("needle", true, true)), [2, 3, 5]);
+        assert_eq!(lines_found(&data, &query("needle", true, false)), [2, 3, 5]);
+    }
+
+    #[test]
+    fn a_pattern_without_a_literal_decodes_every_line() {
+        let q = query(".*ee", false, true);
+        assert!(!q.has_prefilter());
+        let data = transcript(&["a needle", "b", "c\\u0065e"]);
+        assert_eq!(lines_found(&data, &q), [2, 4]);
+    }
+
+    #[test]
+    fn a_bad_pattern_is_one_line() {
+        let e = Query::new("(", false, false, false, None, None).unwrap_err();
+        assert_eq!(e, "unclosed group");
+    }
+
+    #[test]
+    fn files_are_searched_here_when_no_thread_can_start() {
+        let dir = std::env::temp_dir().join(format!("search-spawn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let paths: Vec<PathBuf> = (0..3)
+            .map(|i| {
+                let p = dir.join(format!("{i}.jsonl"));
+                std::fs::write(&p, transcript(&["needle"])).unwrap();
+                p
+            })
+            .collect();
+        crate::threads::fail_spawns(true);
+        let found = search_files(&paths, &query("needle", true, false), 2);
+        crate::threads::fail_spawns(false);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(found.len(), 3);
+        for r in found {
+            assert_eq!(r.unwrap().len(), 1);
+        }
+    }
+}
