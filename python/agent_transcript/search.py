@@ -21,12 +21,12 @@ lines a raw-byte prefilter cannot rule out.
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from . import _core
+from .fleet.export import _walk
 from .inspect import os_error_reason
 
 __all__ = ["Hit", "Unsearchable", "SEARCHED_TYPES", "grep", "transcript_paths"]
@@ -34,7 +34,6 @@ __all__ = ["Hit", "Unsearchable", "SEARCHED_TYPES", "grep", "transcript_paths"]
 #: The envelope types whose text is searched (``type`` takes one of them).
 SEARCHED_TYPES = ("message", "compaction", "tool-dispatched", "tool-settled", "elision")
 
-_SUFFIXES = (".jsonl", ".jsonl.zst")
 # Files handed to the core at once: enough to keep both threads busy, few
 # enough that the first hits are printed early.
 _BATCH = 64
@@ -82,45 +81,14 @@ class Unsearchable:
 
 
 def transcript_paths(paths: list[Path]) -> Iterator[Path | Unsearchable]:
-    """Every transcript under ``paths``: a file named is itself, a folder gives its
-    ``*.jsonl`` and ``*.jsonl.zst`` (name order in each folder, its subfolders
-    after its files, hidden names skipped, links to folders not followed); a
-    folder that cannot be listed gives an ``Unsearchable``."""
-    for root in paths:
-        try:
-            mode = root.stat().st_mode
-        except OSError as exc:
-            yield Unsearchable(root, os_error_reason(exc))
-            continue
-        if stat.S_ISREG(mode):
-            yield root
-            continue
-        if not stat.S_ISDIR(mode):
-            yield Unsearchable(root, "not a regular file")
-            continue
-        stack = [root]
-        while stack:
-            folder = stack.pop()
-            try:
-                entries = sorted(os.scandir(folder), key=lambda e: e.name)
-            except (FileNotFoundError, NotADirectoryError):
-                continue  # removed since its folder was listed
-            except OSError as exc:
-                yield Unsearchable(folder, os_error_reason(exc))
-                continue
-            subfolders = []
-            for e in entries:
-                if e.name.startswith("."):
-                    continue
-                try:
-                    if e.is_dir(follow_symlinks=False):
-                        subfolders.append(Path(e.path))
-                        continue
-                    if e.name.endswith(_SUFFIXES) and e.is_file():
-                        yield Path(e.path)
-                except OSError:
-                    continue
-            stack.extend(reversed(subfolders))
+    """Every transcript under ``paths``, as ``export`` walks them: a file named is
+    itself, a folder gives its ``*.jsonl`` and ``*.jsonl.zst`` (name order in each
+    folder, its files before its subfolders, links to folders not followed); a
+    folder that cannot be listed gives an ``Unsearchable`` after the rest."""
+    unreadable: dict[Path, str] = {}
+    yield from _walk(paths, unreadable)
+    for folder, reason in unreadable.items():
+        yield Unsearchable(folder, reason)
 
 
 def grep(pattern: str, *paths: str | os.PathLike[str], literal: bool = False, ignore_case: bool = False,

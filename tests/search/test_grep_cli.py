@@ -100,12 +100,11 @@ def test_many_files_in_walk_order_whatever_the_threads(tmp_path: Path) -> None:
             for k in range(i % 4 + 1):
                 s.append_message(Message.user(f"needle {i} {k}"))
         names.append(path)
-    (tmp_path / ".hidden.jsonl").write_text("")
     (tmp_path / "notes.txt").write_text("needle")
 
     def walk(folder: Path) -> list[Path]:  # the documented order: a folder's files by name, then its subfolders
         entries = sorted(folder.iterdir(), key=lambda p: p.name)
-        files = [p for p in entries if p.suffix == ".jsonl" and not p.name.startswith(".")]
+        files = [p for p in entries if p.suffix == ".jsonl"]
         return files + [f for d in entries if d.is_dir() for f in walk(d)]
 
     def order(threads: int) -> list[tuple[Path, int]]:
@@ -119,6 +118,16 @@ def test_many_files_in_walk_order_whatever_the_threads(tmp_path: Path) -> None:
     r1 = run("grep", "needle", tmp_path)
     assert r1.stdout == run("grep", "needle", tmp_path).stdout
     assert r1.stdout.splitlines()[0].startswith(f"{walk(tmp_path)[0]}:2:")
+
+
+def test_a_fifo_or_a_folder_named_is_refused_without_waiting(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    r = run("grep", "needle", fifo, tmp_path / "pipe.jsonl", timeout=30)
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == [f"agent-transcript: {fifo}: not a regular file"] * 2
+    found = list(grep("needle", tmp_path))  # walked into: the same
+    assert [(type(f).__name__, getattr(f, "reason", None)) for f in found] == [("Unsearchable", "not a regular file")]
 
 
 def test_folder_symlinks_are_not_followed(tmp_path: Path) -> None:

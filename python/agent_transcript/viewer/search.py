@@ -15,13 +15,14 @@ import os
 import urllib.parse
 from typing import TYPE_CHECKING, Iterable
 
+from ..inspect import Reading
 from ..search import Hit, Unsearchable, grep
 from .markup import text
 
 if TYPE_CHECKING:
     from .server import PickerRow, ViewerServer
 
-__all__ = ["search_form", "search_page", "first_record", "HITS_SHOWN"]
+__all__ = ["search_form", "search_page", "first_record", "first_index", "HITS_SHOWN"]
 
 #: The hits a results page lists; the count goes on past it.
 HITS_SHOWN = 500
@@ -46,9 +47,8 @@ def search_form(query: dict[str, list[str]] | None = None) -> str:
             "<button type=submit>search</button></form>\n")
 
 
-def first_record(server: ViewerServer, path: str, line: int) -> int:
-    """The first record of the page that opens at ``line``: a few records above it."""
-    reading = server.reading(path)
+def first_index(reading: Reading, line: int) -> int:
+    """The first envelope at or after ``line``."""
     lo, hi = 0, len(reading)
     while lo < hi:
         mid = (lo + hi) // 2
@@ -56,7 +56,12 @@ def first_record(server: ViewerServer, path: str, line: int) -> int:
             lo = mid + 1
         else:
             hi = mid
-    return max(0, lo - _CONTEXT)
+    return lo
+
+
+def first_record(server: ViewerServer, path: str, line: int) -> int:
+    """The first record of the page that opens at ``line``: a few records above it."""
+    return max(0, first_index(server.reading(path), line) - _CONTEXT)
 
 
 def search_page(rows: Iterable[PickerRow], root: str, query: dict[str, list[str]]) -> tuple[list[str], int]:

@@ -47,7 +47,7 @@ from .markup import text
 from .page import (PageData, assets, csp, data_islands, ended_banner, head, records, script_tag, summary_panel, take_line,
                    unpaired_lines, verdict)
 from .render import BIG_LINE, Annotator, anchor, island_bytes, shorten, size_text
-from .search import HITS_SHOWN, first_record, search_form, search_page
+from .search import HITS_SHOWN, first_index, first_record, search_form, search_page
 
 __all__ = ["ViewerServer", "make_server", "picker_row", "PickerRow"]
 
@@ -486,7 +486,7 @@ class _Handler(BaseHTTPRequestHandler):
             fd = open_file(path)
             try:
                 stop = keep
-                for line, i, a, b, _ in records(reading, fd, offset, keep, line0, _first_index(reading, line0)):
+                for line, i, a, b, _ in records(reading, fd, offset, keep, line0, first_index(reading, line0)):
                     if line < first_line:
                         continue
                     if line > last:
@@ -758,18 +758,6 @@ def read_tail(fd: int, size: int, records: int) -> tuple[int, int, list[bytes]]:
     start += sum(len(line) + 1 for line in lines[:drop])
     lines = lines[drop:]
     return start, start + sum(len(line) + 1 for line in lines), lines
-
-
-def _first_index(reading: Reading, line: int) -> int:
-    """The first envelope at or after ``line``."""
-    lo, hi = 0, len(reading)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if reading.line_number(mid) < line:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 def _mark_before(marks: list[tuple[int, int]], line: int) -> tuple[int, int]:

@@ -222,7 +222,7 @@ pub fn search_files(paths: &[PathBuf], query: &Query, threads: usize) -> Vec<Fil
 
 /// Searches one file (a `.zst` name is read as a zstd archive).
 pub fn search_file(path: &Path, query: &Query) -> Result<Vec<Hit>, SearchError> {
-    let file = File::open(path).map_err(SearchError::Io)?;
+    let file = open_regular(path).map_err(SearchError::Io)?;
     if path.extension().is_some_and(|e| e == "zst") {
         let mut data = Vec::new();
         crate::archive::decompress(&file, &mut data, &crate::stop::go_on)
@@ -232,6 +232,23 @@ pub fn search_file(path: &Path, query: &Query) -> Result<Vec<Hit>, SearchError> 
         let size = file.metadata().map_err(SearchError::Io)?.len();
         search_source(&file, size, query)
     }
+}
+
+// `path` opened for reading if it is a regular file; never waiting on a FIFO.
+fn open_regular(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    if kind.is_dir() {
+        return Err(io::Error::from_raw_os_error(libc::EISDIR));
+    }
+    if !kind.is_file() {
+        return Err(io::Error::other("not a regular file"));
+    }
+    Ok(file)
 }
 
 /// Searches the first `size` bytes of `src`.
