@@ -134,3 +134,14 @@ def test_folder_symlinks_are_not_followed(tmp_path: Path) -> None:
     _run_file(tmp_path / "run.jsonl")
     os.symlink(tmp_path, tmp_path / "loop")
     assert len([h for h in grep("needle", tmp_path) if isinstance(h, Hit)]) == 3
+
+
+def test_each_line_of_a_text_with_a_match_is_one_row(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with Session.create(path) as s:
+        s.append_message(Message.tool("c1", "first needle\nmiddle\nlast needle, needle\n" + "x" * 1000 + "needle"))
+    r = run("grep", "--color", "always", "needle", path)
+    mark = "\x1b[1;31mneedle\x1b[0m"
+    rows = [row.split(":", 2)[2] for row in r.stdout.splitlines()]
+    assert rows[:2] == [f"first {mark}", f"last {mark}, {mark}"]
+    assert rows[2].startswith("…") and rows[2].endswith(mark) and len(rows) == 3  # a long line: a window

@@ -63,20 +63,19 @@ def _json(hit: Hit) -> dict[str, object]:
 def _rows(hit: Hit, style: Style) -> list[str]:
     """``path:line:text`` for each line of the hit's text that holds a match, the matches highlighted."""
     prefix = f"{style(escaped(str(hit.path)), 'magenta')}:{style(str(hit.line), 'green')}:"
+    text = hit.text
     rows = []
-    start = 0
-    spans = list(hit.spans)
     k = 0
-    for text_line in hit.text.split("\n"):
-        end = start + len(text_line)
+    while k < len(hit.spans):  # only the lines with a match are looked at: a tool result can be megabytes
+        start = text.rfind("\n", 0, hit.spans[k][0]) + 1
+        end = text.find("\n", hit.spans[k][0])
+        end = len(text) if end < 0 else end
         here = []
-        while k < len(spans) and spans[k][0] <= end:
-            s, e = spans[k]
+        while k < len(hit.spans) and hit.spans[k][0] <= end:
+            s, e = hit.spans[k]
             here.append((s - start, min(e, end) - start))
             k += 1
-        if here:
-            rows.append(prefix + _marked(text_line, here, style))
-        start = end + 1
+        rows.append(prefix + _marked(text[start:end], here, style))
     return rows
 
 
