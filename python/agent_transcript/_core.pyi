@@ -1,7 +1,7 @@
 # The private native module (rust/py). Positional-only; the public API, its
 # defaults and its docstrings are in the package's Python modules.
 import os
-from typing import Any, final
+from typing import Any, Sequence, final
 
 from typing_extensions import Self, disjoint_base
 
@@ -10,7 +10,7 @@ __version__: str
 __all__ = [
     "__version__", "canonical_json", "envelope_line", "digest", "loads", "tail_check", "parse_envelope",
     "Transcript", "SessionBase", "SessionLock", "Peeked", "zstd_compress", "zstd_decompress", "zstd_matches",
-    "ZSTD_LEVEL", "ExportBatch", "ColumnBuffer", "ExportFile", "zstd_head", "list_rows",
+    "ZSTD_LEVEL", "ExportBatch", "ColumnBuffer", "ExportFile", "zstd_head", "list_rows", "grep",
     "excerpt",
     "PageWalk", "PageBytes", "PageWriter",
 ]
@@ -26,6 +26,10 @@ def zstd_decompress(src_fd: int, dst_fd: int, /) -> int: ...
 def zstd_matches(archive_fd: int, original_fd: int, length: int, /) -> bool: ...
 
 ZSTD_LEVEL: int
+def grep(
+    paths: Sequence[str | os.PathLike[str]], pattern: str, literal: bool, ignore_case: bool, all_lines: bool,
+    role: str | None, kind: str | None, threads: int, /
+) -> list[list[tuple[int, str, str, str | None, str, str, list[tuple[int, int]]]] | tuple[int | None, str]]: ...
 def list_rows(
     paths: list[str | os.PathLike[str]], threads: int, /
 ) -> list[tuple[str, int, float, int, int, str | None, str | None, str | None, str | None, str | None,

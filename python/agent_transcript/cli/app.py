@@ -29,6 +29,7 @@ from .diff import cmd_diff, diff_arguments
 from .export import cmd_export, export_arguments
 from .errors import PROG, CliError
 from .follow import cmd_follow
+from .grep import cmd_grep, grep_arguments
 from .fork import cmd_fork, fork_arguments
 from .ls import cmd_ls, ls_arguments
 from .html import cmd_html, html_arguments
@@ -104,6 +105,10 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ls", help="one row per transcript of a folder, from first and last lines", description="List every *.jsonl (and *.jsonl.zst) under each DIR: status, whether a writer holds it, size, started, last activity, the last envelope's type, title (the first user message) and path, each from the file's first and last lines only. Never locks: a writer's load never fails because of ls (held is read from /proc/locks).")
     ls_arguments(p)
     p.set_defaults(func=cmd_ls)
+
+    p = sub.add_parser("grep", help="where a pattern matches the text of transcripts (files and folders)", description="Search the text of transcripts (message content, tool calls and their arguments, tool results, compaction summaries) for PATTERN, matched against the decoded text, and print each matching line of it as path:line:text. The live messages replay gives by default; every line with --all-lines. Exit status: 0 a match, 1 none, 2 bad input or a file that could not be searched.")
+    grep_arguments(p)
+    p.set_defaults(func=cmd_grep)
 
     p = sub.add_parser("export", help="transcripts as Parquet tables (DuckDB, Spark) or OpenTelemetry traces", description="Export every *.jsonl and *.jsonl.zst under each DIR into OUT as four Parquet tables (sessions, envelopes, messages, tool_operations), hive-partitioned by the day each session started, with replay's answers (live messages, tool operation states, pending ones included). A file unchanged since the last export into OUT is skipped. Needs pyarrow (pip install 'agent-transcript[arrow]'). With --format otlp-json: each transcript as an OpenTelemetry trace (GenAI semantic conventions), one OTLP/JSON request per line of the file OUT, and/or sent to an OTLP/HTTP receiver (--endpoint). --format markdown writes one transcript as a Markdown page instead (stdout, or -o FILE), --redact taking secrets out. The transcripts are only read.")
     export_arguments(p)

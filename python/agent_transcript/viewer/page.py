@@ -86,15 +86,17 @@ def assets() -> Assets:
     return _ASSETS
 
 
-def csp(*, self_scripts: bool = False, connect: bool = False) -> str:
+def csp(*, self_scripts: bool = False, connect: bool = False, forms: bool = False) -> str:
     """The Content-Security-Policy of a page: nothing loads but the inline CSS and JS
-    (and, for a folder's pages, its own chunk scripts; for ``serve``, its event stream)."""
+    (and, for a folder's pages, its own chunk scripts; for ``serve``, its event stream
+    and, with ``forms``, its search form)."""
     a = assets()
     script = ("'self' " if self_scripts else "") + a.js_hash
     connect_src = "'self'" if connect else "'none'"
+    form_action = "'self'" if forms else "'none'"
     return (
         f"default-src 'none'; script-src {script}; style-src {a.css_hash}; img-src data:; "
-        f"connect-src {connect_src}; base-uri 'none'; form-action 'none'"
+        f"connect-src {connect_src}; base-uri 'none'; form-action {form_action}"
     )
 
 

@@ -49,6 +49,7 @@ from .picker import TokenCache, time_cell, title_cell, tokens_cell, tokens_summa
 from .page import (PageData, assets, csp, data_islands, ended_banner, head, one_page, script_tag, summary_panel,
                    unpaired_lines, verdict)
 from .render import BIG_LINE, Annotator, anchor, island_bytes, shorten, size_text
+from .search import HITS_SHOWN, first_record, search_form, search_page
 
 __all__ = ["ViewerServer", "make_server", "picker_row", "PickerRow"]
 
@@ -362,6 +363,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._events(route[3:], query)
             elif route.startswith("/a/"):
                 self._artifact(route[3:], query)
+            elif route == "/search":
+                self._search(query)
             else:
                 self._error(HTTPStatus.NOT_FOUND, "no such page")
         except (BrokenPipeError, ConnectionResetError):
@@ -385,8 +388,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _picker(self) -> None:
         rows = self.server.transcripts()
         root = shown_name(self.server.root)
-        out = [head(f"transcripts in {root}", csp(), tools=False),
-               f'<div class=layout><main id=records><section class=summary><b>{len(rows):,} transcript{"s" if len(rows) != 1 else ""}</b> in <code>{text(root)}</code>, newest activity first</section>'
+        out = [head(f"transcripts in {root}", csp(forms=True), tools=False),
+               f'<div class=layout><main id=records>{search_form()}<section class=summary><b>{len(rows):,} transcript{"s" if len(rows) != 1 else ""}</b> in <code>{text(root)}</code>, newest activity first</section>'
                "<table class=picker><thead><tr><th>title</th><th>status</th><th>started</th><th>last activity</th><th>size</th><th>tokens</th><th>file</th></tr></thead><tbody>"]
         for r in rows:
             st = {"clean": "clean", "torn tail": "torn", "pending": "pending"}.get(r.status, "other")
@@ -399,7 +402,17 @@ class _Handler(BaseHTTPRequestHandler):
                 f"<td><code>{text(shown_name(r.name))}</code></td></tr>"
             )
         out.append(f"</tbody></table></main></div>\n<script>{assets().js}</script></body></html>\n")
-        self._send(HTTPStatus.OK, "".join(out), policy=csp())
+        self._send(HTTPStatus.OK, "".join(out), policy=csp(forms=True))
+
+    def _search(self, query: dict[str, list[str]]) -> None:
+        hits, total = search_page(self.server.transcripts(), self.server.root, query)
+        q = query.get("q", [""])[-1]
+        out = [head(f"search: {q}", csp(forms=True), tools=False),
+               '<div class=layout><main id=records><nav class=pager><a href="/">all transcripts</a></nav>',
+               search_form(query), f"<section class=summary><b>{total:,} hit{'s' if total != 1 else ''}</b>",
+               f" (the first {HITS_SHOWN:,} listed)" if total > HITS_SHOWN else "", "</section>", *hits,
+               f"</main></div>\n<script>{assets().js}</script></body></html>\n"]
+        self._send(HTTPStatus.OK, "".join(out), policy=csp(forms=True))
 
     def _transcript(self, name: str, query: dict[str, list[str]]) -> None:
         path = self.server.resolve(name)
@@ -407,6 +420,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.NOT_FOUND, "no such transcript in this folder")
             return
         archive = path.endswith(".zst")
+        if "line" in query and "from" not in query:  # a search hit: the page that holds the line
+            try:
+                query["from"] = [str(first_record(self.server, path, int(query["line"][-1])))]
+            except (ValueError, OSError):
+                query["from"] = ["0"]
         if "from" in query or archive:  # an archive (a closed run) is read whole, decompressed
             self._records(path, name, query)
             return

@@ -17,6 +17,7 @@ pub mod listing;
 pub mod page;
 pub mod park;
 pub mod scan;
+pub mod search;
 pub mod stamp;
 pub mod stop;
 pub mod threads;

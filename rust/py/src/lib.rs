@@ -15,6 +15,7 @@ mod excerpt;
 mod fds;
 mod listing;
 mod page;
+mod search;
 mod session;
 mod signals;
 mod transcript;
@@ -41,6 +42,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(archive::zstd_head, m)?)?;
     m.add_function(wrap_pyfunction!(listing::list_rows, m)?)?;
     m.add_function(wrap_pyfunction!(excerpt::excerpt, m)?)?;
+    m.add_function(wrap_pyfunction!(search::grep, m)?)?;
     m.add_class::<transcript::Transcript>()?;
     m.add_class::<session::SessionBase>()?;
     m.add_class::<session::SessionLock>()?;
