@@ -1,0 +1,303 @@
+"""TranscriptSessionRepository against real Strands Agents, offline.
+
+Strands' own FileSessionManager is the oracle: the same calls, or the same
+agent runs with a scripted model and real tools, go through both, and each
+must hand back the same messages and agent records and send the model the
+same conversation.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("strands", reason="the strands extra is not installed")
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from strands import Agent, tool  # noqa: E402
+from strands.agent.conversation_manager import SlidingWindowConversationManager  # noqa: E402
+from strands.session import FileSessionManager, RepositorySessionManager, SessionRepository  # noqa: E402
+from strands.types.exceptions import SessionException  # noqa: E402
+from strands.types.session import Session as StrandsSession  # noqa: E402
+from strands.types.session import SessionAgent, SessionMessage, SessionType  # noqa: E402
+
+from agent_transcript import INTERRUPTED, Message, Session, SessionLocked  # noqa: E402
+from agent_transcript.integrations.strands import (  # noqa: E402
+    EXTRA_KEY,
+    UPDATE_FACT,
+    TranscriptSessionRepository,
+)
+
+from ._helpers import assert_checks_and_loads, kill_9_when  # noqa: E402
+
+SCRIPTED_MODEL = '''
+import copy, json
+from strands.models.model import Model
+
+
+class ScriptedModel(Model):
+    """A model that answers from a script and records what it was sent.
+
+    A turn is a list of parts: a str is a text block, a (call id, tool, input)
+    tuple a tool call, a dict a raw stream event (a guardrail's redaction, say).
+    """
+
+    def __init__(self, script):
+        self.script = list(script)
+        self.calls = []
+
+    def update_config(self, **model_config):
+        pass
+
+    def get_config(self):
+        return {}
+
+    async def structured_output(self, output_model, prompt, system_prompt=None, **kwargs):
+        raise NotImplementedError
+        yield {}
+
+    async def stream(self, messages, tool_specs=None, system_prompt=None, **kwargs):
+        self.calls.append(copy.deepcopy(messages))
+        yield {"messageStart": {"role": "assistant"}}
+        stop = "end_turn"
+        for part in self.script.pop(0):
+            if isinstance(part, str):
+                yield {"contentBlockStart": {"start": {}}}
+                yield {"contentBlockDelta": {"delta": {"text": part}}}
+                yield {"contentBlockStop": {}}
+            elif isinstance(part, dict):
+                yield part
+            else:
+                call_id, name, arguments = part
+                stop = "tool_use"
+                yield {"contentBlockStart": {"start": {"toolUse": {"toolUseId": call_id, "name": name}}}}
+                yield {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(arguments)}}}}
+                yield {"contentBlockStop": {}}
+        yield {"messageStop": {"stopReason": stop}}
+        yield {"metadata": {"usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
+                            "metrics": {"latencyMs": 1}}}
+'''
+_model_module: dict[str, Any] = {}
+exec(SCRIPTED_MODEL, _model_module)  # the same class in the child processes below
+ScriptedModel = _model_module["ScriptedModel"]
+
+
+@tool
+def weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+def weather_script() -> list[list[Any]]:
+    """Two calls in one response, the answer, then a second turn's answer."""
+    return [[("c1", "weather", {"city": "Paris"}), ("c2", "weather", {"city": "Rome"})],
+            ["Sunny."], ["Still sunny."]]
+
+
+_TRACKING_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_TIME_KEYS = ("created_at", "updated_at")
+
+
+def same_shape(value: Any) -> str:
+    """A value as JSON, without what differs by design between two runs made alike:
+    the tracking ids Strands draws at random and the times things were written."""
+    def drop_times(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: drop_times(x) for k, x in v.items() if k not in _TIME_KEYS}
+        if isinstance(v, list):
+            return [drop_times(x) for x in v]
+        return v
+    text = json.dumps(drop_times(value), sort_keys=True)
+    seen: dict[str, str] = {}
+    return _TRACKING_ID.sub(lambda m: seen.setdefault(m.group(0), f"id-{len(seen)}"), text)
+
+
+def stored(repo: SessionRepository, session_id: str = "chat-1", agent_id: str = "main") -> list[dict[str, Any]]:
+    return [m.to_dict() for m in repo.list_messages(session_id, agent_id)]
+
+
+def two_turns(manager: RepositorySessionManager, script: list[list[Any]] | None = None) -> tuple[Any, ...]:
+    model = ScriptedModel(weather_script() if script is None else script)
+    agent = Agent(model=model, tools=[weather], session_manager=manager, callback_handler=None, agent_id="main",
+                  conversation_manager=SlidingWindowConversationManager(window_size=4))
+    first = agent("weather in Paris and Rome?")
+    agent.state.set("cities", ["Paris", "Rome"])
+    second = agent("and now?")
+    return str(first), str(second), model.calls, agent.messages
+
+
+# -- the repository, run for run as Strands' own ------------------------------------
+
+
+def test_it_is_a_session_repository(tmp_path: Path) -> None:
+    repo = TranscriptSessionRepository(tmp_path / "s")
+    assert isinstance(repo, SessionRepository)
+    assert stat.S_IMODE((tmp_path / "s").stat().st_mode) == 0o700
+    with pytest.raises(ValueError, match="durability"):
+        TranscriptSessionRepository(tmp_path / "s", durability="sometimes")  # type: ignore[arg-type]
+
+
+def test_agent_runs_see_what_they_see_over_the_file_session_manager(tmp_path: Path) -> None:
+    oracle = FileSessionManager("chat-1", storage_dir=str(tmp_path / "file"))
+    expected = two_turns(oracle)
+    repo = TranscriptSessionRepository(tmp_path / "ours")
+    got = two_turns(RepositorySessionManager("chat-1", repo))
+    assert got[:2] == expected[:2] == ("Sunny.\n", "Still sunny.\n")
+    assert same_shape(got[2]) == same_shape(expected[2])  # the model was sent the same messages
+    assert same_shape(got[3]) == same_shape(expected[3])  # the agent holds the same ones
+    assert same_shape(stored(repo)) == same_shape(stored(oracle))  # and the same are stored
+    ours, theirs = repo.read_agent("chat-1", "main"), oracle.read_agent("chat-1", "main")
+    assert ours is not None and theirs is not None
+    assert ours.state == theirs.state == {"cities": ["Paris", "Rome"]}
+    assert ours.conversation_manager_state == theirs.conversation_manager_state
+    assert ours.conversation_manager_state["removed_message_count"] > 0  # the window slid
+    assert same_shape(ours._internal_state) == same_shape(theirs._internal_state)
+    messages = stored(repo)
+    repo.close()
+    assert ours.created_at == stored_agent_created_at(tmp_path / "ours" / "chat-1.jsonl")
+
+    reopened = TranscriptSessionRepository(tmp_path / "ours")  # a new object: all from the file
+    assert stored(reopened) == messages
+    assert reopened.read_message("chat-1", "main", 1).to_dict() == messages[1]  # type: ignore[union-attr]
+    assert reopened.read_message("chat-1", "main", 99) is None
+    assert reopened.list_messages("chat-1", "main", limit=2, offset=1) == \
+        oracle_paged(messages, limit=2, offset=1)
+    session = reopened.read_session("chat-1")
+    assert session is not None and (session.session_id, session.session_type) == ("chat-1", SessionType.AGENT)
+    reopened.close()
+
+    s = assert_checks_and_loads(tmp_path / "ours" / "chat-1.jsonl")
+    assert [m.role for m in s.messages] == ["user", "assistant", "tool", "tool", "assistant", "user", "assistant"]
+    assert s.messages[1].tool_calls == [
+        {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Paris"}'}},
+        {"id": "c2", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Rome"}'}}]
+    assert s.messages[2:5] == [Message.tool("c1", "sunny in Paris"), Message.tool("c2", "sunny in Rome"),
+                               Message.assistant("Sunny.")]
+    assert s.messages[0] == Message.user("weather in Paris and Rome?")
+    assert s.entries[3].extra[EXTRA_KEY] == {"part": 1}  # the second result of one Strands message
+    assert [e.extra[EXTRA_KEY]["message"] for e in s.entries if "message" in e.extra[EXTRA_KEY]] == messages
+    assert stat.S_IMODE(s.path.stat().st_mode) == 0o600
+
+
+def stored_agent_created_at(path: Path) -> str:
+    """The created_at of the agent's first record: every later one keeps it."""
+    with Session.load(path) as s:
+        facts = [f for e in s.events if e.type == "run-context" for f in e.payload["facts"]]
+    assert len({f[1]["created_at"] for f in facts}) == 1 and len(facts) > 1
+    return str(facts[0][1]["created_at"])
+
+
+def oracle_paged(messages: list[dict[str, Any]], *, limit: int, offset: int) -> list[SessionMessage]:
+    return [SessionMessage.from_dict(m) for m in messages[offset:offset + limit]]
+
+
+# -- call for call: any sequence ---------------------------------------------------
+
+BLOCKS: list[dict[str, Any]] = [
+    {"role": "user", "content": [{"text": "hi"}]},
+    {"role": "assistant", "content": [{"text": "Let me look."},
+                                      {"toolUse": {"toolUseId": "k1", "name": "weather", "input": {"city": "Oslo"}}}]},
+    {"role": "user", "content": [{"toolResult": {"toolUseId": "k1", "status": "success",
+                                                 "content": [{"text": "cold"}, {"json": {"t": -3}}]}}]},
+    {"role": "assistant", "content": [{"reasoningContent": {"reasoningText": {"text": "hmm", "signature": "s"}}},
+                                      {"text": "Done. naïve ☃ \u2028"}]},
+    {"role": "user", "content": [{"text": "look"}, {"image": {"format": "png", "source": {"bytes": b"\x89PNG\0"}}}]},
+    {"role": "user", "content": [{"toolResult": {"toolUseId": "k9", "status": "error", "content": []}},
+                                 {"text": "and this"}]},
+]
+
+
+@st.composite
+def call_sequences(draw: Any) -> list[tuple[Any, ...]]:
+    """Messages created, updated (redacted), read and listed, on two agents of one session."""
+    steps: list[tuple[Any, ...]] = []
+    next_id = {"a": 0, "b": 0}
+    for n in range(draw(st.integers(1, 12))):
+        agent = draw(st.sampled_from(["a", "b"]))
+        kind = draw(st.sampled_from(["create", "create", "create", "update", "read", "list", "state"]))
+        when = f"2026-01-01T00:00:{n:02d}+00:00"
+        if kind == "create":
+            steps.append(("create", agent, next_id[agent], draw(st.integers(0, len(BLOCKS) - 1)), when))
+            next_id[agent] += 1
+        elif kind == "update":
+            steps.append(("update", agent, draw(st.integers(0, max(next_id[agent] - 1, 0))),
+                          draw(st.sampled_from(["[redacted]", "[User input redacted.]"])), when))
+        elif kind == "read":
+            steps.append(("read", agent, draw(st.integers(0, max(next_id[agent], 0)))))
+        elif kind == "list":
+            steps.append(("list", agent, draw(st.none() | st.integers(0, 4)), draw(st.integers(0, 5))))
+        else:
+            steps.append(("state", agent, draw(st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)),
+                          when))
+    return steps
+
+
+def play(repo: SessionRepository, steps: list[tuple[Any, ...]]) -> list[Any]:
+    seen: list[Any] = []
+    repo.create_session(StrandsSession("s", SessionType.AGENT, created_at="t0", updated_at="t0"))
+    for agent in ("a", "b"):
+        repo.create_agent("s", SessionAgent(agent, {}, {"removed_message_count": 0}, created_at="t0", updated_at="t0"))
+    for step in steps:
+        kind, agent = step[0], step[1]
+        if kind == "create":
+            _, _, mid, pick, when = step
+            repo.create_message("s", agent, SessionMessage(copy.deepcopy(BLOCKS[pick]),
+                                                           mid, created_at=when, updated_at=when))
+        elif kind == "update":
+            _, _, mid, text, when = step
+            old = repo.read_message("s", agent, mid)
+            try:
+                if old is None:
+                    repo.update_message("s", agent, SessionMessage({"role": "user", "content": []}, mid))
+                else:
+                    repo.update_message("s", agent, SessionMessage(
+                        old.message, mid, redact_message={"role": old.message["role"], "content": [{"text": text}]},
+                        created_at="ignored", updated_at=when))
+                seen.append("updated")
+            except SessionException as e:
+                seen.append(str(e))
+        elif kind == "read":
+            m = repo.read_message("s", agent, step[2])
+            seen.append(None if m is None else m.to_dict())
+        elif kind == "list":
+            seen.append([m.to_dict() for m in repo.list_messages("s", agent, limit=step[2], offset=step[3])])
+        else:
+            _, _, state, when = step
+            repo.update_agent("s", SessionAgent(agent, state, {"removed_message_count": 1}, updated_at=when))
+    seen.append(everything(repo))
+    return seen
+
+
+def everything(repo: SessionRepository) -> list[Any]:
+    """Both agents' messages, then their records (reading a record of a reopened
+    transcript may answer a call left unanswered: see the resume tests)."""
+    out: list[Any] = [[m.to_dict() for m in repo.list_messages("s", agent)] for agent in ("a", "b")]
+    for agent in ("a", "b"):
+        record = repo.read_agent("s", agent)
+        out.append(None if record is None else record.to_dict())
+    return out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=call_sequences())
+def test_any_sequence_of_calls_gives_what_the_file_session_manager_gives(
+        tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[Any, ...]]) -> None:
+    d = tmp_path_factory.mktemp("calls")
+    # (the manager creates its own session: one the steps do not use)
+    expected = play(FileSessionManager("unused", storage_dir=str(d / "file")), steps)
+    with TranscriptSessionRepository(d / "ours") as ours:
+        assert play(ours, steps) == expected
+    with TranscriptSessionRepository(d / "ours") as reopened:
+        assert everything(reopened) == expected[-1]
+    with Session.load(d / "ours" / "s.jsonl") as s:  # (check runs on these files in the tests above)
+        assert s.warnings == []
+
