@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-FRAMEWORKS = ("agents", "openai", "pydantic_ai", "pydantic", "agent_framework", "msgspec")
+FRAMEWORKS = ("agents", "openai", "pydantic_ai", "pydantic", "agent_framework", "msgspec", "strands")
 
 
 def test_importing_the_package_imports_no_framework() -> None:

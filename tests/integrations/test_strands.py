@@ -104,7 +104,7 @@ def weather_script() -> list[list[Any]]:
 
 
 _TRACKING_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_TIME_KEYS = ("created_at", "updated_at")
+_TIME_KEYS = ("created_at", "updated_at", "timeToFirstByteMs")
 
 
 def same_shape(value: Any) -> str:
@@ -301,3 +301,271 @@ def test_any_sequence_of_calls_gives_what_the_file_session_manager_gives(
     with Session.load(d / "ours" / "s.jsonl") as s:  # (check runs on these files in the tests above)
         assert s.warnings == []
 
+
+
+# -- redaction -------------------------------------------------------------------------
+
+REDACTED = {"redactContent": {"redactUserContentMessage": "[User input redacted.]"}}
+
+
+def test_a_guardrails_redaction_is_an_elision_and_reads_as_strands_own(tmp_path: Path) -> None:
+    script: list[list[Any]] = [[REDACTED, "I cannot help with that."]]
+
+    def run(manager: RepositorySessionManager) -> list[Any]:
+        model = ScriptedModel(script)
+        agent = Agent(model=model, session_manager=manager, callback_handler=None, agent_id="main")
+        agent("my card is 4111 1111 1111 1111")
+        return agent.messages
+
+    oracle = FileSessionManager("chat-1", storage_dir=str(tmp_path / "file"))
+    expected = run(oracle)
+    with TranscriptSessionRepository(tmp_path / "ours") as repo:
+        got = run(RepositorySessionManager("chat-1", repo))
+        assert same_shape(got) == same_shape(expected)
+        assert same_shape(stored(repo)) == same_shape(stored(oracle))
+        first = repo.read_message("chat-1", "main", 0)
+        assert first is not None and first.redact_message == {"role": "user", "content": [
+            {"text": "[User input redacted.]"}], "tracking_id": first.message["tracking_id"]}
+        messages = stored(repo)
+    with TranscriptSessionRepository(tmp_path / "ours") as reopened:
+        assert stored(reopened) == messages
+        assert reopened.read_message("chat-1", "main", 0).to_message()["content"] == [  # type: ignore[union-attr]
+            {"text": "[User input redacted.]"}]
+
+    path = tmp_path / "ours" / "chat-1.jsonl"
+    s = assert_checks_and_loads(path)
+    assert s.messages[0] == Message.user("[User input redacted.]") and s.entries[0].elided
+    kinds = [e.type for e in s.events]
+    assert kinds.count("elision") == 1
+    update, = [f for e in s.events if e.type == "run-context" for f in e.payload["facts"] if f[0] == UPDATE_FACT]
+    assert update[1]["message"] == messages[0]
+    # never a rewrite: the message's own line is still there as it was written, before the elision
+    assert "4111 1111 1111 1111" in s.events[2].payload["content"]
+    assert kinds.index("elision") > 2
+
+
+def test_a_redaction_of_another_programs_elision_reads_as_its_stub(tmp_path: Path) -> None:
+    with TranscriptSessionRepository(tmp_path) as repo:
+        two_turns(RepositorySessionManager("chat-1", repo))
+    with Session.load(tmp_path / "chat-1.jsonl") as s:
+        s.append_elision([(s.message_ids[4], "[gone]")])
+    with TranscriptSessionRepository(tmp_path) as repo:
+        m = repo.read_message("chat-1", "main", 3)
+    assert m is not None and m.to_message() == {"role": "assistant", "content": [{"text": "[gone]"}]}
+    assert m.message["content"] == [{"text": "Sunny."}]  # the message as it was, kept
+
+
+# -- names, locks and other programs' lines -------------------------------------------
+
+
+@pytest.mark.parametrize("odd", ["", ".hidden", "a/b", "../x", "a\0b", "é", "a b", "x" * 201, None, 7])
+def test_an_odd_session_id_is_refused_and_nothing_is_created(tmp_path: Path, odd: Any) -> None:
+    repo = TranscriptSessionRepository(tmp_path)
+    with pytest.raises(ValueError, match="a session id is 1 to 200 letters"):
+        repo.create_session(StrandsSession(odd, SessionType.AGENT))
+    with pytest.raises(ValueError, match="a session id is 1 to 200 letters"):
+        repo.read_session(odd)
+    with pytest.raises(ValueError, match="a session id is 1 to 200 letters"):
+        RepositorySessionManager(odd, repo)
+    assert list(tmp_path.iterdir()) == []
+    assert repo.read_session("chat.1_A-2") is None and list(tmp_path.iterdir()) == []
+
+
+def test_a_file_that_holds_another_session_is_refused(tmp_path: Path) -> None:
+    with TranscriptSessionRepository(tmp_path) as repo:
+        repo.create_session(StrandsSession("chat", SessionType.AGENT))
+    (tmp_path / "chat.jsonl").rename(tmp_path / "Chat.jsonl")  # as a case-folding file system shows it
+    before = (tmp_path / "Chat.jsonl").read_bytes()
+    with TranscriptSessionRepository(tmp_path) as repo, pytest.raises(ValueError, match="holds session 'chat'"):
+        repo.read_session("Chat")
+    assert (tmp_path / "Chat.jsonl").read_bytes() == before
+
+
+def test_a_session_is_created_once(tmp_path: Path) -> None:
+    with TranscriptSessionRepository(tmp_path) as repo:
+        repo.create_session(StrandsSession("s", SessionType.AGENT))
+        with pytest.raises(SessionException, match="Session s already exists"):
+            repo.create_session(StrandsSession("s", SessionType.AGENT))
+        with pytest.raises(SessionException, match="Session t does not exist"):
+            repo.create_agent("t", SessionAgent("a", {}, {}))
+        with pytest.raises(SessionException, match="Agent a in session s does not exist"):
+            repo.update_agent("s", SessionAgent("a", {}, {}))
+        with pytest.raises(SessionException, match="Messages directory missing"):
+            repo.list_messages("s", "a")
+        with pytest.raises(ValueError, match="message id must be an integer"):
+            repo.read_message("s", "a", "0")  # type: ignore[arg-type]
+    with TranscriptSessionRepository(tmp_path) as repo, pytest.raises(SessionException, match="already exists"):
+        repo.create_session(StrandsSession("s", SessionType.AGENT))
+
+
+def test_the_file_is_locked_while_the_repository_holds_it(tmp_path: Path) -> None:
+    repo = TranscriptSessionRepository(tmp_path)
+    two_turns(RepositorySessionManager("chat-1", repo))
+    with pytest.raises(SessionLocked):
+        TranscriptSessionRepository(tmp_path).read_session("chat-1")
+    repo.close_session("chat-1")
+    with Session.load(tmp_path / "chat-1.jsonl") as s:
+        assert len(s.messages) == 7
+    assert len(stored(repo)) == 6  # reopened when next used (two tool lines are one message)
+    repo.close()
+    repo.close()
+
+
+def test_lines_another_program_wrote_are_strands_messages(tmp_path: Path) -> None:
+    with TranscriptSessionRepository(tmp_path) as repo:
+        repo.create_session(StrandsSession("s", SessionType.AGENT))
+        repo.create_agent("s", SessionAgent("main", {}, {}))
+        repo.create_message("s", "main", SessionMessage({"role": "user", "content": [{"text": "hi"}]}, 0))
+    with Session.load(tmp_path / "s.jsonl") as s:
+        s.append_message(Message.assistant("Let me look.", [
+            {"id": "k", "type": "function", "function": {"name": "weather", "arguments": '{"city":"Oslo"}'}}]))
+        s.append_message(Message.tool("k", "cold"))
+        s.append_message(Message.system("not a Strands message"))
+        s.append_message(Message.user("thanks"))
+    with TranscriptSessionRepository(tmp_path) as repo:
+        listed = repo.list_messages("s", "main")
+    assert [m.message_id for m in listed] == [0, 1, 2, 3]
+    with Session.load(tmp_path / "s.jsonl") as s:  # a message's tracking id: its line's id
+        ids = s.message_ids
+    assert [m.message.get("tracking_id", "").replace("-", "") for m in listed] == ["", ids[1], ids[2], ids[4]]
+    got = [{k: v for k, v in m.message.items() if k != "tracking_id"} for m in listed]
+    assert got == [{"role": "user", "content": [{"text": "hi"}]},
+                   {"role": "assistant", "content": [{"text": "Let me look."}, {"toolUse": {
+                       "toolUseId": "k", "name": "weather", "input": {"city": "Oslo"}}}]},
+                   {"role": "user", "content": [{"toolResult": {"toolUseId": "k", "status": "error",
+                                                                "content": [{"text": "cold"}]}}]},
+                   {"role": "user", "content": [{"text": "thanks"}]}]
+
+
+# -- other processes -------------------------------------------------------------------
+
+FIRST_TURN = SCRIPTED_MODEL + textwrap.dedent('''
+    import sys, time
+    from pathlib import Path
+    from strands import Agent, tool
+    from strands.session import FileSessionManager, RepositorySessionManager
+    from agent_transcript.integrations.strands import TranscriptSessionRepository
+
+    @tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        if city == "Hang":
+            Path(sys.argv[3]).write_text("running")
+            time.sleep(600)
+        return f"sunny in {city}"
+
+    script = [[("c1", "weather", {"city": "Paris"})], ["Sunny."], [("c9", "weather", {"city": "Hang"})]]
+    if sys.argv[1] == "file":
+        manager = FileSessionManager("chat-1", storage_dir=sys.argv[2])
+    else:
+        manager = RepositorySessionManager("chat-1", TranscriptSessionRepository(sys.argv[2]))
+    agent = Agent(model=ScriptedModel(script), tools=[weather], session_manager=manager,
+                  callback_handler=None, agent_id="main")
+    agent.state.set("turns", 1)
+    print(str(agent("weather in Paris?")).strip(), flush=True)
+    if len(sys.argv) > 3:
+        agent("and in Hang?")
+''')
+
+
+def next_run(manager: RepositorySessionManager, prompt: str, answer: str) -> tuple[list[Any], Agent]:
+    model = ScriptedModel([[answer]])
+    agent = Agent(model=model, tools=[weather], session_manager=manager, callback_handler=None, agent_id="main")
+    agent(prompt)
+    return model.calls[0], agent
+
+
+def test_a_session_saved_by_another_process_is_continued(tmp_path: Path) -> None:
+    for store in ("file", "ours"):
+        r = subprocess.run([sys.executable, "-c", FIRST_TURN, store, str(tmp_path / store)], capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip() == "Sunny."
+    oracle = FileSessionManager("chat-1", storage_dir=str(tmp_path / "file"))
+    expected, _ = next_run(oracle, "and now?", "Still sunny.")
+    with TranscriptSessionRepository(tmp_path / "ours") as repo:
+        sent, agent = next_run(RepositorySessionManager("chat-1", repo), "and now?", "Still sunny.")
+        assert agent.state.get("turns") == 1
+        assert same_shape(stored(repo)) == same_shape(stored(oracle))
+    assert same_shape(sent) == same_shape(expected)
+    assert [m["role"] for m in sent] == ["user", "assistant", "user", "assistant", "user"]
+    assert_checks_and_loads(tmp_path / "ours" / "chat-1.jsonl")
+
+
+def interrupted_text(value: Any) -> str:
+    """A value's shape, with the two answers to an interrupted call (Strands' and ours) made one."""
+    return same_shape(value).replace(json.dumps(INTERRUPTED), '"Tool was interrupted."')
+
+
+def test_a_kill_9_while_a_tool_runs_is_answered_once_and_the_agent_goes_on(tmp_path: Path) -> None:
+    for store in ("file", "ours"):
+        marker = tmp_path / f"{store}-tool-running"
+        kill_9_when(marker, [sys.executable, "-c", FIRST_TURN, store, str(tmp_path / store), str(marker)])
+    path = tmp_path / "ours" / "chat-1.jsonl"
+    s = assert_checks_and_loads(path)
+    # the first turn whole, and the second up to the call its tool was running
+    assert [m.role for m in s.messages] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
+    assert [c.call_id for c in s.unanswered_tool_calls()] == ["c9"]
+
+    # Strands' own store: its agent appends "Tool was interrupted." when the next prompt arrives.
+    oracle = FileSessionManager("chat-1", storage_dir=str(tmp_path / "file"))
+    expected, _ = next_run(oracle, "are you there?", "Yes.")
+    # Ours: restoring the agent answers the call, once, in the file, and Strands adds no second answer.
+    with TranscriptSessionRepository(tmp_path / "ours") as repo:
+        sent, _ = next_run(RepositorySessionManager("chat-1", repo), "are you there?", "Yes.")
+        assert interrupted_text(stored(repo)) == interrupted_text(stored(oracle))
+    assert interrupted_text(sent) == interrupted_text(expected)
+    assert [m["role"] for m in sent] == ["user", "assistant", "user", "assistant", "user", "assistant", "user",
+                                         "user"]
+    assert sent[6]["content"] == [{"toolResult": {"toolUseId": "c9", "status": "error",
+                                                  "content": [{"text": INTERRUPTED}]}}]
+
+    with TranscriptSessionRepository(tmp_path / "ours") as repo:  # answered once: the next run adds none
+        again, _ = next_run(RepositorySessionManager("chat-1", repo), "still?", "Still.")
+    assert again[:len(sent)] == sent and [m["role"] for m in again[len(sent):]] == ["assistant", "user"]
+    s = assert_checks_and_loads(path)
+    assert s.unanswered_tool_calls() == []
+    assert [m.content for m in s.messages if m.tool_call_id == "c9"] == [INTERRUPTED]
+    assert [e.type for e in s.events].count("tool-settled") == 0  # no operation was dispatched to settle
+
+
+@tool(context=True)
+def wire(amount: int, tool_context: Any) -> str:
+    """Send money; a person approves it first."""
+    if tool_context.interrupt("approve", reason={"amount": amount}) != "yes":
+        return "not sent"
+    return f"sent {amount}"
+
+
+def approved_by_a_second_agent(make_manager: Any) -> tuple[list[Any], list[Any], str]:
+    """A run that stops for a person's approval, then (a new agent and manager,
+    as a new process has) the run with the approval."""
+    first = ScriptedModel([[("w1", "wire", {"amount": 5})]])
+    agent = Agent(model=first, tools=[wire], session_manager=make_manager(), callback_handler=None, agent_id="main")
+    result = agent("send 5")
+    assert result.stop_reason == "interrupt"
+    interrupt, = result.interrupts
+    second = ScriptedModel([["Sent."]])
+    agent = Agent(model=second, tools=[wire], session_manager=make_manager(), callback_handler=None, agent_id="main")
+    done = agent([{"interruptResponse": {"interruptId": interrupt.id, "response": "yes"}}])
+    return second.calls, agent.messages, str(done)
+
+
+def test_a_call_waiting_for_an_interrupts_response_is_left_to_it(tmp_path: Path) -> None:
+    expected = approved_by_a_second_agent(lambda: FileSessionManager("pay", storage_dir=str(tmp_path / "file")))
+    repos: list[TranscriptSessionRepository] = []
+
+    def ours() -> RepositorySessionManager:
+        if repos:
+            repos[-1].close()
+        repos.append(TranscriptSessionRepository(tmp_path / "ours"))
+        return RepositorySessionManager("pay", repos[-1])
+
+    got = approved_by_a_second_agent(ours)
+    repos[-1].close()
+    assert got[2] == expected[2] == "Sent.\n"
+    assert same_shape(got[0]) == same_shape(expected[0])
+    assert same_shape(got[1]) == same_shape(expected[1])
+    s = assert_checks_and_loads(tmp_path / "ours" / "pay.jsonl")
+    assert s.unanswered_tool_calls() == []
+    assert [m.content for m in s.messages if m.tool_call_id == "w1"] == ["sent 5"]

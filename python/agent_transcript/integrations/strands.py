@@ -27,6 +27,7 @@ import json
 import os
 import re
 import threading
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -67,6 +68,7 @@ UPDATE_FACT = "strands-message-update"
 
 # Used as it is for the file name: no separator, no leading dot, no NUL.
 _SAFE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")
+_HEX_ID = re.compile(r"[0-9a-f]{32}")
 
 
 def _normal(value: Any) -> Any:
@@ -167,6 +169,8 @@ class _Transcript:
     def _keep_line(self, agent: str, message: dict[str, Any], e: Any) -> dict[str, Any]:
         stored = self.messages.get(agent)
         when = self.session.events[e.line - 1].ts.replace("Z", "+00:00")
+        if _HEX_ID.fullmatch(e.id):  # a tracking id, as Strands gives each message it appends: the line's own
+            message["tracking_id"] = str(uuid.UUID(hex=e.id))
         data = {"message": message, "message_id": max(stored) + 1 if stored else 0, "redact_message": None,
                 "created_at": when, "updated_at": when}
         self._keep(agent, data, [e.id])
