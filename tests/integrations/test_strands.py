@@ -569,3 +569,21 @@ def test_a_call_waiting_for_an_interrupts_response_is_left_to_it(tmp_path: Path)
     s = assert_checks_and_loads(tmp_path / "ours" / "pay.jsonl")
     assert s.unanswered_tool_calls() == []
     assert [m.content for m in s.messages if m.tool_call_id == "w1"] == ["sent 5"]
+
+
+def test_what_a_read_hands_back_is_the_callers_own(tmp_path: Path) -> None:
+    with TranscriptSessionRepository(tmp_path) as repo:
+        repo.create_session(StrandsSession("s", SessionType.AGENT))
+        repo.create_agent("s", SessionAgent("main", {"k": [1]}, {}))
+        repo.create_message("s", "main", SessionMessage(copy.deepcopy(BLOCKS[4]), 0))
+        before = stored(repo, "s")
+        listed, = repo.list_messages("s", "main")
+        listed.message["content"][1]["image"]["source"]["bytes"] = b"changed"
+        listed.message["content"].append({"text": "more"})
+        agent = repo.read_agent("s", "main")
+        assert agent is not None
+        agent.state["k"].append(2)
+        assert stored(repo, "s") == before
+        assert repo.read_agent("s", "main").state == {"k": [1]}  # type: ignore[union-attr]
+        again, = repo.list_messages("s", "main")
+        assert again.message["content"][1]["image"]["source"]["bytes"] == b"\x89PNG\0"

@@ -23,6 +23,7 @@ Needs the ``strands`` extra: ``pip install "agent-transcript[strands]"``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -37,7 +38,7 @@ try:
     from strands.session.session_repository import SessionRepository
     from strands.types.exceptions import SessionException
     from strands.types.session import Session as StrandsSession
-    from strands.types.session import SessionAgent, SessionMessage
+    from strands.types.session import SessionAgent, SessionMessage, decode_bytes_values
 except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         'agent_transcript.integrations.strands needs Strands Agents: pip install "agent-transcript[strands]"'
@@ -45,7 +46,6 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 
 from agent_transcript import Message, Session
 
-from ._json import decode_all
 from ._strands_lines import block_text, message_from_line, message_lines, result_block
 
 if TYPE_CHECKING:
@@ -71,6 +71,15 @@ _SAFE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")
 _HEX_ID = re.compile(r"[0-9a-f]{32}")
 
 
+# The keys SessionMessage.from_dict keeps (it asks inspect.signature for them on every call).
+_MESSAGE_FIELDS = frozenset(f.name for f in dataclasses.fields(SessionMessage) if f.init)
+
+
+def _session_message(data: dict[str, Any]) -> SessionMessage:
+    """``SessionMessage.from_dict(data)``, without working out the class's signature each time."""
+    return SessionMessage(**decode_bytes_values({k: v for k, v in data.items() if k in _MESSAGE_FIELDS}))
+
+
 def _normal(value: Any) -> Any:
     """The value as it reads back from JSON (what Strands' file store hands back)."""
     return json.loads(json.dumps(value, ensure_ascii=False))
@@ -78,10 +87,13 @@ def _normal(value: Any) -> Any:
 
 @dataclass
 class _Stored:
-    """One Strands message: the JSON text of its ``SessionMessage`` dict, and its lines' ids."""
+    """One Strands message: its ``SessionMessage`` dict as it reads back from
+    JSON (never changed once kept: each read builds new containers from it), and its lines' ids."""
 
-    text: str
+    data: dict[str, Any]
     ids: list[str]
+    #: Whether it makes tool calls.
+    calls: bool = False
 
 
 @dataclass
@@ -103,7 +115,13 @@ class _Transcript:
         """(Re)build what Strands reads from the session's facts and live lines."""
         self.agents, self.multi_agents, self.messages, self.call_agents = {}, {}, {}, {}
         updates: dict[tuple[str, int], dict[str, Any]] = {}
-        for envelope in self.session.events:
+        entries = self.session.entries
+        events = self.session.events
+        message_lines = {e.line for e in entries}
+        for line in range(2, len(events) + 1):
+            if line in message_lines:
+                continue  # (a live message's line: no need to decode it again)
+            envelope = events[line - 1]
             if envelope.type != "run-context":
                 continue
             for key, value in envelope.payload.get("facts", ()):
@@ -114,7 +132,6 @@ class _Transcript:
                 elif key == UPDATE_FACT:
                     updates[(value["agent"], value["message"]["message_id"])] = value["message"]
         self.messages = {agent_id: {} for agent_id in self.agents}
-        entries = self.session.entries
         agent: str | None = None
         bare: tuple[str, dict[str, Any], _Stored] | None = None  # the bare tool answers being grouped
         i = 0
@@ -144,7 +161,6 @@ class _Transcript:
                     if bare is not None and bare[0] == owner:
                         bare[1]["message"]["content"].append(result_block(e.message))
                         bare[2].ids.append(e.id)
-                        bare[2].text = json.dumps(bare[1], ensure_ascii=False)
                     else:
                         bare = (owner, self._keep_line(owner, {"role": "user", "content": [result_block(e.message)]},
                                                        e), self._last(owner))
@@ -160,11 +176,13 @@ class _Transcript:
         return stored[max(stored)]
 
     def _keep(self, agent: str, data: dict[str, Any], ids: list[str]) -> None:
-        self.messages.setdefault(agent, {})[data["message_id"]] = _Stored(json.dumps(data, ensure_ascii=False), ids)
+        stored = _Stored(data, ids)
+        self.messages.setdefault(agent, {})[data["message_id"]] = stored
         for block in data["message"].get("content") or ():
             use = block.get("toolUse") if isinstance(block, dict) else None
             if isinstance(use, dict) and isinstance(use.get("toolUseId"), str):
                 self.call_agents[use["toolUseId"]] = agent
+                stored.calls = True
 
     def _keep_line(self, agent: str, message: dict[str, Any], e: Any) -> dict[str, Any]:
         stored = self.messages.get(agent)
@@ -179,6 +197,8 @@ class _Transcript:
     def resumable(self) -> bool:
         """Whether every unanswered call is one of the last message of its agent, and
         no such agent waits for an interrupt's answer."""
+        if not any(stored and stored[max(stored)].calls for stored in self.messages.values()):
+            return False  # (no need to pair the whole conversation)
         calls = self.session.unanswered_tool_calls()
         if not calls:
             return False
@@ -381,8 +401,7 @@ class TranscriptSessionRepository(SessionRepository):
         if not isinstance(session_message.message_id, int):
             raise ValueError(f"message_id=<{session_message.message_id}> | message id must be an integer")
         transcript = self._existing(session_id)
-        text = json.dumps(session_message.to_dict(), ensure_ascii=False)
-        data = json.loads(text)
+        data = _normal(session_message.to_dict())
         lines, extra = message_lines(data["message"])
         own: dict[str, Any] = {"agent": agent_id, "message": data}
         if len(lines) > 1:
@@ -405,7 +424,7 @@ class TranscriptSessionRepository(SessionRepository):
     def read_message(self, session_id: str, agent_id: str, message_id: int, **kwargs: Any) -> SessionMessage | None:
         """The message as it was last created or updated, or None."""
         found = self._stored(session_id, agent_id, message_id)
-        return None if found is None else SessionMessage.from_dict(json.loads(found[1].text))
+        return None if found is None else _session_message(found[1].data)
 
     def update_message(self, session_id: str, agent_id: str, session_message: SessionMessage, **kwargs: Any) -> None:
         """Record the updated message (Strands' redaction) as an elision of its
@@ -422,14 +441,14 @@ class TranscriptSessionRepository(SessionRepository):
         transcript, stored = found
         transcript.resumed = True
         with transcript.lock:
-            session_message.created_at = json.loads(stored.text)["created_at"]
+            session_message.created_at = stored.data["created_at"]
             data = _normal(session_message.to_dict())
             shown = data["redact_message"] or data["message"]
             stub = block_text(shown.get("content")) or ""
             live = set(transcript.session.message_ids)
             transcript.session.append_run_context([], [(UPDATE_FACT, {"agent": agent_id, "message": data})])
             transcript.session.append_elision([(i, stub) for i in stored.ids if i in live])
-            stored.text = json.dumps(data, ensure_ascii=False)
+            stored.data = data
 
     def list_messages(self, session_id: str, agent_id: str, limit: int | None = None, offset: int = 0,
                       **kwargs: Any) -> list[SessionMessage]:
@@ -445,8 +464,8 @@ class TranscriptSessionRepository(SessionRepository):
         with transcript.lock:  # type: ignore[union-attr]
             keys = sorted(stored)
             keys = keys[offset:offset + limit] if limit is not None else keys[offset:]
-            texts = [stored[k].text for k in keys]
-        return [SessionMessage.from_dict(d) for d in decode_all(texts)]
+            found = [stored[k].data for k in keys]
+        return [_session_message(d) for d in found]
 
     # -- multi-agents ------------------------------------------------------------------
 
