@@ -10,6 +10,9 @@
 * ``agent_framework``: ``TranscriptHistoryProvider``, the Microsoft Agent
   Framework's ``HistoryProvider`` over a folder of transcripts, one per session
   (extra ``agent-transcript[agent-framework]``).
+* ``strands``: ``TranscriptSessionRepository``, Strands Agents'
+  ``SessionRepository`` over a folder of transcripts, one per session, used
+  through Strands' ``RepositorySessionManager`` (extra ``agent-transcript[strands]``).
 
 Each module imports its framework when it is imported; ``import agent_transcript``
 imports none of them. They are built on the public API only (names importable
