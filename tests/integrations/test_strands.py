@@ -104,7 +104,7 @@ def weather_script() -> list[list[Any]]:
 
 
 _TRACKING_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_TIME_KEYS = ("created_at", "updated_at", "timeToFirstByteMs")
+_TIME_KEYS = ("created_at", "updated_at", "timeToFirstByteMs", "execution_time")
 
 
 def same_shape(value: Any) -> str:
@@ -571,6 +571,34 @@ def test_a_call_waiting_for_an_interrupts_response_is_left_to_it(tmp_path: Path)
     assert [m.content for m in s.messages if m.tool_call_id == "w1"] == ["sent 5"]
 
 
+@pytest.mark.filterwarnings("ignore:graph has no max_node_executions:UserWarning")
+def test_a_graphs_state_is_kept_as_strands_keeps_it(tmp_path: Path) -> None:
+    from strands.multiagent import GraphBuilder
+
+    def run(manager: RepositorySessionManager) -> Any:
+        builder = GraphBuilder()
+        builder.add_node(Agent(model=ScriptedModel([["draft"]]), callback_handler=None, name="writer"), "writer")
+        builder.add_node(Agent(model=ScriptedModel([["done"]]), callback_handler=None, name="reviewer"), "reviewer")
+        builder.add_edge("writer", "reviewer")
+        builder.set_session_manager(manager)
+        graph = builder.build()
+        assert str(graph("write a haiku").status) == "Status.COMPLETED"
+        return graph.id
+
+    oracle = FileSessionManager("g", storage_dir=str(tmp_path / "file"))
+    graph_id = run(oracle)
+    with TranscriptSessionRepository(tmp_path / "ours") as repo:
+        assert run(RepositorySessionManager("g", repo)) == graph_id
+        state = repo.read_multi_agent("g", graph_id)
+        assert state is not None and same_shape(state) == same_shape(oracle.read_multi_agent("g", graph_id))
+        assert sorted(state["completed_nodes"]) == ["reviewer", "writer"]  # (a set, listed)
+        assert repo.read_multi_agent("g", "other") is None
+    with TranscriptSessionRepository(tmp_path / "ours") as reopened:
+        assert reopened.read_multi_agent("g", graph_id) == state
+    s = assert_checks_and_loads(tmp_path / "ours" / "g.jsonl")
+    assert s.messages == []  # a graph's nodes keep no session of their own here
+
+
 def test_what_a_read_hands_back_is_the_callers_own(tmp_path: Path) -> None:
     with TranscriptSessionRepository(tmp_path) as repo:
         repo.create_session(StrandsSession("s", SessionType.AGENT))
@@ -587,3 +615,24 @@ def test_what_a_read_hands_back_is_the_callers_own(tmp_path: Path) -> None:
         assert repo.read_agent("s", "main").state == {"k": [1]}  # type: ignore[union-attr]
         again, = repo.list_messages("s", "main")
         assert again.message["content"][1]["image"]["source"]["bytes"] == b"\x89PNG\0"
+
+
+def test_an_update_of_an_answer_this_library_wrote_is_kept(tmp_path: Path) -> None:
+    with TranscriptSessionRepository(tmp_path) as repo:
+        repo.create_session(StrandsSession("s", SessionType.AGENT))
+        repo.create_agent("s", SessionAgent("main", {}, {}))
+        repo.create_message("s", "main", SessionMessage(copy.deepcopy(BLOCKS[1]), 0))
+    with TranscriptSessionRepository(tmp_path) as repo:
+        assert repo.read_agent("s", "main") is not None  # answers k1
+        answer = repo.read_message("s", "main", 1)
+        assert answer is not None and answer.message["content"][0]["toolResult"]["content"] == [
+            {"text": INTERRUPTED}]
+        answer.redact_message = {"role": "user", "content": [{"toolResult": {
+            "toolUseId": "k1", "status": "error", "content": [{"text": "[redacted]"}]}}]}
+        repo.update_message("s", "main", answer)
+        updated = stored(repo, "s")
+    with TranscriptSessionRepository(tmp_path) as repo:
+        assert stored(repo, "s") == updated
+        assert updated[1]["redact_message"]["content"][0]["toolResult"]["content"] == [{"text": "[redacted]"}]
+    s = assert_checks_and_loads(tmp_path / "s.jsonl")
+    assert s.messages[-1] == Message.tool("k1", "[redacted]") and s.entries[-1].elided

@@ -145,10 +145,9 @@ class _Transcript:
                 group, agent = entries[i:j], str(own.get("agent"))
                 if len(group) == own.get("lines", 1):
                     data = own["message"]
-                    if any(g.elided for g in group):
-                        data = updates.get((agent, data["message_id"])) or {
-                            **data, "redact_message": {"role": data["message"]["role"],
-                                                       "content": [{"text": _stub(e.message)}]}}
+                    if any(g.elided for g in group):  # another program's elision (ours come with an update)
+                        data = {**data, "redact_message": {"role": data["message"]["role"],
+                                                           "content": [{"text": _stub(e.message)}]}}
                     self._keep(agent, data, [g.id for g in group])
                     bare = None
                     i = j
@@ -170,6 +169,11 @@ class _Transcript:
                 if message is not None and agent is not None:
                     self._keep_line(agent, message, e)
             i += 1
+        elided = {e.id for e in entries if e.elided}
+        for (agent_id, message_id), data in updates.items():
+            stored = self.messages.get(agent_id, {}).get(message_id)
+            if stored is not None and elided.intersection(stored.ids):
+                stored.data = data
 
     def _last(self, agent: str) -> _Stored:
         stored = self.messages[agent]
@@ -210,6 +214,15 @@ class _Transcript:
             if interrupts.get("activated"):
                 return False
         return True
+
+
+def _stubs(message: dict[str, Any], count: int) -> list[str]:
+    """The stubs of a message's ``count`` lines once it reads as ``message``: each
+    line's text, when ``message`` makes as many lines; else its whole text, each."""
+    lines, _ = message_lines(message)
+    if len(lines) == count:
+        return [line.content if isinstance(line.content, str) else "" for line in lines]
+    return [block_text(message.get("content")) or ""] * count
 
 
 def _stub(line: Message) -> str:
@@ -443,11 +456,10 @@ class TranscriptSessionRepository(SessionRepository):
         with transcript.lock:
             session_message.created_at = stored.data["created_at"]
             data = _normal(session_message.to_dict())
-            shown = data["redact_message"] or data["message"]
-            stub = block_text(shown.get("content")) or ""
+            stubs = _stubs(data["redact_message"] or data["message"], len(stored.ids))
             live = set(transcript.session.message_ids)
             transcript.session.append_run_context([], [(UPDATE_FACT, {"agent": agent_id, "message": data})])
-            transcript.session.append_elision([(i, stub) for i in stored.ids if i in live])
+            transcript.session.append_elision([(i, stub) for i, stub in zip(stored.ids, stubs) if i in live])
             stored.data = data
 
     def list_messages(self, session_id: str, agent_id: str, limit: int | None = None, offset: int = 0,
