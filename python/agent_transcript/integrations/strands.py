@@ -38,7 +38,7 @@ try:
     from strands.session.session_repository import SessionRepository
     from strands.types.exceptions import SessionException
     from strands.types.session import Session as StrandsSession
-    from strands.types.session import SessionAgent, SessionMessage, decode_bytes_values
+    from strands.types.session import SessionAgent, SessionMessage, decode_bytes_values, encode_bytes_values
 except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         'agent_transcript.integrations.strands needs Strands Agents: pip install "agent-transcript[strands]"'
@@ -78,6 +78,24 @@ _MESSAGE_FIELDS = frozenset(f.name for f in dataclasses.fields(SessionMessage) i
 def _session_message(data: dict[str, Any]) -> SessionMessage:
     """``SessionMessage.from_dict(data)``, without working out the class's signature each time."""
     return SessionMessage(**decode_bytes_values({k: v for k, v in data.items() if k in _MESSAGE_FIELDS}))
+
+
+def _strands_json(value: Any) -> Any:
+    """What Strands' ``to_dict`` makes of a value JSON has no form for."""
+    if isinstance(value, bytes):
+        return encode_bytes_values(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _record(record: Any) -> dict[str, Any]:
+    """``record.to_dict()`` (a ``SessionMessage``, a ``SessionAgent``) as it reads
+    back from JSON: what Strands' file store hands back. In one encoder pass:
+    ``to_dict`` copies the whole value twice on the way, in Python."""
+    fields = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+    data: dict[str, Any] = json.loads(json.dumps(fields, ensure_ascii=False, default=_strands_json))
+    return data
 
 
 def _normal(value: Any) -> Any:
@@ -373,7 +391,7 @@ class TranscriptSessionRepository(SessionRepository):
         """Record a new agent of the session."""
         transcript = self._existing(session_id)
         with transcript.lock:
-            self._write_agent(transcript, _normal(session_agent.to_dict()))
+            self._write_agent(transcript, _record(session_agent))
 
     def read_agent(self, session_id: str, agent_id: str, **kwargs: Any) -> SessionAgent | None:
         """The agent's latest record, or None.
@@ -405,7 +423,7 @@ class TranscriptSessionRepository(SessionRepository):
             if previous is None:
                 raise SessionException(f"Agent {session_agent.agent_id} in session {session_id} does not exist")
             session_agent.created_at = previous["created_at"]
-            self._write_agent(transcript, _normal(session_agent.to_dict()))
+            self._write_agent(transcript, _record(session_agent))
 
     # -- messages ----------------------------------------------------------------------
 
@@ -414,7 +432,7 @@ class TranscriptSessionRepository(SessionRepository):
         if not isinstance(session_message.message_id, int):
             raise ValueError(f"message_id=<{session_message.message_id}> | message id must be an integer")
         transcript = self._existing(session_id)
-        data = _normal(session_message.to_dict())
+        data = _record(session_message)
         lines, extra = message_lines(data["message"])
         own: dict[str, Any] = {"agent": agent_id, "message": data}
         if len(lines) > 1:
@@ -455,7 +473,7 @@ class TranscriptSessionRepository(SessionRepository):
         transcript.resumed = True
         with transcript.lock:
             session_message.created_at = stored.data["created_at"]
-            data = _normal(session_message.to_dict())
+            data = _record(session_message)
             stubs = _stubs(data["redact_message"] or data["message"], len(stored.ids))
             live = set(transcript.session.message_ids)
             transcript.session.append_run_context([], [(UPDATE_FACT, {"agent": agent_id, "message": data})])
