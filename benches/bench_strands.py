@@ -29,6 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench_fleet import best  # the best of a few runs, as the other benches take it
+
 
 def messages(n: int) -> list[dict[str, Any]]:
     """``n`` Strands messages in the shapes a run with tools stores, each different."""
@@ -50,15 +52,6 @@ def messages(n: int) -> list[dict[str, Any]]:
             out.append({"role": "assistant", "content": [{"text": f"Line {i - 2} sends it once, and line {i} "
                                                                   "again on resume."}]})
     return out
-
-
-def best(fn: Callable[[], Any], reads: int) -> float:
-    times = []
-    for _ in range(reads):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def measure(open_store: Callable[[], Any], data: list[dict[str, Any]], reads: int) -> dict[str, float]:
