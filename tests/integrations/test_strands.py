@@ -398,6 +398,14 @@ def test_a_session_is_created_once(tmp_path: Path) -> None:
         repo.create_session(StrandsSession("s", SessionType.AGENT))
 
 
+def test_an_empty_file_left_by_a_create_killed_early_is_no_session(tmp_path: Path) -> None:
+    (tmp_path / "s.jsonl").touch()
+    with TranscriptSessionRepository(tmp_path) as repo:
+        assert repo.read_session("s") is None
+        RepositorySessionManager("s", repo)  # creates it
+    assert assert_checks_and_loads(tmp_path / "s.jsonl").meta[EXTRA_KEY]["session"]["session_id"] == "s"
+
+
 def test_the_file_is_locked_while_the_repository_holds_it(tmp_path: Path) -> None:
     repo = TranscriptSessionRepository(tmp_path)
     two_turns(RepositorySessionManager("chat-1", repo))

@@ -258,7 +258,8 @@ class TranscriptSessionRepository(SessionRepository):
     repaired on the next open instead of losing the session, and the file is
     locked against a second writer: a session's transcript is opened (and
     locked) the first time it is read or created, and stays open until
-    ``close_session`` or ``close``.
+    ``close_session`` or ``close``; another repository that opens it
+    meanwhile, in this process or another, gets ``SessionLocked``.
 
     Restoring an agent from a transcript whose last run was killed while its
     tools ran answers those calls (a ``toolResult`` that says the call was
@@ -326,8 +327,8 @@ class TranscriptSessionRepository(SessionRepository):
         path = self.transcript_path(session_id)
         with self._lock:
             transcript = self._open.get(session_id)
-            if transcript is not None or not path.exists():
-                return transcript
+            if transcript is not None or not path.exists() or path.stat().st_size == 0:
+                return transcript  # (an empty file: a create killed before its first line, taken as new)
             session = Session.load(path, durability=self.durability)
             try:
                 meta = session.meta.get(EXTRA_KEY) if isinstance(session.meta, dict) else None
