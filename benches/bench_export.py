@@ -128,23 +128,31 @@ def big_row(root: Path, args: argparse.Namespace) -> None:
     side_by_side("big", big_dir, str(big), size, root / "work", args.runs)
 
 
-def small_row(root: Path, args: argparse.Namespace) -> None:
-    small = root / f"small-{args.files}x{args.kib}k"
+def small_corpus(root: Path, files: int, kib: int) -> Path:
+    """``files`` transcripts of about ``kib`` KiB (ten generated bodies, cycled) in
+    folders of 1,000 under ``root``: made once, then reused."""
+    small = root / f"small-{files}x{kib}k"
     if not small.exists():
+        root.mkdir(parents=True, exist_ok=True)
         bodies = []
         for seed in range(10):
             tmp = root / f"body-{seed}.jsonl"
-            write_transcript(tmp, args.kib / 1024, seed=seed)
+            write_transcript(tmp, kib / 1024, seed=seed)
             bodies.append(tmp.read_bytes())
             tmp.unlink()
         staging = small.with_name(small.name + ".tmp")
         shutil.rmtree(staging, ignore_errors=True)
-        for i in range(args.files):
+        for i in range(files):
             d = staging / f"day{i // 1000:03}"
             if i % 1000 == 0:
                 d.mkdir(parents=True)
             (d / f"run{i:06}.jsonl").write_bytes(bodies[i % len(bodies)])
         staging.rename(small)
+    return small
+
+
+def small_row(root: Path, args: argparse.Namespace) -> None:
+    small = small_corpus(root, args.files, args.kib)
     total = sum(p.stat().st_size for p in small.rglob("*.jsonl"))
     print(f"export: {args.files:,} small transcripts, {total / MIB:,.0f} MiB in all")
     side_by_side("small", small, str(small / "*" / "*.jsonl"), total, root / "work", args.runs)

@@ -165,7 +165,7 @@ class ExportFile:
 class PageWalk:
     def __new__(
         cls, source: Transcript | Peeked, end: int, soft_records: int, hard_records: int, soft_bytes: int,
-        hard_bytes: int, big_line: int, head: int, /,
+        hard_bytes: int, big_line: int, head: int, first: int = 0, /,
     ) -> PageWalk: ...
     def next_page(
         self,

@@ -34,7 +34,6 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -83,19 +82,28 @@ class ReadEdges:
                 or os.pread(fd, len(self.tail), self.end - len(self.tail)) != self.tail)
 
 
-@dataclass
-class _Place:
-    """How far into one file follow has read."""
+class GrowingFile:
+    """A file read as it grows, a whole line at a time: what ``Session.follow``
+    and ``serve``'s live stream both read with.
 
-    # The file, held so that a Ctrl-C at any line leaves it open and here, or
-    # closed: follow closes it on every path.
-    file: Descriptor = field(default_factory=Descriptor)
-    offset: int = 0         # bytes consumed: whole lines only
-    number: int = 0         # lines consumed, blank ones counted
-    pending: bytes = b""    # what follows `offset`: the start of a line whose "\n" has not arrived
-    kept: int = 0           # the end of the last envelope reported (its "\n" included)
-    kept_number: int = 0    # and its line number
-    edges: ReadEdges = field(default_factory=ReadEdges)  # of the bytes before `offset`
+    ``offset`` is where reading is (past whole lines only) and ``number`` how
+    many lines are before it, blank ones counted. The start of a line whose
+    ``\\n`` has not arrived is held, in the pieces read, and joined once when
+    it comes: a long line read a block at a time is copied once, not once per
+    block. Held bytes the writer cut back (a failed append truncated to its
+    last good length) are read again, never glued onto the next line.
+    """
+
+    def __init__(self) -> None:
+        #: The file, held so that a Ctrl-C at any line leaves it open and
+        #: here, or closed: its reader closes it on every path.
+        self.file = Descriptor()
+        self.offset = 0
+        self.number = 0
+        self.edges = ReadEdges()  # of the bytes before `offset`
+        self._held: list[bytes] = []
+        self._held_n = 0
+        self._caught_up = False  # the last read reached the file's size then
 
     @property
     def fd(self) -> int:
@@ -103,9 +111,80 @@ class _Place:
         return self.file.fd
 
     def restart(self, offset: int = 0, number: int = 0) -> None:
-        self.offset, self.number, self.pending = offset, number, b""
-        self.kept, self.kept_number = offset, number
+        """Read on from ``offset``, the start of line ``number + 1``."""
+        self.offset, self.number = offset, number
+        self._held, self._held_n, self._caught_up = [], 0, False
         self.edges.reset(self.fd, offset)
+
+    def rewritten(self, size: int) -> bool:
+        """Whether the file (``size`` bytes now) no longer holds what was read:
+        cut below it, or written again in place past it."""
+        return size < self.offset or self.edges.changed(self.fd)
+
+    def behind(self, size: int) -> bool:
+        """Whether the file, ``size`` bytes now, has bytes not yet read."""
+        return size > self.offset + self._held_n
+
+    def lines(self, size: int, most: int) -> list[bytes]:
+        """The lines made whole by reading at most ``most`` more bytes of the
+        file, ``size`` bytes now (none when it has not grown). Each is then
+        passed to ``advance``, in order."""
+        end = self.offset + self._held_n
+        if self._held_n and (size < end or (self._caught_up and size != end)):
+            # The held start of a line changed under it: read it again, whole.
+            self._held, self._held_n, end = [], 0, self.offset
+        if size <= end:
+            return []
+        got = os.pread(self.fd, min(most, size - end), end)
+        self._caught_up = end + len(got) >= size
+        if b"\n" not in got:
+            self._held.append(got)
+            self._held_n += len(got)
+            return []
+        data = b"".join((*self._held, got)) if self._held else got
+        *whole, rest = data.split(b"\n")  # one split: not one copy of the rest per line
+        self.edges.read(data, len(data) - len(rest))
+        self._held, self._held_n = ([rest] if rest else []), len(rest)
+        return whole
+
+    def advance(self, line: bytes) -> None:
+        """Past ``line``, one of those ``lines`` gave."""
+        self.offset += len(line) + 1
+        self.number += 1
+
+    def swap(self, path: Path, kept: int, kept_number: int) -> str | None:
+        """Move to the file now at ``path`` if it is another one: at ``kept``
+        (the start of line ``kept_number + 1``) when the new file starts with
+        the same ``kept`` bytes, a repair's swap (answers ``"repaired"``); at
+        its start otherwise (``"replaced"``); None when the path still names
+        the file, or names nothing to follow.
+
+        Raises:
+            OSError: the new file cannot be opened but for its absence.
+        """
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return None
+        mine = os.fstat(self.fd)
+        if (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino) or not stat.S_ISREG(st.st_mode):
+            return None
+        new = Descriptor()
+        # The new file is held by `new` until self takes it, in one line that
+        # closes the old one: a Ctrl-C leaves each either held or closed.
+        try:
+            if not _open_again(path, new):
+                return None
+            repaired = same_prefix(self.fd, new.fd, kept)
+            self.file.replace(new)
+        except BaseException:
+            new.close()
+            raise
+        if repaired:
+            self.restart(kept, kept_number)
+            return "repaired"
+        self.restart()
+        return "replaced"
 
 
 def follow(path: Path, *, poll: float = 0.1, idle_timeout: float | None = None,
@@ -114,7 +193,8 @@ def follow(path: Path, *, poll: float = 0.1, idle_timeout: float | None = None,
     ``"truncated"`` or ``"replaced"`` when reading starts again from the start of
     the file (see the module's docstring)."""
     told = on_restart or (lambda why: None)
-    at = _Place()
+    at = GrowingFile()
+    kept = kept_number = 0  # the end of the last envelope reported ("\n" included), its line
     # The file is closed by this try's own lines on every path, the generator's
     # close included (GeneratorExit): a finally's line, or that of a try
     # nested in this one (in CPython 3.11), is one a Ctrl-C can skip.
@@ -123,28 +203,26 @@ def follow(path: Path, *, poll: float = 0.1, idle_timeout: float | None = None,
         last_news = time.monotonic()
         while True:
             size = os.fstat(at.fd).st_size
-            if size < at.offset or at.edges.changed(at.fd):
+            if at.rewritten(size):
                 at.restart()  # truncated or rewritten in place: what was read is gone
+                kept = kept_number = 0
                 told("truncated")
-            elif at.pending and size != at.offset + len(at.pending):
-                at.pending = b""  # the held fragment changed: read it again, whole
-            if size > at.offset + len(at.pending):
-                data = at.pending + os.pread(at.fd, _CHUNK, at.offset + len(at.pending))
-                *whole, at.pending = data.split(b"\n")
-                at.edges.read(data, len(data) - len(at.pending))
-                for line in whole:
-                    at.offset += len(line) + 1
-                    at.number += 1
+            if at.behind(size):
+                for line in at.lines(size, _CHUNK):
+                    at.advance(line)
                     if not line.strip(_BLANK):
                         continue
                     parsed = _envelope(line)
                     if parsed is None:
                         continue  # a line load would refuse is not news
-                    at.kept, at.kept_number = at.offset, at.number
+                    kept, kept_number = at.offset, at.number
                     last_news = time.monotonic()
                     yield Envelope(*parsed, at.number)
                 continue
-            if _follow_swap(path, at) == "replaced":
+            swapped = at.swap(path, kept, kept_number)
+            if swapped is not None:
+                kept, kept_number = at.offset, at.number
+            if swapped == "replaced":
                 told("replaced")
             if idle_timeout is not None and time.monotonic() - last_news >= idle_timeout:
                 at.file.close()
@@ -162,35 +240,6 @@ def _envelope(line: bytes) -> tuple[str, str, str, int, Any] | None:
         return _core.parse_envelope(line)
     except (CorruptTranscript, ValueError):
         return None
-
-
-def _follow_swap(path: Path, at: _Place) -> str | None:
-    """Move to the file now at ``path`` if it is another one: at the end of the
-    last envelope reported after a repair's swap (answers ``"repaired"``), at its
-    start otherwise (``"replaced"``); None when the path still names the file."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    mine = os.fstat(at.fd)
-    if (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino) or not stat.S_ISREG(st.st_mode):
-        return None
-    new = Descriptor()
-    # The new file is held by `new` until at takes it, in one line that closes
-    # the old one: a Ctrl-C leaves each either held or closed.
-    try:
-        if not _open_again(path, new):
-            return None
-        repaired = same_prefix(at.fd, new.fd, at.kept)
-        at.file.replace(new)
-    except BaseException:
-        new.close()
-        raise
-    if repaired:
-        at.restart(at.kept, at.kept_number)
-        return "repaired"
-    at.restart()
-    return "replaced"
 
 
 def _open_again(path: Path, new: Descriptor) -> bool:

@@ -12,12 +12,9 @@ from types import TracebackType
 from typing import Any, Literal
 
 from . import _core, _platform, _storage, tool_calls
-from ._arguments import check_int as _check_int
-from ._arguments import check_type as _check_type
-from ._arguments import message_item as _message_item
-from ._arguments import message_payload as _message_payload
-from ._arguments import pairs as _pairs
-from ._arguments import replacement_payloads as _replacement_payloads
+from ._arguments import (check_int as _check_int, check_type as _check_type, message_item as _message_item,
+                         message_payload as _message_payload, pairs as _pairs,
+                         replacement_payloads as _replacement_payloads)
 from ._core import digest as _digest
 from .artifacts import ArtifactStore
 from .codec import canonical_json
@@ -584,13 +581,36 @@ class Session(_core.SessionBase):
             except OSError as e:
                 raise _named(e, self._path)
 
-    def append_grants(self, snapshot: Any) -> str:
-        """Append the whole grants snapshot (any JSON value); the last one wins."""
+    def _append(self, type_: str, payload: Any) -> str:
         with self._lock:
             try:
-                return self._writable().append("grants", {"grants": snapshot}, None)
+                return self._writable().append(type_, payload, None)
             except OSError as e:
                 raise _named(e, self._path)
+
+    def append_events(self, events: Iterable[tuple[str, Any]]) -> list[str]:
+        """Append ``(type, payload)`` envelopes with one ``write(2)``; returns their ids.
+
+        For types replay skips (an import's ``source-line``, an adapter's own
+        records), and for those it reads: each is checked as its ``append_*``
+        checks it, against the transcript before the call, so none may name
+        another of the same call. All or nothing, as ``append_messages``.
+
+        Raises:
+            ValueError: a type is ``session-meta``, or replay refuses an envelope (nothing is written).
+        """
+        rows = _pairs(events, "event", ("type", "payload"), object)
+        if any(t == "session-meta" for t, _ in rows):
+            raise ValueError("a session-meta is only ever the first line")
+        with self._lock:
+            try:
+                return self._writable().append_messages(rows)
+            except OSError as e:
+                raise _named(e, self._path)
+
+    def append_grants(self, snapshot: Any) -> str:
+        """Append the whole grants snapshot (any JSON value); the last one wins."""
+        return self._append("grants", {"grants": snapshot})
 
     def append_compaction(self, summary: str, replaces_through_id: str, tokens_before: int,
                           tokens_after: int, fallback: bool = False, *,
@@ -623,11 +643,7 @@ class Session(_core.SessionBase):
         }
         if replacement is not None:
             payload["replacement"] = _replacement_payloads(replacement)
-        with self._lock:
-            try:
-                return self._writable().append("compaction", payload, None)
-            except OSError as e:
-                raise _named(e, self._path)
+        return self._append("compaction", payload)
 
     def append_rewind(self, through_id: str | None) -> str:
         """Append a rewind: the live messages after ``through_id`` are dropped
@@ -639,11 +655,7 @@ class Session(_core.SessionBase):
         """
         if through_id is not None:
             _check_type("through_id", through_id, str)
-        with self._lock:
-            try:
-                return self._writable().append("rewind", {"through-id": through_id}, None)
-            except OSError as e:
-                raise _named(e, self._path)
+        return self._append("rewind", {"through-id": through_id})
 
     def append_elision(self, items: Iterable[tuple[str, str]]) -> str:
         """Append an elision: each ``(id, stub)`` replaces that live message's content.
@@ -656,11 +668,7 @@ class Session(_core.SessionBase):
                   for mid, stub in _pairs(items, "elision item", ("id", "stub"), str)]
         if not listed:
             raise ValueError("an elision needs at least one (id, stub) item")
-        with self._lock:
-            try:
-                return self._writable().append("elision", {"items": listed}, None)
-            except OSError as e:
-                raise _named(e, self._path)
+        return self._append("elision", {"items": listed})
 
     def append_tool_dispatched(self, call_id: str, tool: str, arguments: Any, *,
                                idempotency: str = "unknown", run_id: str | None = None,
@@ -706,11 +714,7 @@ class Session(_core.SessionBase):
             "run-id": run_id,
             "round": round,
         }
-        with self._lock:
-            try:
-                return self._writable().append("tool-dispatched", payload, None)
-            except OSError as e:
-                raise _named(e, self._path)
+        return self._append("tool-dispatched", payload)
 
     def append_tool_settled(self, op_id: str, outcome: str, *, reason: Any = None,
                             duration: Any = None, result_digest: Any = None,
@@ -731,11 +735,7 @@ class Session(_core.SessionBase):
                            ("artifact", artifact), ("error", error)):
             if value is not None:
                 payload[key] = value
-        with self._lock:
-            try:
-                return self._writable().append("tool-settled", payload, None)
-            except OSError as e:
-                raise _named(e, self._path)
+        return self._append("tool-settled", payload)
 
     def append_run_context(self, sections: Sequence[tuple[str, str]],
                            facts: Sequence[tuple[str, Any]]) -> str:

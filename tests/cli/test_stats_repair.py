@@ -31,6 +31,7 @@ STATS_KEYS = {
     "artifacts",
     "grants",
     "warnings",
+    "tokens",
 }
 
 
@@ -53,6 +54,7 @@ def test_stats_json_has_the_documented_keys_and_true_counts(tmp_path: Path) -> N
     assert doc["types"] == by_type
     assert sum(t["bytes"] for t in by_type.values()) == doc["size"] == CLEAN.stat().st_size
     assert (doc["lines"], doc["envelopes"]) == (19, 19)
+    assert doc["tokens"] == {"input": 0, "output": 0, "cache_read": 0, "cache_creation": 0, "responses": 0, "by_model": {}}
     assert doc["messages"] == {"written": 7, "live": 3, "by_role": {"system": 1, "user": 1, "assistant": 3, "tool": 2}}
     (compaction,) = doc["compactions"]
     assert compaction["line"] == 15 and compaction["tokens_before"] == 5000 and compaction["tokens_after"] == 400

@@ -440,3 +440,55 @@ def test_a_re_export_killed_before_its_manifest_leaves_every_listed_part_as_it_w
     assert _messages_by_session(out) == _messages_by_session(tmp_path / "fresh") != rows_before
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet")) == sorted(_listed_parts(out))
     assert sum(fresh.rows.values()) > 0
+
+
+def test_a_process_started_meanwhile_is_not_another_export(tmp_path: Path) -> None:
+    # From its fork to its exec, a child started by another thread shares the
+    # open lock file of the export that just ended (and so its lock): the next
+    # export was refused as if another were writing (261 of 300 here).
+    src = tmp_path / "src"
+    src.mkdir()
+    with Session.create(src / "a.jsonl") as s:
+        s.append_message(Message.user("hi"))
+    stop = threading.Event()
+
+    def spawn() -> None:
+        while not stop.is_set():
+            subprocess.run(["true"])
+
+    spawner = threading.Thread(target=spawn)
+    spawner.start()
+    try:
+        for _ in range(100):
+            export_transcripts(src, out=tmp_path / "out")
+    finally:
+        stop.set()
+        spawner.join()
+
+
+def test_an_export_holding_the_folder_makes_another_wait_then_refuse(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    with Session.create(src / "a.jsonl") as s:
+        s.append_message(Message.user("hi"))
+    out = tmp_path / "out"
+    export_transcripts(src, out=out)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR); "
+         "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)",
+         str(out / "_export.lock")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        monkeypatch.setattr("agent_transcript.fleet.export.LOCK_PATIENCE", 0.3)
+        with Session.open(src / "a.jsonl") as s:
+            s.append_message(Message.user("more"))  # a change the refused export must not write
+        before = sorted((p, p.stat().st_mtime_ns) for p in out.rglob("*"))
+        with pytest.raises(ExportError, match="another export is writing this folder"):
+            export_transcripts(src, out=out)
+        assert sorted((p, p.stat().st_mtime_ns) for p in out.rglob("*")) == before
+    finally:
+        holder.kill()
+        holder.communicate()
+    export_transcripts(src, out=out)  # once it is let go, the next export writes
+    assert query(out, "select count(*) from messages") == [(2,)]

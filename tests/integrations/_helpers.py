@@ -39,11 +39,16 @@ def kill_9_when(marker: Path, args: list[str], *, env: dict[str, str] | None = N
         os.kill(p.pid, signal.SIGKILL)
         assert p.wait(timeout=60) == -signal.SIGKILL
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        p.stdout.close()  # type: ignore[union-attr]
-        p.stderr.close()  # type: ignore[union-attr]
+        reap(p)
+
+
+def reap(p: subprocess.Popen[Any]) -> None:
+    """Kill ``p`` if it still runs, wait for it, and close its pipes."""
+    if p.poll() is None:
+        p.kill()
+        p.wait()
+    p.stdout.close()  # type: ignore[union-attr]
+    p.stderr.close()  # type: ignore[union-attr]
 
 
 def child_env() -> dict[str, str]:

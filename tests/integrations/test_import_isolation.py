@@ -5,12 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
-FRAMEWORKS = ("agents", "openai", "pydantic_ai", "pydantic", "agent_framework", "msgspec", "strands")
+FRAMEWORKS = ("agents", "openai", "pydantic_ai", "pydantic", "agent_framework", "msgspec", "claude_agent_sdk",
+              "strands")
 
 
 def test_importing_the_package_imports_no_framework() -> None:
     code = (
-        "import sys, agent_transcript, agent_transcript.integrations\n"
+        "import sys, agent_transcript, agent_transcript.integrations, agent_transcript.formats.mirror\n"
         f"hits = sorted(m for m in sys.modules if m.split('.')[0] in {FRAMEWORKS!r})\n"
         "print(' '.join(hits))\n"
     )

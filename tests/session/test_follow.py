@@ -273,3 +273,21 @@ def test_follow_after_an_in_place_rewrite_between_polls_reads_from_the_start(
     assert [(e.id, e.line) for e in got] == [(e, n) for n, e in enumerate(
         ["meta9", "n1", "n2", "n3"][:len(new)], 1)]
     assert told == ["truncated"]
+
+
+def test_a_line_longer_than_a_read_is_reported(tmp_path: Path) -> None:
+    """A line longer than follow's 1 MiB read is held in pieces until its end
+    comes, then reported (follow used to drop the piece held and read it again
+    for ever)."""
+    path = tmp_path / "big.jsonl"
+    with Session.create(path) as s:
+        s.append_message(Message.user("x" * (3 << 20)))
+        s.append_message(Message.assistant("done"))
+    got: list[Envelope] = []
+    reader = threading.Thread(target=lambda: got.extend(Session.follow(path, poll=0.01, idle_timeout=0.5)),
+                              daemon=True)
+    reader.start()
+    reader.join(60)
+    assert not reader.is_alive(), "follow never got past the long line"
+    assert [e.type for e in got] == ["session-meta", "message", "message"]
+    assert len(got[1].payload["content"]) == 3 << 20

@@ -32,17 +32,22 @@ HEAD = 48
 
 def oracle(reading: Reading, data: bytes, end: int, soft_records: int, hard_records: int, soft_bytes: int,
            hard_bytes: int, big_line: int) -> list[tuple[int, int, int, list[tuple[int, int, str, bytes]], list[tuple[int, int | None, int, int]]]]:
-    """The pages of ``data[:end]`` as the Python walk found them, line by line."""
+    """The pages of ``data[:end]`` as a plain walk finds them, line by line: a
+    page is cut before a record past the limits, and after any other line once
+    it holds ``hard_bytes``; a run of damaged lines (blank ones between them)
+    within ``big_line`` bytes is one odd entry; blank lines alone make no page."""
     index = reading.index
     assert index is not None
     n = len(index)
     pages: list[Any] = []
     page: list[Any] | None = None  # [start, stop, first_line, items, odd]
-    i, line, pos = 0, 1, 0
+    origin = (0, 1)  # where the next page opens: offset, line
+    i, line, pos, gap = 0, 1, 0, 0
     next_line = index.line_number(0) if n else -1
     while pos < end:
         nl = data.find(b"\n", pos, end)
-        if nl < 0:
+        whole = nl >= 0
+        if not whole:
             nl = end
         if line == next_line:
             t = index.type_name(i)
@@ -55,16 +60,34 @@ def oracle(reading: Reading, data: bytes, end: int, soft_records: int, hard_reco
                     pages.append(page)
                     page = [pos, None, line, [], []]
             if page is None:
-                page = [0, None, 1, [], []]
+                page = [*origin[:1], None, origin[1], [], []]
             page[3].append((i, line, t, data[pos : min(nl, pos + HEAD)]))
             if nl - pos > big_line:
                 page[4].append((line, i, pos, nl))
             i += 1
             next_line = index.line_number(i) if i < n else -1
-        elif data[pos:nl].strip(b" \t\r"):
-            if page is None:
-                page = [0, None, 1, [], []]
-            page[4].append((line, None, pos, nl))
+            gap = nl + 1
+        else:
+            if data[pos:nl].strip(b" \t\r"):
+                if page is None:
+                    page = [*origin[:1], None, origin[1], [], []]
+                odd = page[4]
+                if (odd and odd[-1][1] is None and odd[-1][3] >= gap and nl - pos <= big_line
+                        and nl - odd[-1][2] <= big_line):
+                    odd[-1] = (odd[-1][0], None, odd[-1][2], nl)
+                else:
+                    odd.append((line, None, pos, nl))
+            if whole and page is None:
+                if nl + 1 - origin[0] >= hard_bytes:
+                    origin = (nl + 1, line + 1)
+            elif whole and page is not None and nl + 1 - page[0] >= hard_bytes:
+                if page[3] or page[4]:
+                    page[1] = nl
+                    pages.append(page)
+                    page = None
+                    origin = (nl + 1, line + 1)
+                else:
+                    page[0], page[2] = nl + 1, line + 1
         line += 1
         pos = nl + 1
     if page is not None:
@@ -209,3 +232,77 @@ def test_a_folder_of_a_damaged_transcript_holds_every_line_once(tmp_path: Path) 
     assert len(seen) == count
     assert not [p for p in (tmp_path / "site").rglob("*.tmp")]
     assert os.path.exists(result.path)
+
+
+@pytest.mark.parametrize("single", [True, False])
+def test_runs_of_damaged_lines_keep_their_line_numbers(tmp_path: Path, single: bool) -> None:
+    src = tmp_path / "junk.jsonl"
+    lines = [envelope(0, "session-meta", {})]
+    for k in range(1, 40):
+        lines.append(envelope(k, "message", {"content": "x" * 2000, "role": "user" if k % 3 == 1 else "assistant"}))
+        lines += [b"junk `$ <b> " + b"z" * 32 + str(j).encode() if j % 5 else b" \t" for j in range(k * 300)]
+    src.write_bytes(b"\n".join(lines) + b"\nlast junk")
+    reading = read(str(src), lenient=True)
+    result = write_html(reading, str(tmp_path / "out.html" if single else tmp_path / "site"), single=single)
+    if single:
+        text = (tmp_path / "out.html").read_text()
+        island = text.split('id=at-data data-first="1">\n', 1)[1].split("\n</script>", 1)[0]
+        shown = [(1, island.split("\n"))]
+    else:
+        assert result.pages > 2  # junk lines count toward a page's bytes
+        shown = [chunk_lines(c) for c in sorted((tmp_path / "site" / "c").iterdir())]
+    file_lines = src.read_bytes().split(b"\n")
+    seen = []
+    for first, got in shown:
+        for n, line in enumerate(got):
+            if line.strip():
+                value = json.loads(line.replace("\\u003c", "<") if single else line)
+                seen.append(first + n)
+                if isinstance(value, str):  # a damaged line, shown as its text
+                    assert value == file_lines[first + n - 1].decode()
+    assert seen == [n + 1 for n, line in enumerate(file_lines) if line.strip()]
+
+
+# Runs html in a grandchild (so that its peak RSS is its own, not a big parent's
+# fork) and prints that peak, in KiB.
+_PEAK = r"""
+import os, subprocess, sys
+code = '''
+import sys
+from agent_transcript.inspect import read
+from agent_transcript.viewer import write_html
+write_html(read(sys.argv[1], lenient=True), sys.argv[2], single=sys.argv[3] == "single")
+'''
+p = subprocess.Popen([sys.executable, "-c", code, *sys.argv[1:]])
+_, status, usage = os.wait4(p.pid, 0)
+assert status == 0, status
+print(usage.ru_maxrss)
+"""
+
+
+def _html_peak(tmp_path: Path, mib: int, how: str) -> int:
+    """The peak RSS, in bytes, of a fresh interpreter writing the html of a
+    session-meta then ``mib`` MiB of short lines that are no envelopes."""
+    src = tmp_path / f"junk{mib}.jsonl"
+    line = b"not an envelope, line %08d\n"
+    with open(src, "wb") as f:
+        f.write(envelope(0, "session-meta", {}) + b"\n")
+        f.writelines(line % k for k in range((mib << 20) // len(line % 0)))
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", _PEAK, str(src), str(tmp_path / f"out{mib}{how}"), how],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout) * 1024
+
+
+def test_html_of_damaged_lines_stays_in_bounded_memory(tmp_path: Path) -> None:
+    """A run of junk lines is a few entries and a page's bytes are bounded, so a
+    folder of pages of 32 MiB of junk peaks where one of 8 MiB does, and one page
+    of 6 MiB (the single-file output) holds a few times its bytes, not dozens."""
+    base = _html_peak(tmp_path, 0, "single")
+    single = _html_peak(tmp_path, 6, "single")
+    small, big = _html_peak(tmp_path, 8, "folder"), _html_peak(tmp_path, 32, "folder")
+    print("html peaks (MiB): base, 6 MiB single, 8 and 32 MiB folders:", *(round(x / 2**20) for x in (base, single, small, big)))
+    assert single - base < 8 * (6 << 20), (base, single)
+    assert big - base < (small - base) * 5 // 4 + (16 << 20), (base, small, big)

@@ -25,6 +25,7 @@ from .archive import archive_arguments, cmd_archive
 from .bench import cmd_bench
 from .check import cmd_check
 from .demo import cmd_demo
+from .diff import cmd_diff, diff_arguments
 from .export import cmd_export, export_arguments
 from .errors import PROG, CliError
 from .follow import cmd_follow
@@ -33,6 +34,7 @@ from .ls import cmd_ls, ls_arguments
 from .html import cmd_html, html_arguments
 from .importer import cmd_import, import_arguments
 from .reading import describe_os_error
+from .prices import prices_option
 from .repair import cmd_repair
 from .serve import cmd_serve, serve_arguments
 from .show import cmd_show, show_arguments
@@ -66,9 +68,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="JSON instead of text")
     p.set_defaults(func=cmd_repair)
 
-    p = sub.add_parser("stats", help="counts and sizes", description="Counts and bytes per type, messages, compactions, elisions, tools, pending operations, artifacts.")
+    p = sub.add_parser("stats", help="counts and sizes", description="Counts and bytes per type, messages, compactions, elisions, tools, pending operations, artifacts, and the tokens the run used where its transcript records them (per model; each model response counted once).")
     p.add_argument("path", metavar="PATH")
     p.add_argument("--json", action="store_true", help="JSON instead of text")
+    prices_option(p)
     colour_option(p)
     p.set_defaults(func=cmd_stats)
 
@@ -102,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     ls_arguments(p)
     p.set_defaults(func=cmd_ls)
 
-    p = sub.add_parser("export", help="transcripts as Parquet tables, hive-partitioned by day (DuckDB, Spark)", description="Export every *.jsonl and *.jsonl.zst under each DIR into OUT as four Parquet tables (sessions, envelopes, messages, tool_operations), hive-partitioned by the day each session started, with replay's answers (live messages, tool operation states, pending ones included). A file unchanged since the last export into OUT is skipped. Needs pyarrow (pip install 'agent-transcript[arrow]'). The transcripts are only read.")
+    p = sub.add_parser("export", help="transcripts as Parquet tables (DuckDB, Spark) or OpenTelemetry traces", description="Export every *.jsonl and *.jsonl.zst under each DIR into OUT as four Parquet tables (sessions, envelopes, messages, tool_operations), hive-partitioned by the day each session started, with replay's answers (live messages, tool operation states, pending ones included). A file unchanged since the last export into OUT is skipped. Needs pyarrow (pip install 'agent-transcript[arrow]'). With --format otlp-json: each transcript as an OpenTelemetry trace (GenAI semantic conventions), one OTLP/JSON request per line of the file OUT, and/or sent to an OTLP/HTTP receiver (--endpoint). --format markdown writes one transcript as a Markdown page instead (stdout, or -o FILE), --redact taking secrets out. The transcripts are only read.")
     export_arguments(p)
     p.set_defaults(func=cmd_export)
 
@@ -117,6 +120,10 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("import", help="a Claude Code session or Codex rollout as a transcript", description="Import Claude Code sessions and Codex rollouts (a file, several, or a folder, mirrored; a folder import skips what is unchanged since its import). The format is detected unless --from says it. An existing destination is never overwritten without --force. Exit 1 when a folder held a file that could not be read (named on stderr; the rest imported).")
     import_arguments(p)
     p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("diff", help="where two transcripts part, and what each then has", description="Compare two transcripts envelope by envelope (a fork and its source, two retries of one task): the last line they share, then what each has after it. Exit 0 the same, 1 they part, 2 bad input. Both are only read.")
+    diff_arguments(p)
+    p.set_defaults(func=cmd_diff)
 
     sub.add_parser("bench", help="measure against a plain-Python baseline: a quick run of seconds; --mb 1024 for the 1 GiB targets (see: bench --help)", add_help=False)
     return parser

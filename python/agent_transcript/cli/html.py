@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 
 from ..viewer import write_html
 from .errors import CliError
+from ..redaction import write_redacted_copy
 from .reading import describe_os_error, read
+from .redact import redaction_options, redactor_of
 
 __all__ = ["cmd_html", "html_arguments"]
 
@@ -19,13 +22,20 @@ def html_arguments(p: argparse.ArgumentParser) -> None:
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--single", dest="single", action="store_const", const=True, default=None, help="one self-contained file, whatever the size")
     mode.add_argument("--pages", dest="single", action="store_const", const=False, help="a folder of pages, whatever the size")
+    redaction_options(p)
 
 
 def cmd_html(args: argparse.Namespace) -> int:
+    redactor = redactor_of(args)
     reading = read(args.path)
     out = args.output
     try:
-        result = write_html(reading, out, single=args.single)
+        if redactor is None:
+            result = write_html(reading, out, single=args.single)
+        else:  # the page of a redacted copy, in a private folder removed afterwards
+            with tempfile.TemporaryDirectory(prefix="agent-transcript-redacted-") as scratch:
+                copy = read(write_redacted_copy(args.path, scratch, redactor))
+                result = write_html(copy, out, single=args.single)
     except OSError as exc:
         raise CliError(describe_os_error(exc, getattr(exc, "filename", None) or out)) from None
     if result.single:

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 from ..fleet import TranscriptRow, list_transcripts, sort_rows
 from ..inspect import os_error_reason
 from .errors import CliError
+from .ls_tokens import write_with_tokens
 from .style import clip, escaped, human_bytes, json_text, local_time, terminal_width
 
 __all__ = ["cmd_ls", "ls_arguments", "SORT_KEYS"]
@@ -26,6 +27,9 @@ def ls_arguments(p: argparse.ArgumentParser) -> None:
                    help="sort by this (default: the walk's order, name order in each folder, printed as found)")
     p.add_argument("--reverse", action="store_true", help="the other way round")
     p.add_argument("--no-recursive", dest="recursive", action="store_false", help="only the folder itself")
+    p.add_argument("--tokens", action="store_true",
+                   help="the tokens each run used and the folder's total, each model response once "
+                        "(reads every file whole: slower)")
 
 
 class _Progress:
@@ -63,7 +67,9 @@ def cmd_ls(args: argparse.Namespace) -> int:
             listed = sort_rows(rows, SORT_KEYS[args.sort or "path"])
             rows = reversed(listed) if args.reverse else listed
         try:
-            if args.json:
+            if args.tokens:
+                write_with_tokens(rows, args.json)
+            elif args.json:
                 _write_json(rows)
             else:
                 _write_text(rows)

@@ -1,4 +1,5 @@
-"""``stats PATH``: counts and sizes (``agent_transcript.inspect.Stats``), as text or ``--json``."""
+"""``stats PATH``: counts and sizes (``agent_transcript.inspect.Stats``) and tokens
+(``agent_transcript.inspect.tokens``), as text or ``--json``."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import sys
 from typing import Any, Callable
 
 from ..inspect import compute_stats
+from ..inspect.tokens import read_usage, token_totals
+from .prices import prices_of, token_rows
 from .reading import read
 from .style import Style, clip, colour_enabled, escaped, human_bytes, plural, sanitized, seconds, write_json
 
@@ -15,9 +18,11 @@ __all__ = ["cmd_stats"]
 
 def cmd_stats(args: argparse.Namespace) -> int:
     """``stats PATH``: counts and sizes."""
+    prices = prices_of(args)
     stats = compute_stats(read(args.path))
+    used = token_totals(read_usage(args.path))
     if args.json:
-        write_json(stats.to_json())
+        write_json({**stats.to_json(), "tokens": used.to_json(prices)})
         return 0
     st = sanitized(stats.to_json())
     s = Style(colour_enabled(args.color, sys.stdout))
@@ -84,6 +89,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
            lambda c: s(f"{c['tool'] or '?'} {c['call_id']}", "yellow") + f" (line {c['line']}, message {c['message_id']})")
     for i, o in enumerate(st["orphan_tool_messages"] or []):
         row("orphans" if i == 0 else "", s(f"tool message for {o['tool_call_id']}", "yellow") + f" (line {o['line']}, message {o['message_id']}) answers no call")
+    for i, text in enumerate(token_rows(used, prices)):
+        row("tokens" if i == 0 else "", text)
     a = st["artifacts"]
     if a["count"]:
         missing = f", {s(str(a['missing']) + ' missing', 'red')}" if a["missing"] else ""

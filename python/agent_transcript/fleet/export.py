@@ -638,11 +638,26 @@ def export_transcripts(*paths: str | os.PathLike[str], out: str | os.PathLike[st
         raise
 
 
+#: How long an export waits for the lock before it says another export holds it.
+LOCK_PATIENCE = 2.0
+
+
 def _take_lock(fd: int, target: Path) -> None:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        raise ExportError(f"{target}: another export is writing this folder") from None
+    # A lock that is free may still be refused for an instant: a process that
+    # another thread here is starting shares the last export's open file (and
+    # so its lock) from its fork to its exec. So the lock is asked for again,
+    # with a growing pause (backoff), before another export is blamed.
+    pause, waited = 0.001, 0.0
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if waited >= LOCK_PATIENCE:
+                raise ExportError(f"{target}: another export is writing this folder") from None
+        time.sleep(pause)
+        waited += pause
+        pause = min(pause * 2, 0.1)
 
 
 def _export(roots: list[Path], out: Path, batch_bytes: int = BATCH_BYTES) -> ExportResult:

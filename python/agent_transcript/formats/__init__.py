@@ -34,7 +34,7 @@ from typing import IO, Any, BinaryIO, Callable, Iterator
 
 from ..inspect.paths import open_regular_file, read_regular_file
 from ..inspect.sources import decompress, decompressed_head, is_compressed
-from . import claude_code, codex
+from . import _conversion, claude_code, codex
 from ._emit import Emitter
 from ._source import (
     EPOCH_TS,
@@ -468,8 +468,8 @@ def _import_from(source: Path, read: Path, dest: Path, source_format: str | None
         records = Records(held.enter_context(open_regular_file(read)))
         spool = held.enter_context(tempfile.TemporaryFile(dir=dest.parent))
         emit = Emitter(ids, lambda t, i, ts, p: spool.write(envelope_line(t, i, ts, p)))
-        module = claude_code if fmt == "claude-code" else codex
-        info = module.convert(used, emit, warnings, records.full)
+        convert = _conversion.convert if fmt == "claude-code" else codex.convert
+        info = convert(used, emit, warnings, records.full)
         if emit.message_count == 0 and detected is None:
             raise UnknownFormat(f"{source}: neither a Claude Code session nor a Codex rollout")
         pending = emit.pending_calls()

@@ -26,7 +26,7 @@ class Emitter:
         self.calls: dict[str, str] = {}  # call id -> op id, for the calls of live assistant messages
         self.settled: set[str] = set()
         self._call_message: dict[str, str] = {}
-        self._grants: Any = None
+        self.granted: Any = None  # the last grants snapshot written
         self._facts: list[list[Any]] | None = None
 
     def at(self, ts: str | None) -> str:
@@ -119,8 +119,8 @@ class Emitter:
         self.calls = {c: op for c, op in self.calls.items() if self._call_message.get(c) in kept}
 
     def grants(self, snapshot: Any, ts: str | None = None) -> None:
-        if snapshot != self._grants:
-            self._grants = snapshot
+        if snapshot != self.granted:
+            self.granted = snapshot
             self.envelope("grants", {"grants": snapshot}, ts, "grants")
 
     def facts(self, facts: list[list[Any]], ts: str | None = None) -> None:

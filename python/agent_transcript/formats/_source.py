@@ -32,10 +32,12 @@ __all__ = [
     "ImportResult",
     "Line",
     "read_source",
+    "parse_line",
     "Ids",
     "to_ts",
     "Destination",
     "source_line_payload",
+    "source_line_bytes",
     "strict_json",
 ]
 
@@ -194,24 +196,31 @@ def read_source(path: Path, keep: Callable[[dict[str, Any]], dict[str, Any] | No
         for number, chunk in enumerate(f, 1):
             sha.update(chunk)
             raw = chunk[:-1] if chunk.endswith(b"\n") else chunk
-            record, damage = _parse(raw)
-            when = to_ts(record.get("timestamp"), "") or None if record is not None else None
-            line = Line(number, size, len(raw), record if keep is None or record is None else keep(record),
-                        damage, when=when)
+            lines.append(parse_line(number, size, raw, warnings, keep))
             size += len(chunk)
-            if damage is not None:
-                line.status = "damaged"
-                kept = "the record in it used" if record is not None else "kept raw"
-                warnings.append(f"line {number}: damaged ({damage}); {kept}")
-            elif record is None and raw.strip(_BLANK):
-                line.status = "metadata"
-            elif record is None:
-                line.status = "blank"
-            lines.append(line)
         return size
 
     size = read_regular_file(path, read)
     return lines, "sha256:" + sha.hexdigest(), size, warnings
+
+
+def parse_line(number: int, offset: int, raw: bytes, warnings: list[str],
+               keep: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None) -> Line:
+    """Source line ``number`` (``raw``, without its ``\\n``, at byte ``offset``), parsed;
+    a damaged one is told in ``warnings``. ``keep`` as for ``read_source``."""
+    record, damage = _parse(raw)
+    when = to_ts(record.get("timestamp"), "") or None if record is not None else None
+    line = Line(number, offset, len(raw), record if keep is None or record is None else keep(record),
+                damage, when=when)
+    if damage is not None:
+        line.status = "damaged"
+        kept = "the record in it used" if record is not None else "kept raw"
+        warnings.append(f"line {number}: damaged ({damage}); {kept}")
+    elif record is None and raw.strip(_BLANK):
+        line.status = "metadata"
+    elif record is None:
+        line.status = "blank"
+    return line
 
 
 class Records:
@@ -273,16 +282,24 @@ def source_line_payload(line: Line, raw: bytes) -> dict[str, Any]:
     return payload
 
 
+def source_line_bytes(payload: dict[str, Any]) -> bytes:
+    """The source line a ``source-line`` envelope's payload carries, byte for byte."""
+    text = payload.get("text")
+    if isinstance(text, str):
+        return text.encode("utf-8", "surrogatepass")
+    return base64.b64decode(str(payload.get("base64") or ""))
+
+
 class Ids:
     """Deterministic envelope ids: a UUIDv5 of the source's digest, a kind and a counter."""
 
     def __init__(self, source_digest: str, used: int = 0) -> None:
         self._base = source_digest
-        self._n = used
+        self.used = used  # how many were made
 
     def next(self, kind: str) -> str:
-        self._n += 1
-        return uuid.uuid5(_NAMESPACE, f"{kind}:{self._base}:{self._n}").hex
+        self.used += 1
+        return uuid.uuid5(_NAMESPACE, f"{kind}:{self._base}:{self.used}").hex
 
 
 def to_ts(value: Any, fallback: str) -> str:
@@ -721,13 +738,8 @@ def iter_source_lines(path: Path) -> Iterator[bytes]:
             if not isinstance(envelope, dict) or envelope.get("type") != SOURCE_LINE:
                 continue
             payload = envelope.get("payload")
-            if not isinstance(payload, dict):
-                continue
-            text = payload.get("text")
-            if isinstance(text, str):
-                yield text.encode("utf-8", "surrogatepass")
-            else:
-                yield base64.b64decode(str(payload.get("base64") or ""))
+            if isinstance(payload, dict):
+                yield source_line_bytes(payload)
         f.close()
     except BaseException:  # GeneratorExit too: closed before its end
         if f is not None:

@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable
 from ._emit import Emitter
 from ._source import Line, to_ts
 
-__all__ = ["looks_like", "slim", "convert"]
+__all__ = ["looks_like", "slim"]
 
 CHAIN = frozenset(("user", "assistant", "attachment", "system"))
 META_TYPES = frozenset((
@@ -83,16 +83,29 @@ def _when(record: dict[str, Any]) -> str | None:
 
 
 class _Tree:
-    """The chain records by uuid (a repeated uuid: the later value, the first position)."""
+    """The chain records by uuid (a repeated uuid: the later value, the first position),
+    built a batch of lines at a time (``add``); ``relink`` then gives the tree
+    resume reads."""
 
-    def __init__(self, lines: list[Line], full: Callable[[Line], dict[str, Any]]) -> None:
+    def __init__(self, full: Callable[[Line], dict[str, Any]]) -> None:
         self._full = full
         self.records: dict[str, dict[str, Any]] = {}
         self.line_of: dict[str, Line] = {}
+        # The tree as written, for the history before a compaction; resume reads
+        # the relinked one (``parent``, made by ``relink``).
+        self.written_parent: dict[str, str | None] = {}
         self.parent: dict[str, str | None] = {}
         self._by_message: dict[str, list[str]] | None = None
         self._results_by_parent: dict[str, list[str]] | None = None
-        bridge: dict[str, str | None] = {}
+        self._bridge: dict[str, str | None] = {}
+        self._status: dict[str, str] = {}  # what reading made of each chain line, before any walk
+        self.named: set[str] = set()  # every parentUuid a record names
+        self.pruned: set[str] = set()
+        self.preserved: set[str] = set()
+
+    def add(self, lines: Iterable[Line]) -> None:
+        """Take in the next lines of the session."""
+        bridge = self._bridge
         for line in lines:
             r = line.record
             if r is None:
@@ -102,6 +115,8 @@ class _Tree:
                 continue
             p = r.get("parentUuid")
             p = p if isinstance(p, str) else None
+            if p is not None:
+                self.named.add(p)
             if p is not None and p in bridge:
                 p = bridge[p]
             if r.get("type") == "progress":
@@ -113,12 +128,18 @@ class _Tree:
                 self.line_of[uid].status = "superseded"
             self.records[uid] = r
             self.line_of[uid] = line
-            self.parent[uid] = p
-        # The tree as written, for the history before a compaction; resume reads
-        # the relinked one.
-        self.written_parent = dict(self.parent)
-        self.pruned: set[str] = set()
-        self.preserved: set[str] = set()
+            self._status[uid] = line.status
+            self.written_parent[uid] = p
+        self._by_message = self._results_by_parent = None
+
+    def relink(self) -> None:
+        """The tree resume reads, from the tree as written: every line's status
+        back to what reading made of it, then the preserved segment relinked."""
+        for uid, line in self.line_of.items():
+            line.status = self._status[uid]
+        self.parent = dict(self.written_parent)
+        self.pruned = set()
+        self.preserved = set()
         self._relink_preserved_segment()
 
     def _relink_preserved_segment(self) -> None:
@@ -207,7 +228,8 @@ class _Tree:
         chain.reverse()
         return self._recover_parallel_results(chain, seen)
 
-    def _recover_parallel_results(self, chain: list[str], seen: set[str]) -> list[str]:
+    def _recover_parallel_results(self, chain: list[str], seen: set[str],
+                                  among: Iterable[str] | None = None) -> list[str]:
         # One line per streamed content block: N parallel tool_use blocks are N
         # assistant lines sharing a message.id, each tool_result a child of its
         # own one; the walk keeps one branch, this puts the others back.
@@ -219,7 +241,9 @@ class _Tree:
                 anchor[mid] = u
         if not anchor:
             return chain
-        siblings, results_by_parent = self._indexes()
+        # The records the siblings and results are looked for among: all of them, or
+        # the ones that can be (only those a chain grew by, see _conversion).
+        siblings, results_by_parent = self._indexes() if among is None else self._indexes_of(among)
         insert: dict[str, list[str]] = {}
         done: set[str] = set()
         for u in assistants:
@@ -250,18 +274,22 @@ class _Tree:
         """The assistant records by ``message.id`` and the tool-result records by parent,
         in map order: built once (every segment's walk uses them)."""
         if self._by_message is None or self._results_by_parent is None:
-            siblings: dict[str, list[str]] = {}
-            results_by_parent: dict[str, list[str]] = {}
-            for u, r in self.records.items():
-                mid = self.msg_id(u)
-                if mid is not None:
-                    siblings.setdefault(mid, []).append(u)
-                elif r.get("type") == "user" and (r.get(_HAS_RESULTS) or _tool_results(r)):
-                    p = self.parent[u]
-                    if p is not None:
-                        results_by_parent.setdefault(p, []).append(u)
-            self._by_message, self._results_by_parent = siblings, results_by_parent
+            self._by_message, self._results_by_parent = self._indexes_of(self.records)
         return self._by_message, self._results_by_parent
+
+    def _indexes_of(self, uids: Iterable[str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        siblings: dict[str, list[str]] = {}
+        results_by_parent: dict[str, list[str]] = {}
+        for u in uids:
+            r = self.records[u]
+            mid = self.msg_id(u)
+            if mid is not None:
+                siblings.setdefault(mid, []).append(u)
+            elif r.get("type") == "user" and (r.get(_HAS_RESULTS) or _tool_results(r)):
+                p = self.parent[u]
+                if p is not None:
+                    results_by_parent.setdefault(p, []).append(u)
+        return siblings, results_by_parent
 
     def _sort_key(self, uid: str) -> tuple[bool, str]:
         when = _when(self.records[uid])
@@ -437,14 +465,9 @@ def _extra_flags(record: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
     return {k: record[k] for k in keys if k in record}
 
 
-def convert(lines: list[Line], emit: Emitter, warnings: list[str],
-            full: Callable[[Line], dict[str, Any]]) -> dict[str, Any]:
-    """Emit the replayed conversation of a Claude Code session; returns the session-meta facts.
-
-    ``lines`` hold what ``slim`` keeps; ``full`` reads a line's whole record."""
-    tree = _Tree(lines, full)
+def _emit(tree: _Tree, meta_records: list[dict[str, Any]], emit: Emitter,
+          warnings: list[str]) -> tuple[dict[str, Any], _Run | None]:
     info: dict[str, Any] = {}
-    meta_records = [ln.record for ln in lines if ln.record is not None and ln.record.get("type") not in CHAIN]
     titles: dict[str, Any] = {}
     summaries: list[tuple[str, Any]] = []  # (title, leafUuid)
     last_mode: Any = None
@@ -470,7 +493,7 @@ def convert(lines: list[Line], emit: Emitter, warnings: list[str],
             info["version"] = r["version"]
     leaf = tree.leaf()
     if leaf is None:
-        return info
+        return info, None
     info["leaf"] = leaf
     segments = _segments(tree, leaf)
     # A summary names the leaf it summarises: the title is the last one whose leaf is on
@@ -487,110 +510,143 @@ def convert(lines: list[Line], emit: Emitter, warnings: list[str],
             line.status = "sidechain" if tree.records[uid].get("isSidechain") is True else "off-branch"
 
     active = {u for segment in segments for u in segment}
-    not_taken = _not_taken(tree, active)
-    facts: dict[str, Any] = {}
-    mode: Any = None
-    run_id: str | None = None
-    round_ = -1
-    seen_mids: set[str] = set()
-    answered: set[str] = set()
+    run = _Run(tree, emit, warnings, info, _not_taken(tree, active))
     for index, segment in enumerate(segments):
         groups = _groups(tree, segment)
         if index > 0 and (not groups or groups[0].kind != "summary"):
             # A boundary with no summary after it: resume starts from the boundary.
             first = tree.records[segment[0]]
             emit.rewind(0, to_ts(first.get("timestamp"), emit.ts))
-            answered = set()
+            run.answered = set()
         for g in groups:
-            _branches_before(tree, emit, g, not_taken)
-            r = g.records[0]
-            ts = to_ts(r.get("timestamp"), emit.ts)
-            for key, name in (("cwd", "cwd"), ("version", "version"), ("gitBranch", "git-branch")):
-                if isinstance(r.get(key), str):
-                    facts[name] = r[key]
-            if g.kind == "summary":
-                boundary = tree.full(segment[0])
-                cm = boundary.get("compactMetadata")
-                cm = cm if isinstance(cm, dict) else {}
-                before: int = cm["preTokens"] if isinstance(cm.get("preTokens"), int) else 0
-                after: int = cm["postTokens"] if isinstance(cm.get("postTokens"), int) else 0
-                extra = {"claude-code": {**_provenance(tree, g), "isCompactSummary": True}}
-                if isinstance(g.content, str):
-                    emit.compaction(g.content, before, after, ts=ts)
-                else:
-                    parts, _ = _user_content(g.content)
-                    emit.compaction(_text_of(g.content), before, after, ts=ts,
-                                    replacement=[{**extra, "role": "user", "content": parts}])
-                answered = set()
-                continue
-            if g.kind == "user":
-                if isinstance(r.get("permissionMode"), str) and r["permissionMode"] != mode:
-                    mode = r["permissionMode"]
-                    emit.grants({"claude-code": {"permission-mode": mode}}, ts)
-                said, dropped = _user_content(g.content)
-                cc = {**_provenance(tree, g), **_extra_flags(r, ("isMeta", "promptId", "isCompactSummary"))}
-                if dropped:
-                    cc["blocks-dropped"] = dropped
-                emit_facts(emit, facts, ts)
-                emit.message({"claude-code": cc, "role": "user", "content": said}, ts)
-                if not r.get("isMeta"):
-                    run_id = r.get("promptId") if isinstance(r.get("promptId"), str) else g.uids[0]
-                    round_ = -1
-                    seen_mids = set()
-                continue
-            if g.kind == "assistant":
-                mapped = _assistant_payload(tree, g)
-                if mapped is None:
-                    continue  # thinking-only or whitespace-only: Claude Code drops it on resume
-                payload, calls = mapped
-                model = payload["claude-code"].get("model")
-                if isinstance(model, str) and model != "<synthetic>":
-                    facts["model"] = model
-                    info["model"] = model
-                emit_facts(emit, facts, ts)
-                emit.message(payload, ts)
-                if g.mid is None or g.mid not in seen_mids:
-                    round_ += 1
-                    if g.mid is not None:
-                        seen_mids.add(g.mid)
-                for b in calls:
-                    arguments = b.get("input", {})
-                    emit.dispatch(b["id"], str(b.get("name", "")), arguments, run_id=run_id,
-                                  round_=max(round_, 0), ts=ts)
-                continue
-            # a tool result
-            b = g.block
-            call = b.get("tool_use_id")
-            content = _result_content(b)
-            cc = {**_provenance(tree, g)}
-            if "is_error" in b:
-                cc["is_error"] = b["is_error"]
-            if not isinstance(call, str) or call not in emit.calls or call in answered:
-                why = "duplicate" if call in answered else "orphan"
-                warnings.append(f"line {tree.line_of[g.uids[0]].number}: a tool_result for "
-                                f"{call!r} answers no live call ({why}); imported as a user message")
-                cc[f"{why}-tool-result"] = call
-                emit.message({"claude-code": cc, "role": "user", "content": content}, ts)
-                continue
-            answered.add(call)
-            emit.message({"claude-code": cc, "role": "tool", "tool_call_id": call, "content": content}, ts)
-            outcome, reason, error = "completed", None, None
-            if b.get("is_error") is True:
-                outcome = "failed"
-                text = _text_of(content)
-                tur = r.get("toolUseResult")
-                if any(s in text for s in _REJECTED):
-                    reason = "rejected-by-user"
-                elif _INTERRUPTED in text or (isinstance(tur, dict) and tur.get("interrupted") is True):
-                    reason = "interrupted"
-                else:
-                    error = text or None
-            emit.settle(call, outcome, ts, reason=reason, duration=_duration(r.get("toolUseResult")), error=error)
-    for paths in not_taken.values():  # left from the active branch's last record
-        _emit_not_taken(tree, emit, paths)
-    if last_mode is not None and last_mode != mode:
-        emit.grants({"claude-code": {"permission-mode": last_mode}})
-    return info
+            run.group(g, segment)
+    run.finish(last_mode)
+    return info, run
+
+
+class _Run:
+    """The conversation written a group at a time: what it carries from one group to
+    the next (kept after the last, so that a chain that only grew goes on from it)."""
+
+    def __init__(self, tree: _Tree, emit: Emitter, warnings: list[str], info: dict[str, Any],
+                 not_taken: dict[str, list[list[str]]]) -> None:
+        self.tree, self.emit, self.warnings, self.info, self.not_taken = tree, emit, warnings, info, not_taken
+        self.facts: dict[str, Any] = {}
+        self.mode: Any = None
+        self.run_id: str | None = None
+        self.round_ = -1
+        self.seen_mids: set[str] = set()
+        self.answered: set[str] = set()
+        self.left_over = False  # branches not taken were written after the last group
+        self.before_grants: tuple[int, int, Any, str | None] | None = None
+
+    def group(self, g: _Group, segment: list[str]) -> None:
+        """Write one group of the active chain (of ``segment``)."""
+        tree, emit, warnings = self.tree, self.emit, self.warnings
+        _branches_before(tree, emit, g, self.not_taken)
+        r = g.records[0]
+        ts = to_ts(r.get("timestamp"), emit.ts)
+        for key, name in (("cwd", "cwd"), ("version", "version"), ("gitBranch", "git-branch")):
+            if isinstance(r.get(key), str):
+                self.facts[name] = r[key]
+        if g.kind == "summary":
+            boundary = tree.full(segment[0])
+            cm = boundary.get("compactMetadata")
+            cm = cm if isinstance(cm, dict) else {}
+            before: int = cm["preTokens"] if isinstance(cm.get("preTokens"), int) else 0
+            after: int = cm["postTokens"] if isinstance(cm.get("postTokens"), int) else 0
+            extra = {"claude-code": {**_provenance(tree, g), "isCompactSummary": True}}
+            if isinstance(g.content, str):
+                emit.compaction(g.content, before, after, ts=ts)
+            else:
+                parts, _ = _user_content(g.content)
+                emit.compaction(_text_of(g.content), before, after, ts=ts,
+                                replacement=[{**extra, "role": "user", "content": parts}])
+            self.answered = set()
+            return
+        if g.kind == "user":
+            if isinstance(r.get("permissionMode"), str) and r["permissionMode"] != self.mode:
+                self.mode = r["permissionMode"]
+                emit.grants({"claude-code": {"permission-mode": self.mode}}, ts)
+            said, dropped = _user_content(g.content)
+            cc = {**_provenance(tree, g), **_extra_flags(r, ("isMeta", "promptId", "isCompactSummary"))}
+            if dropped:
+                cc["blocks-dropped"] = dropped
+            emit_facts(emit, self.facts, ts)
+            emit.message({"claude-code": cc, "role": "user", "content": said}, ts)
+            if not r.get("isMeta"):
+                self.run_id = r.get("promptId") if isinstance(r.get("promptId"), str) else g.uids[0]
+                self.round_ = -1
+                self.seen_mids = set()
+            return
+        if g.kind == "assistant":
+            mapped = _assistant_payload(tree, g)
+            if mapped is None:
+                return  # thinking-only or whitespace-only: Claude Code drops it on resume
+            payload, calls = mapped
+            model = payload["claude-code"].get("model")
+            if isinstance(model, str) and model != "<synthetic>":
+                self.facts["model"] = model
+                self.info["model"] = model
+            emit_facts(emit, self.facts, ts)
+            emit.message(payload, ts)
+            if g.mid is None or g.mid not in self.seen_mids:
+                self.round_ += 1
+                if g.mid is not None:
+                    self.seen_mids.add(g.mid)
+            for b in calls:
+                arguments = b.get("input", {})
+                emit.dispatch(b["id"], str(b.get("name", "")), arguments, run_id=self.run_id,
+                              round_=max(self.round_, 0), ts=ts)
+            return
+        # a tool result
+        b = g.block
+        call = b.get("tool_use_id")
+        content = _result_content(b)
+        cc = {**_provenance(tree, g)}
+        if "is_error" in b:
+            cc["is_error"] = b["is_error"]
+        if not isinstance(call, str) or call not in emit.calls or call in self.answered:
+            why = "duplicate" if call in self.answered else "orphan"
+            warnings.append(f"line {tree.line_of[g.uids[0]].number}: a tool_result for "
+                            f"{call!r} answers no live call ({why}); imported as a user message")
+            cc[f"{why}-tool-result"] = call
+            emit.message({"claude-code": cc, "role": "user", "content": content}, ts)
+            return
+        self.answered.add(call)
+        emit.message({"claude-code": cc, "role": "tool", "tool_call_id": call, "content": content}, ts)
+        outcome, reason, error = "completed", None, None
+        if b.get("is_error") is True:
+            outcome = "failed"
+            text = _text_of(content)
+            tur = r.get("toolUseResult")
+            if any(s in text for s in _REJECTED):
+                reason = "rejected-by-user"
+            elif _INTERRUPTED in text or (isinstance(tur, dict) and tur.get("interrupted") is True):
+                reason = "interrupted"
+            else:
+                error = text or None
+        emit.settle(call, outcome, ts, reason=reason, duration=_duration(r.get("toolUseResult")), error=error)
+
+    def finish(self, last_mode: Any) -> None:
+        """What comes after the last group: the branches not taken left from it, and
+        the last permission mode when it is not the one in force."""
+        self.left_over = bool(self.not_taken)
+        for paths in self.not_taken.values():  # left from the active branch's last record
+            _emit_not_taken(self.tree, self.emit, paths)
+        self.not_taken = {}
+        emit = self.emit
+        self.before_grants = (emit.ids.used, len(emit.out), emit.granted, emit.first_ts)
+        if last_mode is not None and last_mode != self.mode:
+            emit.grants({"claude-code": {"permission-mode": last_mode}})
+
+    def unfinish(self) -> None:
+        """Take back the last permission mode ``finish`` wrote, to write more groups."""
+        if self.before_grants is not None:
+            used, written, snapshot, first_ts = self.before_grants
+            self.emit.ids.used, self.emit.granted, self.emit.first_ts = used, snapshot, first_ts
+            del self.emit.out[written:]
+            self.before_grants = None
 
 
 #: What ``claude --resume`` sets in the ``usage`` of an assistant message a

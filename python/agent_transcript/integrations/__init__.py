@@ -10,6 +10,10 @@
 * ``agent_framework``: ``TranscriptHistoryProvider``, the Microsoft Agent
   Framework's ``HistoryProvider`` over a folder of transcripts, one per session
   (extra ``agent-transcript[agent-framework]``).
+* ``claude_agent_sdk``: ``TranscriptSessionStore``, the Claude Agent SDK's
+  ``SessionStore`` over a folder of transcripts, one per session key, each
+  holding Claude Code's lines and the conversation the importer makes of them
+  (extra ``agent-transcript[claude-agent-sdk]``).
 * ``strands``: ``TranscriptSessionRepository``, Strands Agents'
   ``SessionRepository`` over a folder of transcripts, one per session, used
   through Strands' ``RepositorySessionManager`` (extra ``agent-transcript[strands]``).

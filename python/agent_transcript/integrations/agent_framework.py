@@ -22,14 +22,10 @@ Needs the ``agent-framework`` extra: ``pip install "agent-transcript[agent-frame
 from __future__ import annotations
 
 import asyncio
-import base64
 import functools
-import hashlib
 import json
 import os
-import re
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,10 +42,11 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
         'pip install "agent-transcript[agent-framework]"'
     ) from e
 
-from agent_transcript import Message, Session, SessionLocked
+from agent_transcript import Message, Session
 
 from ._aio import write_off_loop
 from ._json import decode_all
+from ._names import opened_when_free, transcript_name
 
 __all__ = ["TranscriptHistoryProvider", "message_to_chat", "chat_to_message", "transcript_name", "EXTRA_KEY"]
 
@@ -57,34 +54,6 @@ __all__ = ["TranscriptHistoryProvider", "message_to_chat", "chat_to_message", "t
 #: ``"lines"``, when it is more than one) on the first line of those that stand
 #: for one framework message, ``{"part": k}`` on the others.
 EXTRA_KEY = "agent-framework"
-
-# A name used as it is: lowercase ASCII only, so that no file system folds two
-# of them (case, Unicode normalization) into one file.
-_LITERAL_NAME = re.compile(r"[a-z0-9](?:[a-z0-9._-]{0,126}[a-z0-9_-])?")
-_ENCODED_NAME_MAX = 180
-_LOCKED_RETRY_SECONDS = 5.0
-
-
-def transcript_name(session_id: str | None) -> str:
-    """The file name (without ``.jsonl``) of a session's transcript.
-
-    Distinct session ids get distinct names, on case-insensitive file systems
-    too: a lowercase ASCII id is its own name; any other is ``~`` and its
-    UTF-8 in lowercase base32 (reversible; no literal name starts with ``~``);
-    one whose encoding would be longer than 180 characters is
-    ``~sha256-`` and its digest (``-`` is not base32, so it meets no encoded
-    name); no session id at all is ``~-none``.
-    """
-    if session_id is None:
-        return "~-none"
-    if _LITERAL_NAME.fullmatch(session_id):
-        return session_id
-    raw = session_id.encode("utf-8", "surrogatepass")
-    encoded = "~" + base64.b32encode(raw).decode("ascii").rstrip("=").lower()
-    if len(encoded) <= _ENCODED_NAME_MAX:
-        return encoded
-    return "~sha256-" + hashlib.sha256(raw).hexdigest()
-
 
 # -- projection: framework Message <-> chat messages --------------------------------
 
@@ -342,14 +311,7 @@ class TranscriptHistoryProvider(HistoryProvider):
     def _open_locked_out(self, path: Path, session_id: str | None) -> Session:
         """Open the transcript, waiting a little while another process holds it."""
         meta = {EXTRA_KEY: {"session-id": session_id, "source-id": self.source_id}}
-        deadline = time.monotonic() + _LOCKED_RETRY_SECONDS
-        while True:
-            try:
-                return Session.open(path, meta, durability=self.durability)
-            except SessionLocked:
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.01)
+        return opened_when_free(lambda: Session.open(path, meta, durability=self.durability))
 
     # -- the HistoryProvider methods ---------------------------------------------------
 

@@ -14,10 +14,11 @@ records, cut at a turn or a compaction) with its lines in ``c/NNNNNN.js`` (a
 ``<script src>`` so that the folder works from ``file://``, where ``fetch``
 does not; the index's search reads the same chunks. Either way a page is
 written as soon as its lines are found: memory does not grow with the file.
-For a folder, the walk over the records is the core's (``PageWalk``:
-the pages found from the envelope index, each page's bytes read at once), and
-the files are written by the core on a thread of its own (``PageWriter``:
-the chunk escaped there), so that writing overlaps the next page's notes.
+The walk over the records is the core's (``PageWalk``: the pages found from
+the envelope index, a run of damaged lines one entry, a page's bytes bounded
+whatever its lines are); a folder's files are written by the core on a thread
+of its own (``PageWriter``: the chunk escaped there), so that writing overlaps
+the next page's notes.
 """
 
 from __future__ import annotations
@@ -38,11 +39,13 @@ from .. import canonical_json
 from ..inspect.pages import PageBytes, PageWalk, PageWriter
 from ..inspect.paths import make_folders, name_max, open_replacement, replace_with
 from ..inspect import Reading, check_report, open_file
+from ..inspect.tokens import TokenTotals, read_usage, token_totals
 from .markup import text
+from .picker import tokens_summary
 from .render import BIG_LINE, MAX_BLOCK, Annotator, Outline, anchor, damaged_line, island_bytes, short_line, size_text
 
 __all__ = ["Assets", "assets", "csp", "write_html", "HtmlResult", "SINGLE_LIMIT", "head", "summary_panel", "outline_nav", "ended_banner", "unpaired_lines",
-           "verdict", "records", "data_islands", "PageData", "script_tag", "take_line"]
+           "verdict", "one_page", "data_islands", "PageData", "script_tag", "take_line"]
 
 #: Files up to this size become one page; bigger ones a folder of pages.
 SINGLE_LIMIT = 8 * 1024 * 1024
@@ -135,8 +138,9 @@ def verdict(reading: Reading) -> tuple[str, str]:
     return status, f"{status}: load refuses this file" + (f" at line {report.line}" if report.line else "") + f": {report.reason}"
 
 
-def summary_panel(reading: Reading, title: str, go: Callable[[str, int], str] | None = None) -> str:
-    """The verdict, the counts, the run's meta, the pending calls and the grants at the end."""
+def summary_panel(reading: Reading, title: str, go: Callable[[str, int], str] | None = None,
+                  tokens: TokenTotals | None = None) -> str:
+    """The verdict, the counts, the tokens, the run's meta, the pending calls and the grants at the end."""
     to = _linker(reading, go)
     status, said = verdict(reading)
     rows = [
@@ -146,6 +150,9 @@ def summary_panel(reading: Reading, title: str, go: Callable[[str, int], str] | 
         + (f"; {reading.live_len():,} messages sent to the model next" if reading.replayed else "")
         + "</p>",
     ]
+    said_tokens = tokens_summary(tokens)
+    if said_tokens:
+        rows.append(f"<p class=tokens>{text(said_tokens)}</p>")
     for w in reading.warnings[:5]:
         rows.append(f"<p class=warning>{text(w)}</p>")
     meta = reading.meta
@@ -329,7 +336,8 @@ def _keep(reading: Reading) -> int:
 
 #: How much of each record's start the walk hands over (enough for its id).
 HEAD = 160
-_BLOCK = 4 << 20
+#: No limit: a page of every record to the end.
+_ALL = 1 << 62
 
 
 def _index_of(reading: Reading) -> Any:
@@ -337,48 +345,6 @@ def _index_of(reading: Reading) -> Any:
     if reading.index is None:
         raise ValueError(f"{reading.path}: nothing to read ({reading.error})")
     return reading.index
-
-
-def records(reading: Reading, fd: int, start: int = 0, end: int | None = None, first_line: int = 1,
-            first_index: int = 0, kept: list[tuple[int, bytes]] | None = None,
-            ) -> Iterator[tuple[int, int | None, int, int, bytes]]:
-    """The lines of ``fd`` from offset ``start`` (line ``first_line``, where envelope
-    ``first_index`` is the next) to ``end``, found a block at a time without copying
-    them: ``(line, envelope index, offset, offset of its end, its first HEAD bytes)``
-    for each envelope, and index None for a line that is neither blank nor an
-    envelope (a damaged line of a file load refuses). Blank lines are skipped.
-    Each block read is added to ``kept`` (its offset, its bytes), for
-    ``PageData.build`` to take the page's bytes from instead of reading them again."""
-    index = _index_of(reading)
-    line_number = index.line_number
-    n = len(index)
-    if end is None:
-        end = os.fstat(fd).st_size
-    i = first_index
-    next_line = line_number(i) if i < n else -1
-    line = first_line
-    buf, buf_off, pos = b"", start, 0
-    while True:
-        nl = buf.find(b"\n", pos)
-        if nl < 0:
-            have = buf_off + len(buf)
-            chunk = os.pread(fd, min(_BLOCK, end - have), have) if have < end else b""
-            if chunk:
-                if kept is not None:
-                    kept.append((have, chunk))
-                buf, buf_off, pos = buf[pos:] + chunk, buf_off + pos, 0
-                continue
-            if pos >= len(buf):
-                return
-            nl = len(buf)  # a last line without its \n
-        if line == next_line:
-            yield line, i, buf_off + pos, buf_off + nl, buf[pos : pos + HEAD]
-            i += 1
-            next_line = line_number(i) if i < n else -1
-        elif buf[pos:nl].strip(b" \t\r"):
-            yield line, None, buf_off + pos, buf_off + nl, b""
-        line += 1
-        pos = nl + 1
 
 
 class PageData:
@@ -395,17 +361,10 @@ class PageData:
     def replace(self, start: int, stop: int, data: bytes) -> None:
         self.subs.append((start, stop, data))
 
-    def build(self, fd: int, stop: int, chunk: bool = False, kept: list[tuple[int, bytes]] | None = None) -> bytes:
+    def build(self, fd: int, stop: int, chunk: bool = False) -> bytes:
         """The page's lines up to offset ``stop``, made safe for a data element
-        (``island_bytes``) or a chunk script (``chunk_bytes``); taken from
-        the blocks ``kept`` by ``records`` where they are (those wholly before
-        ``stop`` are then let go), else read."""
-        data = _from_blocks(kept, self.start, stop) if kept else None
-        if data is None:
-            data = _pread(fd, self.start, stop - self.start)
-        if kept:
-            while kept and kept[0][0] + len(kept[0][1]) <= stop:
-                kept.pop(0)
+        (``island_bytes``) or a chunk script (``chunk_bytes``)."""
+        data = _pread(fd, self.start, stop - self.start)
         if self.subs:
             pieces, at = [], 0
             for a, b, sub in self.subs:
@@ -415,22 +374,6 @@ class PageData:
             pieces.append(data[at:])
             data = b"".join(pieces)
         return chunk_bytes(data) if chunk else island_bytes(data)
-
-
-def _from_blocks(kept: list[tuple[int, bytes]], start: int, stop: int) -> bytes | None:
-    """Bytes ``start`` to ``stop`` of the file from the blocks read, or None when they do not cover them."""
-    pieces = []
-    at = start
-    for off, block in kept:
-        if off + len(block) <= at:
-            continue
-        if off > at:
-            return None
-        pieces.append(block[at - off : stop - off])
-        at = min(stop, off + len(block))
-        if at >= stop:
-            return pieces[0] if len(pieces) == 1 else b"".join(pieces)
-    return None if at < stop else b"".join(pieces)
 
 
 def _pread(fd: int, offset: int, length: int) -> bytes:
@@ -445,10 +388,34 @@ def _pread(fd: int, offset: int, length: int) -> bytes:
     return b"".join(chunks)
 
 
+def one_page(reading: Reading, fd: int, end: int, first: int = 0, records: int = _ALL,
+             ) -> tuple[PageData, list[tuple[int, int, str, bytes]], int]:
+    """The page of the lines of ``fd`` up to offset ``end``, from envelope
+    ``first``'s line (the file's start for 0), of at most ``records`` records:
+    its lines to splice in (``take_line``), its records ``(index, line, type,
+    head)`` and the offset it stops at. The walk is the core's (``PageWalk``)."""
+    walk = PageWalk(_index_of(reading), end, records, records, _ALL, _ALL, BIG_LINE, HEAD, first)
+    got = walk.next_page()
+    if got is None:
+        return PageData(0, 1), [], end
+    start, stop, first_line, items, odd, _ = got
+    page = PageData(start, first_line)
+    for line, i, a, b in odd:
+        take_line(reading, fd, page, i, line, a, b)
+    return page, items, stop
+
+
 def take_line(reading: Reading, fd: int, page: PageData, i: int | None, line: int, a: int, b: int) -> None:
-    """A line that cannot go in the page as it is: shortened, or said to be damaged."""
+    """What cannot go in the page as it is (the walk's odd lines): a record
+    too big, shortened; a run of lines that are no envelope (blank lines among
+    them kept as they are), each said to be damaged."""
     if i is None:
-        page.replace(a, b, damaged_line(_pread(fd, a, min(b - a, MAX_BLOCK))))
+        if b - a > BIG_LINE:  # one line, alone in its run
+            sub = damaged_line(_pread(fd, a, MAX_BLOCK))
+        else:
+            sub = b"\n".join(damaged_line(raw) if raw.strip(b" \t\r") else raw
+                             for raw in _pread(fd, a, b - a).split(b"\n"))
+        page.replace(a, b, sub)
     elif b - a > BIG_LINE:
         page.replace(a, b, short_line(reading, i))
         page.cut[str(line)] = b - a
@@ -513,26 +480,20 @@ def _open(reading: Reading) -> int:
 def _write_single(reading: Reading, out: str) -> None:
     title = _title(reading)
     out_dir = os.path.dirname(os.path.abspath(out))
-    notes = Annotator(reading, artifact_href=_artifact_href(out_dir))
-    items: list[tuple[int, int, str, bytes | None]] = []
+    used = token_totals(read_usage(reading.path))
+    notes = Annotator(reading, artifact_href=_artifact_href(out_dir), tokens=used)
     fd = _open(reading)
     try:
-        type_name = _index_of(reading).type_name
-        page = PageData(0, 1)
         keep = _keep(reading)
-        for line, i, a, b, head_ in records(reading, fd, 0, keep):
-            if i is None or b - a > BIG_LINE:
-                take_line(reading, fd, page, i, line, a, b)
-            if i is not None:
-                items.append((i, line, type_name(i), head_))
-        data = page.build(fd, keep)
+        page, items, stop = one_page(reading, fd, keep)
+        data = page.build(fd, stop)
     finally:
         os.close(fd)
-    page_notes = notes.page(items)
+    page_notes = notes.page(list(items))
     with _replacing(out) as f:
         f.write(_b(head(title, csp())))
         f.write(b"<div class=layout><main id=records>\n")
-        f.write(_b(summary_panel(reading, title)))
+        f.write(_b(summary_panel(reading, title, tokens=used)))
         f.write(b"<div id=at-end></div>\n")
         f.write(_b(ended_banner(reading)))
         f.write(b"</main>\n")
@@ -559,7 +520,8 @@ def _write_folder(reading: Reading, out: str) -> int:
     make_folders(Path(out, "p"))
     make_folders(Path(out, "c"))
     title = _title(reading)
-    notes = Annotator(reading, artifact_href=_artifact_href(os.path.join(out, "p")))
+    used = token_totals(read_usage(reading.path))
+    notes = Annotator(reading, artifact_href=_artifact_href(os.path.join(out, "p")), tokens=used)
     policy = csp(self_scripts=True)
     ranges: list[tuple[int, int]] = []
     index = _index_of(reading)
@@ -629,7 +591,7 @@ def _write_folder(reading: Reading, out: str) -> int:
 
         def go(a: str, line: int) -> str:
             return f"p/{_page_of(ranges, line):06d}.html#{a}"
-        f.write(_b(summary_panel(reading, title, go)))
+        f.write(_b(summary_panel(reading, title, go, used)))
         f.write(_b(ended_banner(reading, go)))
         f.write(b'<section class=pages><h3>pages</h3><p><button id=search-all type=button>search every page</button> <span id=search-status></span></p><ol id=search-hits></ol><ol class=page-list>')
         for k, (a, b) in enumerate(ranges, 1):

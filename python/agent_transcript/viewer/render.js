@@ -40,6 +40,33 @@
     if (n < 1024 * 1024) return (n / 1024).toLocaleString("en-US", { minimumFractionDigits: 1, maximumFractionDigits: 1 }) + " KB";
     return (n / (1024 * 1024)).toLocaleString("en-US", { minimumFractionDigits: 1, maximumFractionDigits: 1 }) + " MB";
   }
+  /* A time as a person reads it, in the reader's own zone: "today 11:00", "yesterday 18:02",
+     "3 days ago" (within a week), "Mon 4 Aug" (this year), "4 Aug 2025"; and the exact UTC for a
+     hover title. An ISO string that is no time is given back as it is. */
+  var MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+  var DAYS = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+  function pad2(n) { return (n < 10 ? "0" : "") + n; }
+  function humanTime(iso, now) {
+    var d = new Date(String(iso));
+    if (!iso || isNaN(d.getTime())) return { text: String(iso || "-"), title: "" };
+    now = now || new Date();
+    var title = d.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC").replace(/Z$/, " UTC");
+    var day = function (x) { return new Date(x.getFullYear(), x.getMonth(), x.getDate()).getTime(); };
+    var days = Math.round((day(now) - day(d)) / 86400000), hm = pad2(d.getHours()) + ":" + pad2(d.getMinutes());
+    var text;
+    if (days === 0) text = "today " + hm;
+    else if (days === 1) text = "yesterday " + hm;
+    else if (days > 1 && days < 7) text = days + " days ago";
+    else if (d.getFullYear() === now.getFullYear()) text = DAYS[d.getDay()] + " " + d.getDate() + " " + MONTHS[d.getMonth()] + " " + hm;
+    else text = d.getDate() + " " + MONTHS[d.getMonth()] + " " + d.getFullYear();
+    return { text: text, title: title };
+  }
+  function timeEl(iso) {
+    var h = humanTime(iso), t = el("time", null, h.text);
+    t.setAttribute("datetime", visible(String(iso)));
+    if (h.title) t.title = h.title;
+    return t;
+  }
   function seconds(d) { return d < 1 ? Math.round(d * 1000) + " ms" : d.toFixed(2) + " s"; }
   function isCut(v) { return v !== null && typeof v === "object" && !Array.isArray(v) && typeof v[CUT_KEY] === "string"; }
   function str(v) { return isCut(v) ? v[CUT_KEY] : v; }
@@ -243,7 +270,7 @@
     var h = el("header"), ln = el("a", "ln", line ? String(line) : "\u2026");
     if (line) { ln.id = "L" + line; ln.title = "permalink to line " + line; }
     ln.setAttribute("href", "#" + a.id);
-    var t = el("time", null, String(env.ts)); t.setAttribute("datetime", visible(String(env.ts)));
+    var t = timeEl(env.ts);
     add(h, ln, el("span", "kind", kind), t);
     chips.forEach(function (c) { if (c) h.appendChild(c); });
     a.appendChild(h);
@@ -291,6 +318,11 @@
     ["sysprompt", "sticky"].forEach(function (f) { if (p[f]) chips.push(chip(f, "flag")); });
     if (p.depth !== undefined && p.depth !== null) chips.push(chip("depth " + textOf(p.depth), "flag"));
     if (p.name) chips.push(chip("name " + textOf(p.name), "flag"));
+    if (note.tokens) {
+      var tk = note.tokens, cached = tk[2] + tk[3], tc = chip(num(tk[0]) + " in · " + num(tk[1]) + " out" + (cached ? " · " + num(cached) + " cached" : ""), "tokens");
+      tc.title = "tokens: input " + num(tk[0]) + ", output " + num(tk[1]) + ", cache read " + num(tk[2]) + ", cache write " + num(tk[3]);
+      chips.push(tc);
+    }
     var folded = [];
     Object.keys(p).forEach(function (k) {
       if (MESSAGE_KEYS[k]) return;
@@ -585,4 +617,5 @@
   };
   AT.visible = visible;
   AT.sizeText = sizeText;
+  AT.humanTime = humanTime;
 })();

@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 from ..inspect.paths import artifacts_folder, open_stored_artifact
 from ..inspect import Reading, content_text
+from ..inspect.tokens import TokenTotals
 
 __all__ = ["anchor", "ArtifactCheck", "check_artifact", "Outline", "Annotator", "island_bytes",
            "short_line", "shorten", "size_text", "CUT_KEY"]
@@ -169,6 +170,7 @@ class Annotator:
         transcript_path: where the transcript is, to find its artifacts.
         artifact_href: the address of an artifact file, given its basename and
             where it was found (None: no link).
+        tokens: the run's tokens (``inspect.tokens``), for each message's note.
     """
 
     def __init__(
@@ -177,8 +179,15 @@ class Annotator:
         *,
         transcript_path: str | None = None,
         artifact_href: Callable[[str, str | None], str | None] | None = None,
+        tokens: TokenTotals | None = None,
     ) -> None:
         self.reading = reading
+        # Each message's tokens by its line: [input, output, cache read, cache write].
+        self.tokens: dict[int, list[int]] = {}
+        for message_id, count in (tokens.by_message.items() if tokens is not None else ()):
+            at = reading.line_of(message_id)
+            if at is not None:
+                self.tokens[at] = [count.input, count.output, count.cache_read, count.cache_creation]
         self.t = reading.transcript
         self.path = transcript_path or reading.path
         self.artifact_href = artifact_href
@@ -249,6 +258,8 @@ class Annotator:
                     n(line)["unanswered"] = self.unanswered[line]
                 if line in self.orphans:
                     n(line)["orphan"] = True
+                if line in self.tokens:
+                    n(line)["tokens"] = self.tokens[line]
                 if want_users and role is not None and role(i) == "user":
                     users.append((i, line))
             elif ty == "tool-dispatched":

@@ -42,9 +42,11 @@ from typing import Any
 
 from .. import fleet
 from ..inspect.paths import open_regular, open_stored_artifact
-from ..inspect import ReadEdges, Reading, open_file, read, same_prefix
+from ..follow import GrowingFile
+from ..inspect import Reading, open_file, read
 from .markup import text
-from .page import (PageData, assets, csp, data_islands, ended_banner, head, records, script_tag, summary_panel, take_line,
+from .picker import TokenCache, time_cell, title_cell, tokens_cell, tokens_summary
+from .page import (PageData, assets, csp, data_islands, ended_banner, head, one_page, script_tag, summary_panel,
                    unpaired_lines, verdict)
 from .render import BIG_LINE, Annotator, anchor, island_bytes, shorten, size_text
 
@@ -159,6 +161,7 @@ class ViewerServer(ThreadingHTTPServer):
         self._readings: OrderedDict[str, tuple[tuple[int, int, int], Reading]] = OrderedDict()
         self._marks: OrderedDict[str, tuple[tuple[int, int, int], int, list[tuple[int, int]]]] = OrderedDict()
         self._lock = threading.Lock()
+        self.tokens = TokenCache()
         super().__init__(("127.0.0.1", port), _Handler)
 
     @property
@@ -384,14 +387,16 @@ class _Handler(BaseHTTPRequestHandler):
         root = shown_name(self.server.root)
         out = [head(f"transcripts in {root}", csp(), tools=False),
                f'<div class=layout><main id=records><section class=summary><b>{len(rows):,} transcript{"s" if len(rows) != 1 else ""}</b> in <code>{text(root)}</code>, newest activity first</section>'
-               "<table class=picker><thead><tr><th>title</th><th>status</th><th>started</th><th>last activity</th><th>size</th><th>file</th></tr></thead><tbody>"]
+               "<table class=picker><thead><tr><th>title</th><th>status</th><th>started</th><th>last activity</th><th>size</th><th>tokens</th><th>file</th></tr></thead><tbody>"]
         for r in rows:
             st = {"clean": "clean", "torn tail": "torn", "pending": "pending"}.get(r.status, "other")
             live = " <span class=live-badge>live</span>" if r.held else ""
             href = "/t/" + _quoted(r.name)
             out.append(
-                f'<tr class=row data-status="{text(st)}"><td><a href="{text(href)}">{text(r.title)}</a></td><td class="st-{st}">{text(r.status)}{live}</td>'
-                f"<td>{text(r.started)}</td><td>{text(r.last)}</td><td class=num>{size_text(r.size)}</td><td><code>{text(shown_name(r.name))}</code></td></tr>"
+                f'<tr class=row data-status="{text(st)}">{title_cell(r.title, href)}<td class="st-{st}">{text(r.status)}{live}</td>'
+                f"{time_cell(r.started)}{time_cell(r.last)}<td class=num>{size_text(r.size)}</td>"
+                f"{tokens_cell(self.server.tokens.totals(os.path.join(self.server.root, r.name)))}"
+                f"<td><code>{text(shown_name(r.name))}</code></td></tr>"
             )
         out.append(f"</tbody></table></main></div>\n<script>{assets().js}</script></body></html>\n")
         self._send(HTTPStatus.OK, "".join(out), policy=csp())
@@ -403,7 +408,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         archive = path.endswith(".zst")
         if "from" in query or archive:  # an archive (a closed run) is read whole, decompressed
-            self._records(path, name, query, archive)
+            self._records(path, name, query)
             return
         # Tail first: the last lines, read back from the end; nothing is replayed or
         # indexed before the page is sent (the line numbers and what replay says of
@@ -429,7 +434,7 @@ class _Handler(BaseHTTPRequestHandler):
         body += script_tag()
         self._send(HTTPStatus.OK, body, policy=csp(connect=True))
 
-    def _records(self, path: str, name: str, query: dict[str, list[str]], archive: bool = False) -> None:
+    def _records(self, path: str, name: str, query: dict[str, list[str]]) -> None:
         """A page of earlier records (``?from=K``: records K to K + TAIL_RECORDS; an
         archive's last ones without it), with the replay's notes."""
         try:
@@ -451,35 +456,20 @@ class _Handler(BaseHTTPRequestHandler):
         def href(file: str, found: str | None) -> str:
             return f"/a/{quoted}?file={urllib.parse.quote(file)}"
 
-        notes = Annotator(reading, transcript_path=path, artifact_href=href)
+        notes = Annotator(reading, transcript_path=path, artifact_href=href, tokens=self.server.tokens.totals(path))
         grants_at = [i for i in reading.indices_of_type("grants") if i < start]
         if grants_at:
             notes.seen_grants(grants_at[-1])
         state = notes.start()
         items: list[tuple[int, int, str, bytes | None]] = []
-        first_line = reading.line_number(start) if start < n else 1
-        page = PageData(0, first_line)
+        page = PageData(0, reading.line_number(start) if start < n else 1)
         data = b""
         if start < n:
             keep = reading.tail.keep if reading.replayed else reading.size
-            line0, offset = _mark_before(self.server.marks(path, keep)[1], first_line) if not archive else (1, 0)
-            last = reading.line_number(end - 1)
-            type_name = reading.type_name
             fd = open_file(path)
             try:
-                stop = keep
-                for line, i, a, b, _ in records(reading, fd, offset, keep, line0, _first_index(reading, line0)):
-                    if line < first_line:
-                        continue
-                    if line > last:
-                        stop = a - 1
-                        break
-                    if i is not None and not items:
-                        page = PageData(a, line)
-                    if i is None or b - a > BIG_LINE:
-                        take_line(reading, fd, page, i, line, a, b)
-                    if i is not None:
-                        items.append((i, line, type_name(i), None))
+                page, found, stop = one_page(reading, fd, keep, start, end - start)
+                items = [(i, line, type_, None) for i, line, type_, _ in found]
                 data = page.build(fd, stop)
             finally:
                 os.close(fd)
@@ -487,7 +477,7 @@ class _Handler(BaseHTTPRequestHandler):
         title = shown_name(os.path.basename(path))
         out = [head(title, csp(connect=True)), "<div class=layout><main id=records>\n",
                '<nav class=pager><a href="/">all transcripts</a> · <a href="/t/' + text(quoted) + '">the tail</a></nav>\n',
-               summary_panel(reading, title)]
+               summary_panel(reading, title, tokens=self.server.tokens.totals(path))]
         if start > 0:
             out.append(f'<nav class=pager><a href="?from={max(0, start - TAIL_RECORDS)}">earlier records</a> (records {max(0, start - TAIL_RECORDS) + 1:,}–{start:,} of {n:,})</nav>\n')
         out.append("<div id=at-end></div>\n")
@@ -553,89 +543,55 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command == "HEAD":
             return
         self.close_connection = True
+        at = GrowingFile()  # the reader Session.follow reads with
         try:
             # Never blocking: the path may have become a FIFO since it was resolved.
-            f = os.fdopen(open_regular(Path(path), os.O_RDONLY), "rb")
+            at.file.fd = open_regular(Path(path), os.O_RDONLY)
         except OSError:
             self.wfile.write(b"event: reset\ndata: {}\n\n")
             self.wfile.flush()
             return
         try:
-            ino = os.fstat(f.fileno()).st_ino
-            edges = ReadEdges()  # of what the page shows, to tell a rewrite in place
-            edges.reset(f.fileno(), pos)
+            at.restart(pos, line - 1)  # from what the page shows, to tell a rewrite in place
             self.wfile.write(b"retry: 1000\n\n")
             self.wfile.flush()
             if tail_from is not None:
                 # After the page: the tail's line numbers (a count of the newlines before
                 # it), then what replay says of its records.
                 first = self.server.marks(path, tail_from)[0] + 1
-                line = first + tail_n
-                self._send_event("notes", self._tail_notes(path, name, first, line - 1), f"{pos}.{line}")
-            # The half line read so far, in the pieces read: joined once, when its \n comes
-            # (a long line added to again and again would be copied whole at each read).
-            held: list[bytes] = []
-            held_n = 0
+                at.number = first + tail_n - 1
+                self._send_event("notes", self._tail_notes(path, name, first, at.number), f"{pos}.{at.number + 1}")
             beat = time.monotonic()
             while not self.server.stopping.is_set():
                 try:
-                    st = os.stat(path)
+                    # A repair that swapped the file is followed; any other new file
+                    # (a rotation, a new run) is not what the page shows the start of.
+                    swapped = at.swap(Path(path), at.offset, at.number)
                 except OSError:
-                    st = None
-                if st is not None and st.st_ino != ino:
-                    try:
-                        new = os.fdopen(open_regular(Path(path), os.O_RDONLY), "rb")
-                    except OSError:
-                        new = None  # gone again, or not a regular file (a FIFO): not followed
-                    if new is not None and not same_prefix(f.fileno(), new.fileno(), pos):
-                        # Another file (a rotation, a new run): what the page shows is
-                        # not its start, so the page starts again.
-                        new.close()
-                        self.wfile.write(b"event: reset\ndata: {}\n\n")
-                        self.wfile.flush()
-                        return
-                    if new is not None:  # a repair swapped the file: follow it
-                        f.close()
-                        f = new
-                        ino = os.fstat(f.fileno()).st_ino
-                        edges.reset(f.fileno(), pos)
-                        held, held_n = [], 0  # the held half line is read again from the new file
-                size = os.fstat(f.fileno()).st_size
-                if size < pos or edges.changed(f.fileno()):
-                    # Cut below what was shown, or written again in place past it: the
-                    # page must start again.
+                    swapped = None  # not a regular file, or unreadable: not followed
+                if swapped == "replaced" or at.rewritten(os.fstat(at.fd).st_size):
+                    # Another file, cut below what was shown, or written again in place
+                    # past it: the page must start again.
                     self.wfile.write(b"event: reset\ndata: {}\n\n")
                     self.wfile.flush()
                     return
-                if size < pos + held_n:  # the held half line went (a repair removed it)
-                    held, held_n = [], 0
-                if size > pos + held_n:
-                    f.seek(pos + held_n)
-                    got = f.read(min(size - pos - held_n, 8 << 20))
-                    held.append(got)
-                    held_n += len(got)
-                if b"\n" in (held[-1] if held else b""):
-                    read = b"".join(held)
-                    edges.read(read, read.rfind(b"\n") + 1)
-                    *whole, rest = read.split(b"\n")  # one split: not one copy of the rest per line
-                    held, held_n = [rest], len(rest)
-                    sent = False
-                    for raw in whole:
-                        pos += len(raw) + 1
-                        if raw.strip():
-                            self._send_event("rec", {"line": line, "raw": _text(raw)}, f"{pos}.{line}")
-                            sent = True
-                        line += 1
-                    if sent:
-                        self.wfile.flush()
-                        beat = time.monotonic()
+                size = os.fstat(at.fd).st_size
+                sent = False
+                for raw in at.lines(size, 8 << 20) if at.behind(size) else ():
+                    at.advance(raw)
+                    if raw.strip():
+                        self._send_event("rec", {"line": at.number, "raw": _text(raw)}, f"{at.offset}.{at.number}")
+                        sent = True
+                if sent:
+                    self.wfile.flush()
+                    beat = time.monotonic()
                 if time.monotonic() - beat > HEARTBEAT:
                     self.wfile.write(b": keep-alive\n\n")
                     self.wfile.flush()
                     beat = time.monotonic()
                 self.server.stopping.wait(POLL)
         finally:
-            f.close()
+            at.file.close()
 
     def _send_event(self, event: str, data: Any, event_id: str) -> None:
         body = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
@@ -667,7 +623,7 @@ class _Handler(BaseHTTPRequestHandler):
                 lo = mid + 1
             else:
                 hi = mid
-        notes = Annotator(reading, transcript_path=path, artifact_href=href)
+        notes = Annotator(reading, transcript_path=path, artifact_href=href, tokens=self.server.tokens.totals(path))
         grants_at = [i for i in reading.indices_of_type("grants") if i < lo]
         if grants_at:
             notes.seen_grants(grants_at[-1])
@@ -681,6 +637,9 @@ class _Handler(BaseHTTPRequestHandler):
         status, text_ = verdict(reading)
         out["summary"] = [[f"verdict v-{status}", "check " + text_]] + [["warning", w] for w in reading.warnings[:5]]
         out["summary"] += unpaired_lines(reading)
+        said_tokens = tokens_summary(self.server.tokens.totals(path))
+        if said_tokens:
+            out["summary"].append(["tokens", said_tokens])
         pending = reading.pending() or []
         out["pending"] = [[anchor(op.op_id), op.tool, op.call_id, op.state] for op in pending[:200]]
         out["torn"] = (f"line {reading.tail.line} was cut mid-write ({reading.tail.removed:,} bytes; load removes it)"
@@ -741,24 +700,3 @@ def read_tail(fd: int, size: int, records: int) -> tuple[int, int, list[bytes]]:
     lines = lines[drop:]
     return start, start + sum(len(line) + 1 for line in lines), lines
 
-
-def _first_index(reading: Reading, line: int) -> int:
-    """The first envelope at or after ``line``."""
-    lo, hi = 0, len(reading)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if reading.line_number(mid) < line:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-def _mark_before(marks: list[tuple[int, int]], line: int) -> tuple[int, int]:
-    best = marks[0]
-    for m in marks:
-        if m[0] <= line:
-            best = m
-        else:
-            break
-    return best

@@ -324,6 +324,13 @@
     es.addEventListener("error", function () { if (badge) badge.textContent = "reconnecting…"; });
   }
 
+  /* times written by Python (the picker's, the summary's) as a person reads them, exact UTC on hover */
+  $$("time[data-human]").forEach(function (t) {
+    var h = AT.humanTime(t.getAttribute("datetime"));
+    t.textContent = h.text;
+    if (h.title) t.title = h.title;
+  });
+
   pair();
   fillTools();
 })();

@@ -41,18 +41,21 @@ pub struct Limits {
     pub head: usize,
 }
 
-/// A line the page cannot carry as it is: a record longer than
-/// [`Limits::big_line`] (`index` is its envelope), or a non-blank line that is
-/// no envelope (`index` None).
+/// What the page cannot carry as it is: a record longer than
+/// [`Limits::big_line`] (`index` is its envelope), or a run of lines that are
+/// no envelope (`index` None): one non-blank line, or several with only blank
+/// lines between them, together at most `big_line` bytes. One entry stands for
+/// the whole run, so a file of junk lines costs a page a few entries, not one
+/// per line; its line numbers are the file's (the run's lines follow `line`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Odd {
-    /// Its 1-based line number.
+    /// Its (first line's) 1-based line number.
     pub line: u64,
     /// Its envelope, if it is one.
     pub index: Option<u32>,
     /// Offset of its first byte.
     pub start: u64,
-    /// Offset of its end (its `\n`, or the end of the file).
+    /// Offset of its end (its last line's `\n`, or the end of the file).
     pub end: u64,
 }
 
@@ -150,6 +153,8 @@ pub struct Walk {
     // Where the next unwalked line starts, and its number.
     pos: u64,
     line: u64,
+    // Where the first page starts, and its first line's number.
+    origin: (u64, u64),
     open: Option<Page>,
     pages: usize,
     done: bool,
@@ -161,12 +166,19 @@ const GAP_BLOCK: usize = 1 << 20;
 impl Walk {
     /// A walk over the first `end` bytes of a file whose envelopes `index` has.
     pub fn new(limits: Limits, end: u64) -> Self {
+        Walk::from(limits, (0, 1, 0), end)
+    }
+
+    /// A walk that starts at offset `start`, the start of line `line`, where
+    /// envelope `next` (by its index) is the next one: `(start, line, next)`.
+    pub fn from(limits: Limits, (start, line, next): (u64, u64, usize), end: u64) -> Self {
         Walk {
             limits,
             end,
-            next: 0,
-            pos: 0,
-            line: 1,
+            next,
+            pos: start,
+            line,
+            origin: (start, line),
             open: None,
             pages: 0,
             done: false,
@@ -174,7 +186,8 @@ impl Walk {
     }
 
     fn page(&mut self) -> &mut Page {
-        self.open.get_or_insert_with(|| Page::new(0, 1))
+        let (start, line) = self.origin;
+        self.open.get_or_insert_with(|| Page::new(start, line))
     }
 
     /// The next page, or None after the last.
@@ -188,7 +201,10 @@ impl Walk {
             let rec = index.get(self.next).filter(|r| r.offset < self.end);
             let gap_end = rec.map_or(self.end, |r| r.offset.max(self.pos));
             if gap_end > self.pos {
-                self.gap(src, gap_end)?;
+                if let Some(mut page) = self.gap(src, gap_end)? {
+                    page.fill(src, lim.head)?;
+                    return Ok(Some(page));
+                }
             }
             let Some(rec) = rec else {
                 self.done = true;
@@ -245,8 +261,10 @@ impl Walk {
     }
 
     // The lines from `pos` to `to` (no envelope among them): blank ones are
-    // skipped, the others are odd lines.
-    fn gap<R: ReadAt + ?Sized>(&mut self, src: &R, to: u64) -> io::Result<()> {
+    // skipped, the others are odd lines. The page is cut after a line that
+    // brings it past `hard_bytes`: then the walk stops there (`pos` is the next
+    // line's start) and the page cut is returned.
+    fn gap<R: ReadAt + ?Sized>(&mut self, src: &R, to: u64) -> io::Result<Option<Page>> {
         let mut buf = vec![0; GAP_BLOCK.min(usize::try_from(to - self.pos).unwrap_or(GAP_BLOCK))];
         let mut at = self.pos;
         let mut line_start = self.pos;
@@ -267,6 +285,9 @@ impl Walk {
                         line_start = nl + 1;
                         blank = true;
                         from += k + 1;
+                        if let Some(page) = self.cut_after(nl) {
+                            return Ok(Some(page));
+                        }
                     }
                     None => {
                         blank = blank && is_blank(&got[from..]);
@@ -281,20 +302,63 @@ impl Walk {
             self.end_line(line_start, to, blank);
         }
         self.pos = to;
-        Ok(())
+        Ok(None)
     }
 
+    // A line of a gap ends at `end`: a non-blank one joins the run of odd
+    // lines before it when only blank lines are between (no envelope: the
+    // run's end is past the last record) and the run stays within `big_line`.
     fn end_line(&mut self, start: u64, end: u64, blank: bool) {
         if !blank {
-            let line = self.line;
-            self.page().odd.push(Odd {
-                line,
-                index: None,
-                start,
-                end,
-            });
+            let (line, big) = (self.line, self.limits.big_line);
+            let floor = self.pos;
+            let page = self.page();
+            match page.odd.last_mut() {
+                Some(run)
+                    if run.index.is_none()
+                        && run.end >= floor
+                        && end - start <= big
+                        && end - run.start <= big =>
+                {
+                    run.end = end;
+                }
+                _ => page.odd.push(Odd {
+                    line,
+                    index: None,
+                    start,
+                    end,
+                }),
+            }
         }
         self.line += 1;
+    }
+
+    // After a gap's line that ends at `nl` (its `\n`): the page, cut there,
+    // when it holds something and has reached `hard_bytes` (junk lines count
+    // as much as records: a page's bytes are bounded whatever its lines are);
+    // the next page opens with the next line that is not blank. Blank lines
+    // alone are never a page: past `hard_bytes` of them, they are let go.
+    fn cut_after(&mut self, nl: u64) -> Option<Page> {
+        let (hard, next) = (self.limits.hard_bytes, (nl + 1, self.line));
+        let Some(p) = self.open.as_mut() else {
+            if nl + 1 - self.origin.0 >= hard {
+                self.origin = next;
+            }
+            return None;
+        };
+        if nl + 1 - p.start < hard {
+            return None;
+        }
+        if p.items.is_empty() && p.odd.is_empty() {
+            (p.start, p.first_line) = next;
+            return None;
+        }
+        let mut page = self.open.take()?;
+        page.stop = nl;
+        self.origin = next;
+        self.pages += 1;
+        self.pos = nl + 1;
+        Some(page)
     }
 }
 
@@ -709,6 +773,88 @@ mod tests {
         want.drain(p.odd[0].start as usize..p.odd[0].end as usize);
         assert_eq!(p.data, want);
         assert_eq!(p.head(5), b"{\"id\":\"m9\",\"payl");
+    }
+
+    // Each page's first line is the file's line at its start.
+    fn numbered_as_the_file(data: &[u8], ps: &[Page]) {
+        for p in ps {
+            let before = data[..p.start as usize]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
+            assert_eq!(p.first_line, before as u64 + 1);
+        }
+    }
+
+    #[test]
+    fn a_run_of_junk_lines_is_one_odd_entry() {
+        let mut data = line("m0", "session-meta", "{}").into_bytes();
+        for k in 0..1000 {
+            data.extend_from_slice(if k % 10 == 9 { b"  \n" } else { b"junk\n" });
+        }
+        let run_end = data.len() as u64 - 1;
+        data.extend_from_slice(line("m1", "message", "{\"role\":\"user\"}").as_bytes());
+        data.extend_from_slice(b"after\n");
+        let t = peek(&data[..], data.len() as u64).unwrap();
+        let ps = walk(&t.index, &data, limits(100, 1 << 20));
+        assert_eq!(ps.len(), 1);
+        let odd: Vec<(u64, u64)> = ps[0].odd.iter().map(|o| (o.line, o.end)).collect();
+        // The last line of the run is blank: the run ends at line 1000's `\n`.
+        assert_eq!(odd, vec![(2, run_end - 3), (1003, data.len() as u64 - 1)]);
+        assert_eq!(ps[0].items, vec![(0, 1), (1, 1002)]);
+    }
+
+    #[test]
+    fn a_page_of_junk_lines_is_cut_at_its_bytes() {
+        let mut data = line("m0", "session-meta", "{}").into_bytes();
+        for k in 0..20_000 {
+            data.extend_from_slice(format!("junk {k}\n").as_bytes());
+        }
+        data.extend_from_slice(line("m1", "message", "{\"role\":\"user\"}").as_bytes());
+        let t = peek(&data[..], data.len() as u64).unwrap();
+        let mut lim = limits(100, 4096);
+        lim.big_line = 1000;
+        let ps = walk(&t.index, &data, lim);
+        assert!(ps.len() > 20, "{} pages", ps.len());
+        for p in &ps {
+            assert!(
+                p.stop - p.start <= 8192 + 1000,
+                "a page of {} bytes",
+                p.stop - p.start
+            );
+            assert!(p.odd.len() <= 10, "{} odd entries", p.odd.len());
+            for o in &p.odd {
+                assert!(o.end - o.start <= 1000);
+            }
+        }
+        for w in ps.windows(2) {
+            assert_eq!(w[0].stop + 1, w[1].start);
+        }
+        assert_eq!(ps.last().map(|p| p.stop), Some(data.len() as u64));
+        numbered_as_the_file(&data, &ps);
+        let items: Vec<(u32, u64)> = ps.iter().flat_map(|p| p.items.clone()).collect();
+        assert_eq!(items, vec![(0, 1), (1, 20_002)]);
+    }
+
+    #[test]
+    fn a_walk_from_a_record() {
+        let data = file(40);
+        let t = inspect(&data[..], data.len() as u64).unwrap();
+        let rec = t.index.get(10).unwrap();
+        let lim = limits(8, 1 << 20);
+        let mut w = Walk::from(lim, (rec.offset, rec.number, 10), data.len() as u64);
+        let mut ps = Vec::new();
+        while let Some(p) = w.next_page(&t.index, &data[..]).unwrap() {
+            ps.push(p);
+        }
+        assert_eq!(ps[0].start, rec.offset);
+        assert_eq!(ps[0].items[0], (10, rec.number));
+        numbered_as_the_file(&data, &ps);
+        let items: Vec<u32> = ps
+            .iter()
+            .flat_map(|p| p.items.iter().map(|x| x.0))
+            .collect();
+        assert_eq!(items, (10..40).collect::<Vec<u32>>());
     }
 
     #[test]

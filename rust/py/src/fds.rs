@@ -7,7 +7,7 @@ use std::os::fd::{BorrowedFd, RawFd};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::transcript::os_error;
+use crate::errors::os_error;
 
 /// A `File` of its own for the descriptor `fd`, which the caller keeps open
 /// for the call.

@@ -5,13 +5,14 @@
 use std::fs::File;
 use std::path::PathBuf;
 
-use pyo3::exceptions::{PyOSError, PyTypeError};
+use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 use transcript_core::page::{Job, Limits, Page, Walk, WriteError, Writer};
 use transcript_core::transcript::Index;
 
-use crate::transcript::{os_error, Peeked, Transcript};
+use crate::errors::{os_error, os_error_at};
+use crate::transcript::{Peeked, Transcript};
 
 enum Source {
     Replayed(Py<Transcript>),
@@ -66,12 +67,14 @@ impl PageBytes {
 #[pymethods]
 impl PageWalk {
     /// `PageWalk(source, end, soft_records, hard_records, soft_bytes, hard_bytes,
-    /// big_line, head, /)`: the pages of the first `end` bytes of the file of
-    /// `source` (a read-only `Transcript` or a `Peeked`).
+    /// big_line, head, first=0, /)`: the pages of the first `end` bytes of the
+    /// file of `source` (a read-only `Transcript` or a `Peeked`), from the
+    /// start of the file, or from envelope `first`'s line when it is not 0.
     #[new]
-    #[pyo3(signature = (source, end, soft_records, hard_records, soft_bytes, hard_bytes, big_line, head, /))]
+    #[pyo3(signature = (source, end, soft_records, hard_records, soft_bytes, hard_bytes, big_line, head, first=0, /))]
     #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         source: &Bound<'_, PyAny>,
         end: u64,
         soft_records: usize,
@@ -80,6 +83,7 @@ impl PageWalk {
         hard_bytes: u64,
         big_line: u64,
         head: usize,
+        first: usize,
     ) -> PyResult<Self> {
         let source = if let Ok(t) = source.cast::<Transcript>() {
             Source::Replayed(t.clone().unbind())
@@ -90,6 +94,15 @@ impl PageWalk {
                 "PageWalk() takes a Transcript or a Peeked",
             ));
         };
+        let start = match first {
+            0 => Some((0, 1, 0)),
+            _ => with_index(py, &source, |index, _| {
+                index.get(first).map(|r| (r.offset, r.number, first))
+            }),
+        };
+        let Some(start) = start else {
+            return Err(PyIndexError::new_err("PageWalk(): no such envelope"));
+        };
         let limits = Limits {
             soft_records,
             hard_records,
@@ -99,7 +112,7 @@ impl PageWalk {
             head,
         };
         Ok(PageWalk {
-            walk: Walk::new(limits, end),
+            walk: Walk::from(limits, start, end),
             source,
         })
     }
@@ -168,15 +181,7 @@ pub struct PageWriter {
 }
 
 fn write_error(e: &WriteError) -> PyErr {
-    let text = e.error.to_string();
-    match e.error.raw_os_error() {
-        Some(code) => {
-            let suffix = format!(" (os error {code})");
-            let strerror = text.strip_suffix(&suffix).unwrap_or(&text).to_owned();
-            PyOSError::new_err((code, strerror, e.path.clone().into_os_string()))
-        }
-        None => PyOSError::new_err(format!("{}: {text}", e.path.display())),
-    }
+    os_error_at(&e.error, Some(e.path.clone().into_os_string()))
 }
 
 #[pymethods]

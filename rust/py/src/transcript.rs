@@ -12,9 +12,7 @@ use std::os::fd::RawFd;
 use pyo3::exceptions::{PyIndexError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
-use transcript_core::envelope::{
-    member_span_at, member_spans, parse_line, EnvelopeType, LineError, Span,
-};
+use transcript_core::envelope::{member_span_at, member_spans, parse_line, EnvelopeType, Span};
 use transcript_core::fork;
 use transcript_core::json::{wtf8_from_utf16, JsonError};
 use transcript_core::scan::{tail_scan, ReadAt, Tail};
@@ -26,24 +24,11 @@ use transcript_core::transcript::{
 use crate::canonical::{write_message_envelope, MessageRead};
 use crate::decode::loads;
 use crate::errors::{
-    CorruptTranscript, SessionBroken, ToolOperationError, UnknownId, UnsupportedVersion,
+    line_error, load_error, os_error, CorruptTranscript, SessionBroken, ToolOperationError,
+    UnknownId,
 };
 use crate::fds::dup;
 use crate::signals::Signals;
-
-/// An `OSError` that keeps errno, so Python picks the right subclass, and says
-/// what Python's own would (`strerror`), without Rust's " (os error N)".
-pub fn os_error(e: &io::Error) -> PyErr {
-    let text = e.to_string();
-    match e.raw_os_error() {
-        Some(code) => {
-            let suffix = format!(" (os error {code})");
-            let strerror = text.strip_suffix(&suffix).unwrap_or(&text);
-            PyOSError::new_err((code, strerror.to_owned()))
-        }
-        None => PyOSError::new_err(text),
-    }
-}
 
 fn file_size(file: &File) -> PyResult<u64> {
     file.metadata().map(|m| m.len()).map_err(|e| os_error(&e))
@@ -112,22 +97,6 @@ fn replay_error(e: ReplayError) -> PyErr {
             ToolOperationError::new_err(e.to_string())
         }
         _ => PyValueError::new_err(e.to_string()),
-    }
-}
-
-fn line_error(error: &LineError, line: u64) -> PyErr {
-    match error {
-        LineError::Version(_) => UnsupportedVersion::new_err((error.to_string(), line)),
-        _ => CorruptTranscript::new_err((error.to_string(), line)),
-    }
-}
-
-fn load_error(e: LoadError) -> PyErr {
-    match e {
-        LoadError::Io(e) => os_error(&e),
-        LoadError::Line { line, error } => line_error(&error, line),
-        LoadError::Replay { line, error } => CorruptTranscript::new_err((error.to_string(), line)),
-        LoadError::Empty => CorruptTranscript::new_err(("the transcript is empty",)),
     }
 }
 

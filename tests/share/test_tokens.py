@@ -1,0 +1,265 @@
+"""Tokens: an imported Claude Code session and Codex rollout give the totals their sources say
+(differential: the oracle reads the source file itself), each response once, across forks and resumes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent_transcript import Message, Session
+from agent_transcript.cli.app import main
+from agent_transcript.fleet.tokens import runs_tokens
+from agent_transcript.formats import import_transcript
+from agent_transcript.inspect.tokens import PriceTable, TokenCount, read_usage, token_totals
+
+MODELS = ["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"]
+
+
+def _record(kind: str, uid: str, parent: str | None, n: int, **fields: Any) -> dict[str, Any]:
+    return {"parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": "/w", "sessionId": "s1",
+            "version": "2.1.40", "type": kind, "uuid": uid,
+            "timestamp": f"2026-03-01T10:{n // 60:02d}:{n % 60:02d}.000Z", **fields}
+
+
+response = st.fixed_dictionaries({
+    "model": st.sampled_from(MODELS),
+    "blocks": st.lists(st.sampled_from(["thinking", "text", "tool_use"]), min_size=1, max_size=4),
+    "input": st.integers(0, 50_000), "cache_read": st.integers(0, 200_000), "cache_creation": st.integers(0, 20_000),
+    "outputs": st.lists(st.integers(1, 4000), min_size=4, max_size=4),
+})
+
+
+def claude_session(responses: list[dict[str, Any]], prefix: str = "") -> list[dict[str, Any]]:
+    """A Claude Code session: a prompt, then each response as one line per content block, each
+    line with the response's usage so far (its output count growing, as Claude Code streams it),
+    each tool call answered."""
+    out = [_record("user", f"{prefix}u0", None, 0, message={"role": "user", "content": "go"})]
+    parent, n = f"{prefix}u0", 1
+    for k, r in enumerate(responses):
+        mid = f"msg_{prefix}{k:04d}"
+        outputs = sorted(r["outputs"])
+        for j, kind in enumerate(r["blocks"]):
+            block: dict[str, Any] = {"type": "text", "text": f"answer {k}.{j}"}
+            if kind == "thinking":
+                block = {"type": "thinking", "thinking": "hmm", "signature": "sig"}
+            elif kind == "tool_use":
+                block = {"type": "tool_use", "id": f"toolu_{prefix}{k}_{j}", "name": "Bash", "input": {"command": "ls"}}
+            usage = {"input_tokens": r["input"], "cache_read_input_tokens": r["cache_read"],
+                     "cache_creation_input_tokens": r["cache_creation"], "output_tokens": outputs[min(j, 3)],
+                     "service_tier": "standard"}
+            uid = f"{prefix}a{k}_{j}"
+            out.append(_record("assistant", uid, parent, n, requestId=f"req_{prefix}{k}",
+                               message={"id": mid, "type": "message", "role": "assistant", "model": r["model"],
+                                        "content": [block], "stop_reason": None, "usage": usage}))
+            parent, n = uid, n + 1
+            if kind == "tool_use":
+                rid = f"{prefix}r{k}_{j}"
+                out.append(_record("user", rid, parent, n, message={"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": block["id"], "content": "ok", "is_error": False}]}))
+                parent, n = rid, n + 1
+    return out
+
+
+def write_lines(path: Path, records: list[dict[str, Any]]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def oracle(path: Path) -> tuple[TokenCount, dict[str, TokenCount], dict[str, TokenCount]]:
+    """The source's own numbers, read as ccusage reads them: each message.id once, the usage of
+    its last line (Claude Code's final count for that response). Returns the total, per model, per id."""
+    last: dict[str, dict[str, Any]] = {}
+    for raw in path.read_text().splitlines():
+        r = json.loads(raw)
+        if r.get("type") == "assistant":
+            last[r["message"]["id"]] = r["message"]
+    per_id = {mid: TokenCount(m["usage"]["input_tokens"], m["usage"]["output_tokens"],
+                              m["usage"]["cache_read_input_tokens"], m["usage"]["cache_creation_input_tokens"])
+              for mid, m in last.items()}
+    per_model: dict[str, TokenCount] = {}
+    for mid, m in last.items():
+        per_model[m["model"]] = per_model.get(m["model"], TokenCount()) + per_id[mid]
+    return sum(per_id.values(), TokenCount()), per_model, per_id
+
+
+@given(st.lists(response, min_size=1, max_size=12))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_an_imported_claude_code_session_counts_what_its_source_says(tmp_path: Path, responses: list[dict[str, Any]]) -> None:
+    case = tmp_path / f"c{len(list(tmp_path.iterdir()))}"
+    case.mkdir()
+    src, dest = case / "session.jsonl", case / "run.jsonl"
+    write_lines(src, claude_session(responses))
+    import_transcript(src, dest)
+    totals = token_totals(read_usage(str(dest)))
+    total, per_model, per_id = oracle(src)
+    assert totals.total == total
+    assert totals.responses == len(per_id)
+    assert totals.by_model == per_model
+    # each response's tokens are on the message it became
+    for entry in _message_entries(dest):
+        mid = entry[1].get("claude-code", {}).get("message-id")
+        if mid is not None:
+            assert totals.by_message[entry[0]] == per_id[mid]
+
+
+def _message_entries(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    return [(e.id, e.payload) for e in Session.peek(path).envelopes if e.type == "message"]
+
+
+def test_the_stats_command_says_the_same(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src, dest = tmp_path / "s.jsonl", tmp_path / "run.jsonl"
+    rs = [{"model": MODELS[k % 2], "blocks": ["thinking", "text", "tool_use"], "input": 10 + k, "cache_read": 1000 * k,
+           "cache_creation": 7, "outputs": [1, 2, 3, 40 + k]} for k in range(5)]
+    write_lines(src, claude_session(rs))
+    import_transcript(src, dest)
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"claude-sonnet-4*": {"input": 3, "output": 15, "cache_read": 0.3, "cache_creation": 3.75}}))
+    assert main(["stats", str(dest), "--json", "--prices", str(prices)]) == 0
+    got = json.loads(capsys.readouterr().out)["tokens"]
+    total, per_model, _ = oracle(src)
+    assert (got["input"], got["output"], got["cache_read"], got["cache_creation"]) == \
+        (total.input, total.output, total.cache_read, total.cache_creation)
+    sonnet = per_model["claude-sonnet-4-5"]
+    expected = (sonnet.input * 3 + sonnet.output * 15 + sonnet.cache_read * 0.3 + sonnet.cache_creation * 3.75) / 1e6
+    assert got["cost"]["total"] == pytest.approx(expected)
+    assert got["cost"]["unpriced_models"] == ["claude-opus-4-1"]
+    assert main(["stats", str(dest)]) == 0
+    assert f"{total.output:,} out" in capsys.readouterr().out
+
+
+def test_bad_prices_are_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "run.jsonl"
+    Session.create(path).close()
+    prices = tmp_path / "p.json"
+    for bad in ('{"m": {"input": -1}}', '{"m": {"inputs": 1}}', "[1]", "{"):
+        prices.write_text(bad)
+        assert main(["stats", str(path), "--prices", str(prices)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--prices" in err
+
+
+def test_a_resumed_session_and_a_fork_add_nothing_twice(tmp_path: Path) -> None:
+    rs = [{"model": MODELS[0], "blocks": ["text", "tool_use"], "input": 100 * (k + 1), "cache_read": 5, "cache_creation": 1,
+           "outputs": [3, 5, 8, 13]} for k in range(4)]
+    first = claude_session(rs[:2])
+    # Claude Code's resume writes a new file that repeats the history it resumes, then goes on.
+    resumed = claude_session(rs)
+    assert resumed[: len(first)] == first
+    write_lines(tmp_path / "one.jsonl.src", first)
+    write_lines(tmp_path / "two.jsonl.src", resumed)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    import_transcript(tmp_path / "one.jsonl.src", runs / "one.jsonl")
+    import_transcript(tmp_path / "two.jsonl.src", runs / "two.jsonl")
+    Session.fork(runs / "two.jsonl", runs / "three.jsonl").close()
+    got = list(runs_tokens(str(runs / n) for n in ("one.jsonl", "two.jsonl", "three.jsonl")))
+    one, two, three = (g.own for g in got)
+    assert one is not None and two is not None and three is not None
+    assert three.total == two.total  # a fork's own tokens are its source's
+    assert got[2].new is not None and got[2].new.responses == 0  # and add nothing to the folder
+    folder = sum((g.new.total for g in got if g.new is not None), TokenCount())
+    union_total, _, union_ids = oracle(tmp_path / "two.jsonl.src")
+    assert folder == union_total and len(union_ids) == 4
+    assert one.total + got[1].new.total == folder  # type: ignore[union-attr]
+
+
+def _rl(n: int, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+    return {"timestamp": f"2026-02-01T09:{n // 60:02d}:{n % 60:02d}.000Z", "type": kind, "payload": payload}
+
+
+turn = st.fixed_dictionaries({
+    "model": st.sampled_from(["gpt-5-codex", "gpt-5"]),
+    "steps": st.lists(st.tuples(st.integers(0, 30_000), st.integers(0, 20_000), st.integers(0, 3000)),
+                      min_size=1, max_size=4),
+    "repeat": st.booleans(),
+})
+
+
+@given(st.lists(turn, min_size=1, max_size=6))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_an_imported_codex_rollout_counts_increments_not_totals(tmp_path: Path, turns: list[dict[str, Any]]) -> None:
+    case = tmp_path / f"c{len(list(tmp_path.iterdir()))}"
+    case.mkdir()
+    records = [_rl(0, "session_meta", {"id": "0199aa00-0000-7000-8000-000000000001", "timestamp": "2026-02-01T09:00:00Z",
+                                       "cwd": "/w", "originator": "codex_cli_rs", "cli_version": "0.98.0"})]
+    total = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0, "reasoning_output_tokens": 0, "total_tokens": 0}
+    per_model: dict[str, TokenCount] = {}
+    n = 1
+    for k, t in enumerate(turns):
+        records.append(_rl(n, "turn_context", {"turn_id": f"t{k}", "cwd": "/w", "model": t["model"]}))
+        records.append(_rl(n, "response_item", {"type": "message", "role": "user",
+                                                "content": [{"type": "input_text", "text": f"task {k}"}]}))
+        for fresh, cached, out in t["steps"]:
+            last = {"input_tokens": fresh + cached, "cached_input_tokens": cached, "output_tokens": out,
+                    "reasoning_output_tokens": 0, "total_tokens": fresh + cached + out}
+            total = {key: total[key] + last[key] for key in total}
+            n += 1
+            records.append(_rl(n, "response_item", {"type": "message", "role": "assistant",
+                                                    "content": [{"type": "output_text", "text": f"step {n}"}]}))
+            event = _rl(n, "event_msg", {"type": "token_count", "info": {"total_token_usage": dict(total),
+                                                                          "last_token_usage": last}})
+            records.append(event)
+            if t["repeat"]:
+                records.append(event)  # Codex sends the same totals again: nothing new
+            step = TokenCount(fresh + cached, out, cached, 0)
+            if step != TokenCount():
+                per_model[t["model"]] = per_model.get(t["model"], TokenCount()) + step
+    src, dest = case / "rollout-2026-02-01T09-00-00-0199aa00-0000-7000-8000-000000000001.jsonl", case / "run.jsonl"
+    write_lines(src, records)
+    import_transcript(src, dest, source_format="codex")
+    totals = token_totals(read_usage(str(dest)))
+    # the oracle: the last cumulative total the source reports
+    assert totals.total == TokenCount(total["input_tokens"], total["output_tokens"], total["cached_input_tokens"], 0)
+    assert {m: c for m, c in totals.by_model.items()} == per_model
+
+
+def test_a_frameworks_usage_in_extras_counts_once_per_response(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with Session.create(path) as s:
+        s.append_message(Message.user("hi"))
+        a = s.append_message(Message.assistant("hello"), {"pydantic-ai": {
+            "kind": "response", "model_name": "gpt-5", "provider_response_id": "resp_1",
+            "usage": {"input_tokens": 11, "output_tokens": 7, "cache_read_tokens": 3}}})
+        b = s.append_message(Message.assistant("more"), {"openai": {
+            "model": "gpt-4.1", "usage": {"prompt_tokens": 20, "completion_tokens": 5,
+                                          "prompt_tokens_details": {"cached_tokens": 4}}}})
+        # the same response written again (a retried write): counted once
+        s.append_message(Message.assistant("hello"), {"pydantic-ai": {
+            "kind": "response", "model_name": "gpt-5", "provider_response_id": "resp_1",
+            "usage": {"input_tokens": 11, "output_tokens": 7, "cache_read_tokens": 3}}})
+    totals = token_totals(read_usage(str(path)))
+    assert totals.responses == 2
+    assert totals.by_message[a] == TokenCount(11, 7, 3, 0)
+    assert totals.by_message[b] == TokenCount(20, 5, 4, 0)
+    assert totals.by_model == {"gpt-5": TokenCount(11, 7, 3, 0), "gpt-4.1": TokenCount(20, 5, 4, 0)}
+
+
+def test_price_table_prefixes(tmp_path: Path) -> None:
+    p = tmp_path / "p.json"
+    p.write_text(json.dumps({"gpt-5*": {"input": 1}, "gpt-5-codex*": {"input": 2}, "gpt-5": {"input": 3}}))
+    table = PriceTable.load(p)
+    assert table.price_of("gpt-5") == {"input": 3}
+    assert table.price_of("gpt-5-codex-mini") == {"input": 2}
+    assert table.price_of("gpt-5-mini") == {"input": 1}
+    assert table.price_of("claude") is None
+
+
+def test_ls_tokens_counts_a_fork_once_in_the_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rs = [{"model": MODELS[0], "blocks": ["text"], "input": 1000, "cache_read": 0, "cache_creation": 0,
+           "outputs": [1, 2, 3, 50]} for _ in range(3)]
+    write_lines(tmp_path / "s.src", claude_session(rs))
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    import_transcript(tmp_path / "s.src", runs / "a.jsonl")
+    Session.fork(runs / "a.jsonl", runs / "b.jsonl").close()
+    assert main(["ls", str(runs), "--tokens", "--json", "--sort", "path"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["tokens"]["input"] for r in rows] == [3000, 3000]
+    assert [r["tokens_new"]["input"] for r in rows] == [3000, 0]
+    assert main(["ls", str(runs), "--tokens", "--sort", "path"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1].split()[:5] == ["total", "3,000", "in,", "3", "out"]  # one line a response: output 1 each
