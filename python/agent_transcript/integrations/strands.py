@@ -16,7 +16,7 @@ themselves are OpenAI chat messages for everything else that reads the file:
 is a ``tool`` line. Agent records (state, conversation manager state, Strands'
 internal state) and multi-agent states are run-context facts; ``update_message``
 (Strands' redaction) is an elision of the message's lines plus a fact that
-holds the updated message: earlier bytes are never rewritten.
+holds the updated message, in one write: earlier bytes are never rewritten.
 
 Needs the ``strands`` extra: ``pip install "agent-transcript[strands]"``.
 """
@@ -461,8 +461,8 @@ class TranscriptSessionRepository(SessionRepository):
     def update_message(self, session_id: str, agent_id: str, session_message: SessionMessage, **kwargs: Any) -> None:
         """Record the updated message (Strands' redaction) as an elision of its
         lines, never a rewrite: the updated message (its ``created_at`` the
-        first's) goes in a fact, then one elision says which lines it stands for,
-        with the redacted text as their stub.
+        first's) goes in a fact, and an elision says which lines it stands for,
+        with the redacted text as their stubs; both in one write.
 
         Raises:
             SessionException: the message does not exist.
@@ -477,8 +477,10 @@ class TranscriptSessionRepository(SessionRepository):
             data = _record(session_message)
             stubs = _stubs(data["redact_message"] or data["message"], len(stored.ids))
             live = set(transcript.session.message_ids)
-            transcript.session.append_run_context([], [(UPDATE_FACT, {"agent": agent_id, "message": data})])
-            transcript.session.append_elision([(i, stub) for i, stub in zip(stored.ids, stubs) if i in live])
+            transcript.session.append_events([
+                ("run-context", {"facts": [[UPDATE_FACT, {"agent": agent_id, "message": data}]], "sections": []}),
+                ("elision", {"items": [{"id": i, "stub": stub} for i, stub in zip(stored.ids, stubs) if i in live]}),
+            ])
             stored.data = data
 
     def list_messages(self, session_id: str, agent_id: str, limit: int | None = None, offset: int = 0,
