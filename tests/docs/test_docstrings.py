@@ -25,6 +25,7 @@ INTEGRATIONS = {
     "agent_transcript.integrations.openai_agents": "agents",
     "agent_transcript.integrations.pydantic_ai": "pydantic_ai",
     "agent_transcript.integrations.agent_framework": "agent_framework",
+    "agent_transcript.integrations.strands": "strands",
 }
 
 

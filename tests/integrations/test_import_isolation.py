@@ -5,7 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-FRAMEWORKS = ("agents", "openai", "pydantic_ai", "pydantic", "agent_framework", "msgspec", "claude_agent_sdk")
+FRAMEWORKS = ("agents", "openai", "pydantic_ai", "pydantic", "agent_framework", "msgspec", "claude_agent_sdk",
+              "strands")
 #: Frameworks under a namespace package, named by their package.
 NAMESPACED = ("google.adk", "google.genai")
 

@@ -17,6 +17,9 @@
 * ``google_adk``: ``TranscriptSessionService``, Google ADK's
   ``BaseSessionService`` over a folder of transcripts, one per session
   (extra ``agent-transcript[google-adk]``).
+* ``strands``: ``TranscriptSessionRepository``, Strands Agents'
+  ``SessionRepository`` over a folder of transcripts, one per session, used
+  through Strands' ``RepositorySessionManager`` (extra ``agent-transcript[strands]``).
 
 Each module imports its framework when it is imported; ``import agent_transcript``
 imports none of them. They are built on the public API only (names importable
