@@ -21,3 +21,4 @@ pub mod stamp;
 pub mod stop;
 pub mod threads;
 pub mod transcript;
+pub mod writer;

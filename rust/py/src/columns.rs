@@ -14,24 +14,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use transcript_core::columns::{self as core, Batch, Bits, Column, FileState, Input, Utf8};
 use transcript_core::scan::ReadAt;
-use transcript_core::transcript::{Index, LoadError};
+use transcript_core::transcript::Index;
 
-use crate::errors::{CorruptTranscript, UnsupportedVersion};
-use crate::transcript::{os_error, Peeked, Transcript};
-
-fn load_error(e: LoadError) -> PyErr {
-    use transcript_core::envelope::LineError;
-    match e {
-        LoadError::Io(e) => os_error(&e),
-        LoadError::Line {
-            line,
-            error: error @ LineError::Version(_),
-        } => UnsupportedVersion::new_err((error.to_string(), line)),
-        LoadError::Line { line, error } => CorruptTranscript::new_err((error.to_string(), line)),
-        LoadError::Replay { line, error } => CorruptTranscript::new_err((error.to_string(), line)),
-        LoadError::Empty => CorruptTranscript::new_err(("the transcript is empty",)),
-    }
-}
+use crate::errors::load_error;
+use crate::peeked::Peeked;
+use crate::transcript::Transcript;
 
 /// The rows of the four export tables gathered so far.
 #[pyclass(module = "agent_transcript._core")]

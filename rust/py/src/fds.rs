@@ -7,7 +7,7 @@ use std::os::fd::{BorrowedFd, RawFd};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::transcript::os_error;
+use crate::errors::os_error;
 
 /// A `File` of its own for the descriptor `fd`, which the caller keeps open
 /// for the call.
@@ -22,14 +22,4 @@ pub fn dup(fd: RawFd) -> PyResult<File> {
         .try_clone_to_owned()
         .map(File::from)
         .map_err(|e| os_error(&e))
-}
-
-/// The Python error for an I/O error of a byte pass: `ValueError` for bytes
-/// that are not what they must be (`InvalidData`), an `OSError` otherwise.
-pub fn pass_error(e: &std::io::Error) -> PyErr {
-    if e.kind() == std::io::ErrorKind::InvalidData {
-        PyValueError::new_err(e.to_string())
-    } else {
-        os_error(e)
-    }
 }

@@ -5,13 +5,15 @@
 use std::fs::File;
 use std::path::PathBuf;
 
-use pyo3::exceptions::{PyOSError, PyTypeError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 use transcript_core::page::{Job, Limits, Page, Walk, WriteError, Writer};
 use transcript_core::transcript::Index;
 
-use crate::transcript::{os_error, Peeked, Transcript};
+use crate::errors::{os_error, os_error_at};
+use crate::peeked::Peeked;
+use crate::transcript::Transcript;
 
 enum Source {
     Replayed(Py<Transcript>),
@@ -168,15 +170,7 @@ pub struct PageWriter {
 }
 
 fn write_error(e: &WriteError) -> PyErr {
-    let text = e.error.to_string();
-    match e.error.raw_os_error() {
-        Some(code) => {
-            let suffix = format!(" (os error {code})");
-            let strerror = text.strip_suffix(&suffix).unwrap_or(&text).to_owned();
-            PyOSError::new_err((code, strerror, e.path.clone().into_os_string()))
-        }
-        None => PyOSError::new_err(format!("{}: {text}", e.path.display())),
-    }
+    os_error_at(&e.error, &e.path)
 }
 
 #[pymethods]
