@@ -7,20 +7,11 @@ use std::io;
 use std::path::PathBuf;
 
 use super::*;
+use crate::transcript::replay_tests::line;
 use crate::transcript::{load, LineRec};
 
-fn line(id: &str, kind: &str, payload: &str) -> String {
-    format!(
-        r#"{{"id":"{id}","payload":{payload},"ts":"2026-01-01T00:00:00.000000Z","type":"{kind}","v":1}}"#
-    )
-}
-
 fn msg(id: &str) -> String {
-    line(
-        id,
-        "message",
-        &format!(r#"{{"content":"{id}","role":"user"}}"#),
-    )
+    crate::transcript::replay_tests::msg(id, "user", "")
 }
 
 fn meta() -> String {
