@@ -6,15 +6,11 @@
 
 pub mod archive;
 pub mod canonical;
-pub mod columns;
 pub mod digest;
 pub mod envelope;
-pub mod excerpt;
 pub mod file_state;
 pub mod fork;
 pub mod json;
-pub mod listing;
-pub mod page;
 pub mod park;
 pub mod scan;
 pub mod stamp;

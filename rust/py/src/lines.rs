@@ -108,7 +108,7 @@ pub(crate) fn envelope_fields<'py>(
 
 /// `(id, type, ts, v, payload, line, as_is, excerpt)`: [`event_tuple`], whether
 /// every string in the line is already what `show` prints (see
-/// `transcript_core::excerpt::printable_as_is`), and for a message whose content
+/// `transcript_tools::excerpt::printable_as_is`), and for a message whose content
 /// is a string the core can excerpt, that excerpt as `(lines, total, chars)`
 /// in place of the content (see `crate::excerpt::message_with_excerpt`); from
 /// one read of the line.
@@ -119,7 +119,7 @@ pub(crate) fn shown_tuple<'py>(
     shape: (&str, usize, Option<usize>),
 ) -> PyResult<Bound<'py, PyAny>> {
     let bytes = read_line(file, rec)?;
-    let as_is = transcript_core::excerpt::printable_as_is(&bytes);
+    let as_is = transcript_tools::excerpt::printable_as_is(&bytes);
     let corrupt = corrupt_decode(rec);
     let (value, excerpt) = if matches!(rec.kind, transcript_core::envelope::EnvelopeType::Message) {
         let (indent, avail, max_lines) = shape;

@@ -1,6 +1,6 @@
 //! `PageWalk` and `PageWriter`: `html`'s folder of pages, the walk over the
 //! records and the writing of the files, without the GIL (see
-//! `transcript_core::page`).
+//! `transcript_tools::page`).
 
 use std::fs::File;
 use std::path::PathBuf;
@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
-use transcript_core::page::{Job, Limits, Page, Walk, WriteError, Writer};
 use transcript_core::transcript::Index;
+use transcript_tools::page::{Job, Limits, Page, Walk, WriteError, Writer};
 
 use crate::errors::{os_error, os_error_at};
 use crate::peeked::Peeked;
