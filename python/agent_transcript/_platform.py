@@ -96,3 +96,18 @@ def unlocked_reader(fd: int) -> int:
         os.close(reader)
         raise
     return reader
+
+
+def child_reader(fd: int) -> int | None:
+    """In a forked child, a descriptor to read ``fd``'s file through that holds no
+    lock: a fresh open of it where ``/proc`` can reopen it, else ``/dev/null``
+    (reads then fail). Never ``flock(LOCK_UN)``: that would unlock the parent."""
+    if PROC_SELF_FD is not None:
+        try:
+            return os.open(f"{PROC_SELF_FD}/{fd}", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            pass
+    try:
+        return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None

@@ -595,3 +595,18 @@ def fsync_dir(directory: Path) -> None:
     except BaseException:
         dfd.close()
         raise
+
+
+def absolute(path: str | os.PathLike[str]) -> Path:
+    """``path`` made absolute from the working directory now (links and ``..``
+    left as they are), so that a later ``os.chdir`` moves neither the transcript
+    nor its artifacts."""
+    return Path(path).absolute()
+
+
+def unlink_quietly(path: Path) -> None:
+    """Remove ``path``, if it can be removed."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
-from .message import Message
+from .message import MESSAGE_FIELDS, Message
 
 __all__ = ["Envelope", "Entry", "Peek", "PendingToolOperation"]
 
@@ -143,3 +143,16 @@ class LazySequence(Sequence[T]):
         return len(self) == len(other) and all(a == b for a, b in zip(self, other))
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def live_entry(mid: str, payload: dict[str, Any], line: int, elided: bool) -> Entry:
+    """The Entry of a live message with id ``mid``, its payload, line and
+    whether an elision stubbed it (``Session.entries``, one a message)."""
+    # Entry(...) without the frozen dataclass's object.__setattr__ a field.
+    # Most payloads have no extra.
+    extra = ({} if MESSAGE_FIELDS.issuperset(payload)
+             else {k: v for k, v in payload.items() if k not in MESSAGE_FIELDS})
+    e = object.__new__(Entry)
+    vars(e).update(id=mid, message=Message.from_dict(payload), extra=extra, line=line,
+                   elided=elided)
+    return e

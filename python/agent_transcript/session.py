@@ -11,27 +11,21 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from . import _core, _platform, _storage, tool_calls
-from ._arguments import (check_int as _check_int, check_type as _check_type, message_item as _message_item,
-                         message_payload as _message_payload, pairs as _pairs,
-                         replacement_payloads as _replacement_payloads)
-from ._core import digest as _digest
+from . import _core, _payloads, _platform, _storage, tool_calls
+from ._arguments import check_type as _check_type
+from ._arguments import message_item as _message_item
+from ._arguments import message_payload as _message_payload
+from ._arguments import pairs as _pairs
 from .artifacts import ArtifactStore
 from .codec import canonical_json
-from .envelope import Entry, Envelope, LazySequence, Peek, PendingToolOperation
+from .envelope import Entry, Envelope, LazySequence, Peek, PendingToolOperation, live_entry
 from .errors import CorruptTranscript, SessionBroken, SessionClosed, ToolOperationError
-from .message import MESSAGE_FIELDS, Message
+from .message import Message
 from .tool_calls import INTERRUPTED, UnansweredToolCall
 
 __all__ = ["Session"]
 
 Durability = Literal["flush", "fsync"]
-
-OUTCOMES = ("completed", "failed", "outcome-unknown")
-
-# How deep parsed tool arguments may nest: a line nests 512 deep at most, and
-# the line's object and its payload take two levels.
-_ARGUMENTS_DEPTH = 510
 
 
 def _durability(value: str) -> bool:
@@ -44,27 +38,13 @@ def _envelope(fields: tuple[Any, Any, Any, Any, Any, int]) -> Envelope:
     return Envelope(*fields)
 
 
-
-def _entry(mid: str, payload: dict[str, Any], line: int, elided: bool) -> Entry:
-    # Entry(...) without the frozen dataclass's object.__setattr__ a field:
-    # entries builds one a live message. Most payloads have no extra.
-    extra = ({} if MESSAGE_FIELDS.issuperset(payload)
-             else {k: v for k, v in payload.items() if k not in MESSAGE_FIELDS})
-    e = _new(Entry)
-    vars(e).update(id=mid, message=Message.from_dict(payload), extra=extra, line=line,
-                   elided=elided)
-    return e
-
-
-_new = object.__new__
-
-
 def _named(e: OSError, path: Path) -> OSError:
     """``e`` (raised by the native writer, which has a descriptor, not a name)
     with the transcript's path as its ``filename``, as ``open()`` gives one."""
     if e.filename is None:
         e.filename = str(path)
     return e
+
 
 class Session(_core.SessionBase):
     """A transcript open for reading and appending: the one writer of its file.
@@ -119,7 +99,7 @@ class Session(_core.SessionBase):
                 transcript is plain JSONL, refused rather than written under a
                 name every reader reads as zstd (``archive`` makes one).
         """
-        return cls._create(_absolute(path), meta, _durability(durability), [])
+        return cls._create(_storage.absolute(path), meta, _durability(durability), [])
 
     @classmethod
     def _create(cls, path: Path, meta: dict[str, Any] | None, fsync: bool,
@@ -148,7 +128,7 @@ class Session(_core.SessionBase):
             created = fd.created if fd.fd >= 0 else None
             fd.close()
             if created:
-                _unlink_quietly(created)
+                _storage.unlink_quietly(created)
             _storage.remove_made(made)
             raise
 
@@ -172,7 +152,7 @@ class Session(_core.SessionBase):
                 ``create``).
         """
         fsync = _durability(durability)
-        path = _absolute(path)
+        path = _storage.absolute(path)
         fd = _storage.Descriptor()
         try:
             _storage.open_locked(fd, path, create=False)
@@ -198,7 +178,7 @@ class Session(_core.SessionBase):
              durability: Durability = "flush") -> Session:
         """``load`` the transcript at ``path`` if it has content, else ``create`` it."""
         fsync = _durability(durability)
-        p = _absolute(path)
+        p = _storage.absolute(path)
         try:
             if p.stat().st_size > 0:
                 try:
@@ -242,7 +222,7 @@ class Session(_core.SessionBase):
         """
         if through_id is not None:
             _check_type("through_id", through_id, str)
-        source_path, new_path = _absolute(source), _absolute(path)
+        source_path, new_path = _storage.absolute(source), _storage.absolute(path)
         from ._archive import open_for_reading
         from ._fork import copy_lines, fork_prefix, fork_replay
 
@@ -294,7 +274,7 @@ class Session(_core.SessionBase):
         """
         from .peek import peek
 
-        return peek(_absolute(path))
+        return peek(_storage.absolute(path))
 
     @staticmethod
     def archive(path: str | os.PathLike[str], *, keep: bool = False) -> Path:
@@ -318,7 +298,7 @@ class Session(_core.SessionBase):
         """
         from ._archive import archive
 
-        return archive(_absolute(path), keep)
+        return archive(_storage.absolute(path), keep)
 
     @staticmethod
     def unarchive(path: str | os.PathLike[str], *, keep: bool = False) -> Path:
@@ -340,7 +320,7 @@ class Session(_core.SessionBase):
         """
         from ._archive import extract
 
-        return extract(_absolute(path), keep)
+        return extract(_storage.absolute(path), keep)
 
     @staticmethod
     def follow(path: str | os.PathLike[str], *, poll: float = 0.1,
@@ -359,7 +339,7 @@ class Session(_core.SessionBase):
         """
         from .follow import follow
 
-        return follow(_absolute(path), poll=poll, idle_timeout=idle_timeout)
+        return follow(_storage.absolute(path), poll=poll, idle_timeout=idle_timeout)
 
     # -- life --------------------------------------------------------------
 
@@ -399,7 +379,7 @@ class Session(_core.SessionBase):
         _OPEN.discard(self)
         if fd is None:
             return
-        ro = _child_reader(fd)
+        ro = _platform.child_reader(fd)
         try:
             if ro is not None:
                 os.dup2(ro, self._core_fd, inheritable=False)
@@ -445,6 +425,14 @@ class Session(_core.SessionBase):
             raise SessionClosed(f"{self._path}: the session is closed")
         return self._t
 
+    def _append(self, kind: str, payload: Any) -> str:
+        """Append one envelope of type ``kind`` under the lock; returns its id."""
+        with self._lock:
+            try:
+                return self._writable().append(kind, payload, None)
+            except OSError as e:
+                raise _named(e, self._path)
+
     # -- reading -----------------------------------------------------------
 
     @property
@@ -478,7 +466,7 @@ class Session(_core.SessionBase):
         """
         with self._lock:
             rows = self._t.live_entries()
-        return [_entry(mid, d, line, elided) for mid, d, line, elided in rows]
+        return [live_entry(mid, d, line, elided) for mid, d, line, elided in rows]
 
     @property
     def message_ids(self) -> list[str]:
@@ -581,12 +569,6 @@ class Session(_core.SessionBase):
             except OSError as e:
                 raise _named(e, self._path)
 
-    def _append(self, type_: str, payload: Any) -> str:
-        with self._lock:
-            try:
-                return self._writable().append(type_, payload, None)
-            except OSError as e:
-                raise _named(e, self._path)
 
     def append_events(self, events: Iterable[tuple[str, Any]]) -> list[str]:
         """Append ``(type, payload)`` envelopes with one ``write(2)``; returns their ids.
@@ -629,21 +611,8 @@ class Session(_core.SessionBase):
         Raises:
             UnknownId: ``replaces_through_id`` is not a live message.
         """
-        _check_type("summary", summary, str)
-        _check_type("replaces_through_id", replaces_through_id, str)
-        _check_int("tokens_before", tokens_before)
-        _check_int("tokens_after", tokens_after)
-        _check_type("fallback", fallback, bool)
-        payload: dict[str, Any] = {
-            "summary": summary,
-            "replaces-through-id": replaces_through_id,
-            "tokens-before": tokens_before,
-            "tokens-after": tokens_after,
-            "fallback": fallback,
-        }
-        if replacement is not None:
-            payload["replacement"] = _replacement_payloads(replacement)
-        return self._append("compaction", payload)
+        return self._append("compaction", _payloads.compaction(
+            summary, replaces_through_id, tokens_before, tokens_after, fallback, replacement))
 
     def append_rewind(self, through_id: str | None) -> str:
         """Append a rewind: the live messages after ``through_id`` are dropped
@@ -689,32 +658,8 @@ class Session(_core.SessionBase):
             run_id: which run dispatched it, for readers that group calls.
             round: which round of the agent loop dispatched it.
         """
-        _check_type("call_id", call_id, str)
-        _check_type("tool", tool, str)
-        _check_type("idempotency", idempotency, str)
-        if run_id is not None:
-            _check_type("run_id", run_id, str)
-        if round is not None:
-            _check_int("round", round)
-        stored = arguments
-        if isinstance(arguments, str):
-            # Stored parsed only if the parsed value fits in a line: the line's
-            # object and the payload hold it, so it may nest 510 deep of the
-            # reader's 512. Anything else is stored as the string it is.
-            try:
-                stored = _core.loads(arguments, _ARGUMENTS_DEPTH)
-            except ValueError:
-                stored = arguments
-        payload = {
-            "call-id": call_id,
-            "tool": tool,
-            "arguments": stored,
-            "arguments-digest": _digest(canonical_json(stored)),
-            "idempotency": idempotency,
-            "run-id": run_id,
-            "round": round,
-        }
-        return self._append("tool-dispatched", payload)
+        return self._append("tool-dispatched", _payloads.tool_dispatched(
+            call_id, tool, arguments, idempotency, run_id, round))
 
     def append_tool_settled(self, op_id: str, outcome: str, *, reason: Any = None,
                             duration: Any = None, result_digest: Any = None,
@@ -725,17 +670,9 @@ class Session(_core.SessionBase):
             ValueError: ``outcome`` is not completed, failed or outcome-unknown.
             ToolOperationError: the operation is unknown or already settled.
         """
-        _check_type("op_id", op_id, str)
-        if outcome not in OUTCOMES:
-            raise ValueError(f"outcome must be one of {', '.join(OUTCOMES)}, not {outcome!r}")
-        if duration is not None and (isinstance(duration, bool) or not isinstance(duration, (int, float))):
-            raise TypeError("duration is a number of seconds")
-        payload: dict[str, Any] = {"op-id": op_id, "outcome": outcome}
-        for key, value in (("reason", reason), ("duration", duration), ("result-digest", result_digest),
-                           ("artifact", artifact), ("error", error)):
-            if value is not None:
-                payload[key] = value
-        return self._append("tool-settled", payload)
+        return self._append("tool-settled", _payloads.tool_settled(
+            op_id, outcome, reason=reason, duration=duration, result_digest=result_digest,
+            artifact=artifact, error=error))
 
     def append_run_context(self, sections: Sequence[tuple[str, str]],
                            facts: Sequence[tuple[str, Any]]) -> str:
@@ -744,25 +681,12 @@ class Session(_core.SessionBase):
         A section's text is stored only by the first run-context line that has
         it; later ones point at that line with ``rendered-in``.
         """
-        checked_sections = _pairs(sections, "section", ("name", "text"), str)
-        fact_list = [[key, value] for key, value in _pairs(facts, "fact", ("key", "value"), object)]
+        checked = _payloads.run_context_arguments(sections, facts)
         with self._lock:
             t = self._writable()
             own_id = t.new_id()
-            here: dict[str, str] = {}
-            rendered = []
-            for name, text in checked_sections:
-                d = _digest(text)
-                carrier = t.section_index(d)
-                if carrier is not None:
-                    rendered.append({"name": name, "digest": d, "rendered-in": t.envelope_id(carrier)})
-                elif d in here:
-                    rendered.append({"name": name, "digest": d, "rendered-in": own_id})
-                else:
-                    here[d] = own_id
-                    rendered.append({"name": name, "digest": d, "text": text})
             try:
-                return t.append("run-context", {"facts": fact_list, "sections": rendered}, own_id)
+                return t.append("run-context", _payloads.run_context(t, own_id, *checked), own_id)
             except OSError as e:
                 raise _named(e, self._path)
 
@@ -885,36 +809,5 @@ def _after_fork_in_child() -> None:
             pass  # best effort: an error must not escape into the child's fork()
 
 
-def _child_reader(fd: int) -> int | None:
-    """In a forked child, a descriptor to read ``fd``'s file through that holds no
-    lock: a fresh open of it where ``/proc`` can reopen it, else ``/dev/null``
-    (reads then fail). Never ``flock(LOCK_UN)``: that would unlock the parent."""
-    if _platform.PROC_SELF_FD is not None:
-        try:
-            return os.open(f"{_platform.PROC_SELF_FD}/{fd}", os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
-            pass
-    try:
-        return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-
-
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-
-
-def _absolute(path: str | os.PathLike[str]) -> Path:
-    """``path`` made absolute from the working directory now (links and ``..``
-    left as they are), so that a later ``os.chdir`` moves neither the transcript
-    nor its artifacts."""
-    return Path(path).absolute()
-
-
-def _unlink_quietly(path: Path) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass

@@ -1,6 +1,6 @@
 """The core's pages of a transcript, for ``html``'s folder: the walk over its
 records a page at a time and the writer of the page files (see
-``rust/core/src/page.rs``).
+``rust/tools/src/page.rs``).
 
 * ``PageWalk`` ``(index, end, soft_records, hard_records, soft_bytes,
   hard_bytes, big_line, head)``: over the envelope index of a ``Reading``

@@ -7,14 +7,17 @@
 /// A piece of work on a thread of its own, or already done: a thread that
 /// cannot be started (a process at its thread or memory limit) is not an error,
 /// the work is then done on the calling thread.
-pub(crate) enum Worker<'scope, T> {
+pub enum Worker<'scope, T> {
+    /// Running on its thread.
     Thread(std::thread::ScopedJoinHandle<'scope, T>),
+    /// Done on the calling thread.
     Done(T),
 }
 
 impl<T> Worker<'_, T> {
     /// The work's result; `Err` if its thread panicked.
-    pub(crate) fn join(self) -> Result<T, ()> {
+    #[allow(clippy::result_unit_err)]
+    pub fn join(self) -> Result<T, ()> {
         match self {
             Worker::Thread(h) => h.join().map_err(|_| ()),
             Worker::Done(t) => Ok(t),
@@ -24,7 +27,7 @@ impl<T> Worker<'_, T> {
 
 /// Runs `work` on a new thread of `scope`, or here and now if none can be
 /// started (`std::thread::Scope::spawn` would panic).
-pub(crate) fn spawn_or_run<'scope, 'env, T, F>(
+pub fn spawn_or_run<'scope, 'env, T, F>(
     scope: &'scope std::thread::Scope<'scope, 'env>,
     work: F,
 ) -> Worker<'scope, T>
@@ -38,19 +41,14 @@ where
     }
 }
 
-#[cfg(not(test))]
-pub(crate) fn thread_builder() -> std::thread::Builder {
-    std::thread::Builder::new()
-}
-
-#[cfg(test)]
 thread_local! {
     // Set by a test: every thread this thread starts fails to start.
     static SPAWN_FAILS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-#[cfg(test)]
-pub(crate) fn thread_builder() -> std::thread::Builder {
+/// The builder of every thread the core and its front ends start: one that
+/// fails to start while [`fail_spawns`] says so.
+pub fn thread_builder() -> std::thread::Builder {
     let b = std::thread::Builder::new();
     if SPAWN_FAILS.with(std::cell::Cell::get) {
         // A stack no system can map: the spawn fails with an error.
@@ -61,9 +59,9 @@ pub(crate) fn thread_builder() -> std::thread::Builder {
 }
 
 /// Makes every thread this thread starts from now on fail to start (`true`),
-/// or start again (`false`): for tests of the fallback.
-#[cfg(test)]
-pub(crate) fn fail_spawns(fail: bool) {
+/// or start again (`false`): for tests of the fallback, here and in the
+/// crates built on this one.
+pub fn fail_spawns(fail: bool) {
     SPAWN_FAILS.with(|f| f.set(fail));
 }
 

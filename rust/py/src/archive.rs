@@ -7,7 +7,8 @@ use std::os::fd::RawFd;
 use pyo3::prelude::*;
 use transcript_core::archive;
 
-use crate::fds::{dup, pass_error};
+use crate::errors::pass_error;
+use crate::fds::dup;
 use crate::signals::Signals;
 
 /// `zstd_compress(src_fd, length, dst_fd, level, /)`: the first `length` bytes

@@ -1,5 +1,5 @@
 //! `ExportBatch` and `ExportFile`: the export's tables as Arrow-layout
-//! buffers, built by `transcript_core::columns` without the GIL and handed to
+//! buffers, built by `transcript_tools::columns` without the GIL and handed to
 //! Python as `ColumnBuffer`s, which pyarrow wraps where they are
 //! (`pyarrow.foreign_buffer`) for `pyarrow.Array.from_buffers`: no copy, and
 //! no arrow crate here.
@@ -12,12 +12,13 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
-use transcript_core::columns::{self as core, Batch, Bits, Column, FileState, Input, Utf8};
 use transcript_core::scan::ReadAt;
 use transcript_core::transcript::Index;
+use transcript_tools::columns::{self as core, Batch, Bits, Column, FileState, Input, Utf8};
 
 use crate::errors::load_error;
-use crate::transcript::{Peeked, Transcript};
+use crate::peeked::Peeked;
+use crate::transcript::Transcript;
 
 /// The rows of the four export tables gathered so far.
 #[pyclass(module = "agent_transcript._core")]

@@ -1,10 +1,10 @@
 //! `excerpt(text, indent, avail, max_lines)`: the lines `show` prints of a
-//! text, built by `transcript_core::excerpt` (see there for what it follows).
+//! text, built by `transcript_tools::excerpt` (see there for what it follows).
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
-use transcript_core::excerpt::Excerpt;
 use transcript_core::json::{JStr, Kind, Reader};
+use transcript_tools::excerpt::Excerpt;
 
 use crate::decode::{jstr, str_from_wtf8, value, DecodeError};
 
@@ -25,7 +25,7 @@ pub fn excerpt(
 ) -> Option<(Vec<String>, usize, usize)> {
     // A lone surrogate has no UTF-8: Python renders that text.
     let text = text.to_str().ok()?;
-    let build = || transcript_core::excerpt::excerpt(text, indent, avail, max_lines);
+    let build = || transcript_tools::excerpt::excerpt(text, indent, avail, max_lines);
     let found = if text.len() > DETACH_BYTES {
         py.detach(build)
     } else {
@@ -99,7 +99,7 @@ fn payload_with_excerpt<'py>(
                 let text = r.string(scratch)?;
                 let v = match text {
                     JStr::Text(t) => {
-                        match transcript_core::excerpt::excerpt(t, indent, avail, max_lines) {
+                        match transcript_tools::excerpt::excerpt(t, indent, avail, max_lines) {
                             Some(e) => {
                                 found = Some(e);
                                 continue;

@@ -23,13 +23,3 @@ pub fn dup(fd: RawFd) -> PyResult<File> {
         .map(File::from)
         .map_err(|e| os_error(&e))
 }
-
-/// The Python error for an I/O error of a byte pass: `ValueError` for bytes
-/// that are not what they must be (`InvalidData`), an `OSError` otherwise.
-pub fn pass_error(e: &std::io::Error) -> PyErr {
-    if e.kind() == std::io::ErrorKind::InvalidData {
-        PyValueError::new_err(e.to_string())
-    } else {
-        os_error(e)
-    }
-}

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use pyo3::{intern, IntoPyObjectExt};
-use transcript_core::listing::{self, Status};
+use transcript_tools::listing::{self, Status};
 
 /// `list_rows(paths, threads, /)`: for each path, in order, `(status, size,
 /// mtime, dev, ino, title, agent, model, started, last_activity, last_type)`,

@@ -1,6 +1,6 @@
 //! `PageWalk` and `PageWriter`: `html`'s folder of pages, the walk over the
 //! records and the writing of the files, without the GIL (see
-//! `transcript_core::page`).
+//! `transcript_tools::page`).
 
 use std::fs::File;
 use std::path::PathBuf;
@@ -8,11 +8,12 @@ use std::path::PathBuf;
 use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
-use transcript_core::page::{Job, Limits, Page, Walk, WriteError, Writer};
 use transcript_core::transcript::Index;
+use transcript_tools::page::{Job, Limits, Page, Walk, WriteError, Writer};
 
 use crate::errors::{os_error, os_error_at};
-use crate::transcript::{Peeked, Transcript};
+use crate::peeked::Peeked;
+use crate::transcript::Transcript;
 
 enum Source {
     Replayed(Py<Transcript>),
@@ -181,7 +182,7 @@ pub struct PageWriter {
 }
 
 fn write_error(e: &WriteError) -> PyErr {
-    os_error_at(&e.error, Some(e.path.clone().into_os_string()))
+    os_error_at(&e.error, &e.path)
 }
 
 #[pymethods]

@@ -7,7 +7,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use pyo3::IntoPyObjectExt;
-use transcript_core::search::{search_files, Hit, Query, SearchError};
+use transcript_tools::search::{search_files, Hit, Query, SearchError};
 
 /// `grep(paths, pattern, literal, ignore_case, all_lines, role, kind, threads, /)`:
 /// for each path, in order, its hits as `(line, id, type, role, field, text,

@@ -1,7 +1,8 @@
 //! Replay over arbitrary sequences of envelopes (messages, compactions with and
 //! without a replacement, rewinds, elisions, tool operations, duplicate and
 //! clashing ids, garbage and blank lines): no panic; the state after each
-//! appended line (the append path: `check(strict)` then `push`) equals a load
+//! line the writer appends (the append path, through a file that sometimes
+//! fills up mid-line) equals a load
 //! of the whole file up to it; a load's first refusal is the first line the
 //! incremental replay refuses; and the live list is the one SPEC's rules give
 //! (an independent model below).
@@ -11,16 +12,20 @@
 //! envelope lines through `arbitrary`.
 #![no_main]
 
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::io;
 
 use arbitrary::{Arbitrary, Unstructured};
 use fuzzkit::{naive_lines, Trickle};
 use libfuzzer_sys::fuzz_target;
 use transcript_core::canonical::write_str;
 use transcript_core::envelope::{parse_line, Detail, EnvelopeType, Id};
+use transcript_core::file_state::LinksAndLength;
 use transcript_core::transcript::{
     inspect, load, peek, History, LineRec, LoadError, ReplayError, Source, Transcript, WHOLE,
 };
+use transcript_core::writer::{Sink, WriteError, Writer};
 
 #[derive(Debug, Arbitrary)]
 enum Ref {
@@ -391,38 +396,88 @@ fn with_history() -> Transcript {
     t
 }
 
-/// The append path over `lines`: each line the strict check accepts is
-/// written; after each, a load of the file is the same state.
+/// A file in memory for the writer, whose next write can be made to write
+/// `short` bytes and then fail as a full disk does.
+struct MemFile {
+    bytes: RefCell<Vec<u8>>,
+    short: Cell<Option<usize>>,
+}
+
+impl Sink for MemFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self.short.take() {
+            Some(0) => Err(io::Error::from_raw_os_error(28)), // ENOSPC
+            Some(n) => {
+                let n = n.min(buf.len());
+                self.bytes.borrow_mut().extend_from_slice(&buf[..n]);
+                // The rest of the line finds the disk full.
+                self.short.set(Some(0));
+                Ok(n)
+            }
+            None => {
+                self.bytes.borrow_mut().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+        }
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        Ok(())
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.bytes.borrow_mut().truncate(len as usize);
+        Ok(())
+    }
+    fn links_and_length(&self) -> io::Result<LinksAndLength> {
+        Ok(LinksAndLength { links: 1, len: self.bytes.borrow().len() as u64 })
+    }
+}
+
+/// The append path over `lines`, through the writer itself: each line is
+/// appended (some first into a disk that fills up mid-line, which must leave
+/// file and state as they were); the writer accepts exactly what SPEC
+/// accepts, and after each, a load of its file is the same state.
 fn appended(lines: &[Vec<u8>], every: bool) {
-    let mut inc = with_history();
+    let sink = MemFile { bytes: RefCell::new(Vec::new()), short: Cell::new(None) };
+    let mut w = Writer::new(with_history(), sink, 0, false, false, None);
     let mut model = Model::default();
-    let mut file = Vec::new();
     let mut ids = Vec::new();
     let n = lines.len();
     for (k, line) in lines.iter().enumerate() {
         let Ok(env) = parse_line(line) else { continue };
-        let accepted = inc.check(&env, true).is_ok();
         let expected = model.apply(&env, true);
-        assert_eq!(accepted, expected, "the append check disagrees with SPEC on {:?}", String::from_utf8_lossy(line));
+        if k % 5 == 4 {
+            let before = w.file().bytes.borrow().clone();
+            let (len, count) = (w.len(), w.transcript().index.len());
+            // Short of the whole line (its `\n` included), so the write fails.
+            w.file().short.set(Some(k % (line.len() + 1)));
+            let failed = w.append_line(line);
+            assert!(failed.is_err(), "a write into a full disk succeeded");
+            assert_eq!(*w.file().bytes.borrow(), before, "a failed write left bytes behind");
+            assert_eq!((w.len(), w.transcript().index.len()), (len, count));
+            assert_eq!(w.broken(), None);
+            w.file().short.set(None);
+        }
+        let accepted = match w.append_line(line) {
+            Ok(()) => true,
+            Err(WriteError::Refused(_)) => false,
+            Err(e) => panic!("the writer failed: {e}"),
+        };
+        assert_eq!(accepted, expected, "the writer disagrees with SPEC on {:?}", String::from_utf8_lossy(line));
         if !accepted {
             continue;
         }
         ids.push(env.id.clone());
-        let number = inc.line_count + 1;
-        let rec = LineRec::new(&env, file.len() as u64, line.len(), number);
-        if let Err(e) = inc.push(env, rec, true) {
-            panic!("checked, then refused: {e}");
-        }
-        model.agrees(&inc);
-        file.extend_from_slice(line);
-        file.push(b'\n');
+        let inc = w.transcript();
+        model.agrees(inc);
+        let file = w.file().bytes.borrow().clone();
+        assert_eq!(w.len(), file.len() as u64);
         if every || k + 1 == n {
             let src = Trickle { bytes: &file, step: 1 + (k % 7) * 1000 };
             let loaded = match inspect(&src, file.len() as u64) {
                 Ok(t) => t,
                 Err(e) => panic!("a file of accepted appends does not load: {e:?}"),
             };
-            same(&inc, &loaded, &ids, true);
+            same(inc, &loaded, &ids, true);
             if let Ok(plain) = load(&file[..], file.len() as u64) {
                 same(&plain, &loaded, &ids, true);
             }

@@ -26,11 +26,11 @@ use regex::bytes::Regex as BytesRegex;
 use regex::{Regex, RegexBuilder};
 use regex_syntax::hir::literal::Extractor;
 
-use crate::envelope::EnvelopeType;
-use crate::json::{JStr, JsonError, Kind, Reader};
-use crate::scan::{tail_scan, ReadAt, Tail};
-use crate::threads::spawn_or_run;
-use crate::transcript::{load, LoadError, Transcript, WHOLE};
+use transcript_core::envelope::EnvelopeType;
+use transcript_core::json::{JStr, JsonError, Kind, Reader};
+use transcript_core::scan::{tail_scan, ReadAt, Tail};
+use transcript_core::threads::spawn_or_run;
+use transcript_core::transcript::{load, LoadError, Transcript, WHOLE};
 
 /// Keys whose string values are never searched: ids, part types, signatures
 /// and base64 data, which nobody searches for and which would match hex or
@@ -225,7 +225,7 @@ pub fn search_file(path: &Path, query: &Query) -> Result<Vec<Hit>, SearchError> 
     let file = open_regular(path).map_err(SearchError::Io)?;
     if path.extension().is_some_and(|e| e == "zst") {
         let mut data = Vec::new();
-        crate::archive::decompress(&file, &mut data, &crate::stop::go_on)
+        transcript_core::archive::decompress(&file, &mut data, &transcript_core::stop::go_on)
             .map_err(SearchError::Io)?;
         search_source(data.as_slice(), data.len() as u64, query)
     } else {
@@ -379,7 +379,7 @@ fn scan_block(
         lines += memchr::memchr_iter(b'\n', &block[pos..start]).count() as u64;
         let end = memchr::memchr(b'\n', &block[start..]).map_or(block.len(), |i| start + i);
         let line = &block[start..end];
-        if !crate::scan::is_blank(line) {
+        if !transcript_core::scan::is_blank(line) {
             each(lines + 1, line);
         }
         if end < block.len() {
@@ -881,9 +881,9 @@ mod tests {
                 p
             })
             .collect();
-        crate::threads::fail_spawns(true);
+        transcript_core::threads::fail_spawns(true);
         let found = search_files(&paths, &query("needle", true, false), 2);
-        crate::threads::fail_spawns(false);
+        transcript_core::threads::fail_spawns(false);
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(found.len(), 3);
         for r in found {

@@ -8,7 +8,7 @@
 //! same JSON reader load uses); what replay made of it (live or not, its live
 //! position, what later compacted, elided or rewound it, which settle settled
 //! an operation, which operations are pending) comes from the core's own
-//! replay and its [`History`](crate::transcript::History), never from a second opinion. A file load
+//! replay and its [`History`](transcript_core::transcript::History), never from a second opinion. A file load
 //! refuses is exported from peek's lenient index, without any replayed state
 //! (those columns are null) and with settles matched to dispatches by id.
 //!
@@ -19,10 +19,10 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::envelope::{id_text, EnvelopeType, Span};
-use crate::json::{JStr, JsonError, Kind, Number, Reader};
-use crate::scan::ReadAt;
-use crate::transcript::{Index, LineRec, LoadError, Source, Transcript, WHOLE};
+use transcript_core::envelope::{id_text, EnvelopeType, Span};
+use transcript_core::json::{JStr, JsonError, Kind, Number, Reader};
+use transcript_core::scan::ReadAt;
+use transcript_core::transcript::{Index, LineRec, LoadError, Source, Transcript, WHOLE};
 
 /// A validity (or boolean values) bitmap as Arrow lays it out: bit `i % 8` of
 /// byte `i / 8`, least significant first.
@@ -508,7 +508,7 @@ pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 fn malformed(rec: &LineRec) -> impl Fn(JsonError) -> LoadError + '_ {
     move |e| LoadError::Line {
         line: rec.number,
-        error: crate::envelope::LineError::Malformed(e),
+        error: transcript_core::envelope::LineError::Malformed(e),
     }
 }
 
@@ -529,7 +529,7 @@ fn utf8<'l>(line: &'l [u8], rec: &LineRec) -> Result<&'l str, LoadError> {
 }
 
 /// Where the members named `keys` are in the JSON object `value` (see
-/// [`crate::envelope::member_spans`]), read from text already checked.
+/// [`transcript_core::envelope::member_spans`]), read from text already checked.
 fn members(value: &str, keys: &[&str]) -> Result<Vec<Option<Span>>, JsonError> {
     let mut out = vec![None; keys.len()];
     let mut r = Reader::new(value);
@@ -1591,7 +1591,7 @@ mod tests {
         ];
         let text = lines.join("\n") + "\n";
         let src = text.as_bytes();
-        let t = crate::transcript::inspect(src, text.len() as u64)
+        let t = transcript_core::transcript::inspect(src, text.len() as u64)
             .map_err(|_| ())
             .unwrap_or_default();
         assert_eq!(t.index.len(), lines.len());
@@ -1638,7 +1638,7 @@ mod tests {
         ];
         let text = lines.join("\n") + "\n";
         let src = text.as_bytes();
-        let t = crate::transcript::inspect(src, text.len() as u64)
+        let t = transcript_core::transcript::inspect(src, text.len() as u64)
             .map_err(|_| ())
             .unwrap_or_default();
         assert_eq!(t.index.len(), 4);

@@ -4,7 +4,7 @@
 //! say (the session-meta, the first user message) and what its last line says
 //! (the last envelope's type and time, whether it is cut short). This reads
 //! exactly that: a block at the file's start and a block at its end, grown only
-//! as far as a long line needs, with [`crate::json::Reader`] for the few lines
+//! as far as a long line needs, with [`transcript_core::json::Reader`] for the few lines
 //! that are parsed. [`read_rows`] does a batch of files on a few threads.
 //!
 //! The Python reader (`agent_transcript.fleet.listing.read_row`) is the
@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-use crate::json::{JStr, JsonError, Kind, Number, Reader};
-use crate::scan::ReadAt;
+use transcript_core::json::{JStr, JsonError, Kind, Number, Reader};
+use transcript_core::scan::ReadAt;
 
 /// How much of a file's start is searched for the first user message (the
 /// title); more when the first line is longer than this.
@@ -154,7 +154,7 @@ pub fn read_rows(paths: &[PathBuf], threads: usize) -> Vec<Option<Row>> {
     std::thread::scope(|s| {
         // A helper that cannot start has already done its share here.
         let helpers: Vec<_> = (1..threads)
-            .map(|_| crate::threads::spawn_or_run(s, work))
+            .map(|_| transcript_core::threads::spawn_or_run(s, work))
             .collect();
         place(work());
         for h in helpers {
@@ -1295,9 +1295,9 @@ mod tests {
 
     #[test]
     fn rows_of_a_batch_when_no_thread_can_start() {
-        crate::threads::fail_spawns(true);
+        transcript_core::threads::fail_spawns(true);
         rows_in_order("no-threads");
-        crate::threads::fail_spawns(false);
+        transcript_core::threads::fail_spawns(false);
     }
 
     fn rows_in_order(name: &str) {

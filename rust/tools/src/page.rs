@@ -19,9 +19,9 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 
-use crate::envelope::{EnvelopeType, Role};
-use crate::scan::{is_blank, ReadAt};
-use crate::transcript::Index;
+use transcript_core::envelope::{EnvelopeType, Role};
+use transcript_core::scan::{is_blank, ReadAt};
+use transcript_core::transcript::Index;
 
 /// When a page is cut: past `soft` records or bytes at the next turn (a user
 /// message) or compaction; past `hard` ones at the next record whatever it is.
@@ -571,7 +571,7 @@ impl Writer {
     /// A writer with at most `depth` jobs waiting.
     pub fn new(depth: usize) -> io::Result<Self> {
         let (tx, rx) = sync_channel::<Job>(depth);
-        let thread = crate::threads::thread_builder()
+        let thread = transcript_core::threads::thread_builder()
             .name("html-pages".into())
             .spawn(move || run(&rx));
         Ok(match thread {
@@ -655,7 +655,7 @@ fn run(rx: &Receiver<Job>) -> Result<(), WriteError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transcript::{inspect, peek};
+    use transcript_core::transcript::{inspect, peek};
 
     fn limits(records: usize, bytes: u64) -> Limits {
         Limits {
@@ -917,9 +917,9 @@ mod tests {
     fn jobs_are_written_here_when_no_thread_can_start() {
         let dir = std::env::temp_dir().join(format!("page-inline-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        crate::threads::fail_spawns(true);
+        transcript_core::threads::fail_spawns(true);
         let w = Writer::new(2);
-        crate::threads::fail_spawns(false);
+        transcript_core::threads::fail_spawns(false);
         let mut w = w.unwrap();
         assert!(w.inline, "the test's premise: no thread started");
         let job = |name: &str| Job {

@@ -1,0 +1,870 @@
+//! Replay and the id table, from lines in memory.
+
+use super::*;
+
+// splitmix64's finaliser undone: what a hostile writer computes to aim ids
+// at one slot of an unseeded table.
+fn unmix(mut z: u64) -> u64 {
+    const INV2: u64 = 0x319642B2D24D8EC3; // 0x94D049BB133111EB^-1 mod 2^64
+    const INV1: u64 = 0x96DE1B173F119089; // 0xBF58476D1CE4E5B9^-1 mod 2^64
+    z ^= (z >> 31) ^ (z >> 62);
+    z = z.wrapping_mul(INV2);
+    z ^= (z >> 27) ^ (z >> 54);
+    z = z.wrapping_mul(INV1);
+    z ^ (z >> 30) ^ (z >> 60)
+}
+
+#[test]
+fn ids_aimed_at_one_slot_of_an_unseeded_hash_spread() {
+    let n = 20_000u64;
+    let inner = mix(0);
+    let mut table = IdTable::default();
+    let mut homes = HashMap::default();
+    for i in 0..n {
+        let a = unmix(0x5EED << 32 | (i + 1)) ^ inner;
+        // The premise: unseeded, every one of them has one high half.
+        assert_eq!(mix(a ^ inner) >> 32, 0x5EED);
+        let mut id = format!("{:016x}", a.swap_bytes()).into_bytes();
+        id.extend_from_slice(b"0000000000000000");
+        let key = Keyed::of(&id);
+        assert_eq!(key.form, HEX32);
+        table.push(key, i as u32);
+    }
+    for i in 0..n {
+        let a = unmix(0x5EED << 32 | (i + 1)) ^ inner;
+        let mut id = format!("{:016x}", a.swap_bytes()).into_bytes();
+        id.extend_from_slice(b"0000000000000000");
+        let key = Keyed::of(&id);
+        assert_eq!(table.find(&key), Some(i as u32));
+        *homes.entry(table.home(key.hash)).or_insert(0u32) += 1;
+    }
+    // Seeded, they share slots as random ids do: a few at most.
+    let most = homes.values().copied().max().unwrap_or(0);
+    assert!(most < 12, "{most} ids share one slot");
+}
+use crate::envelope::parse_line;
+
+pub(crate) fn line(id: &str, kind: &str, payload: &str) -> String {
+    format!(
+        r#"{{"id":"{id}","payload":{payload},"ts":"2026-01-01T00:00:00.000000Z","type":"{kind}","v":1}}"#
+    )
+}
+
+pub(crate) fn msg(id: &str, role: &str, extra: &str) -> String {
+    line(
+        id,
+        "message",
+        &format!(r#"{{"content":"{id}","role":"{role}"{extra}}}"#),
+    )
+}
+
+pub(super) fn load_str(lines: &[String]) -> Result<Transcript, LoadError> {
+    let text = lines.join("\n") + "\n";
+    load(text.as_bytes(), text.len() as u64)
+}
+
+#[test]
+fn a_message_accepted_from_what_its_writer_knows_is_the_one_its_line_reads_as() {
+    // Two transcripts fed the same lines: one accepts each message from
+    // what its writer knows, the other from the line read back. They must
+    // end up the same, line records, roles, live list and the pending
+    // operation the tool message answers included.
+    let head = [
+        line("meta", "session-meta", "{}"),
+        line("op1", "tool-dispatched", r#"{"call-id":"c1","tool":"t"}"#),
+    ];
+    let mut t = load_str(&head).unwrap();
+    let mut twin = load_str(&head).unwrap();
+    let mut ids = IdGen::new();
+    let ms = crate::stamp::Instant::now().millis();
+    let cases: [(&str, &str, bool, Option<&[u8]>); 7] = [
+        ("user", "", false, None),
+        ("assistant", r#","sticky":true"#, true, None),
+        ("system", r#","sysprompt":true"#, true, None),
+        ("user", r#","depth":0"#, true, None),
+        // Only a tool message answers a call.
+        ("assistant", r#","tool_call_id":"c1""#, false, Some(b"c1")),
+        ("tool", r#","tool_call_id":"c1""#, false, Some(b"c1")),
+        ("developer", "", false, None),
+    ];
+    for (role, extra, sticky, call) in cases {
+        let fresh = t.fresh_id(&mut ids, ms);
+        assert_eq!(fresh.key, Keyed::of(fresh.digits()));
+        assert!(!t.is_taken(fresh.as_str()));
+        let text = msg(fresh.as_str(), role, extra);
+        let known = t.accept_message(&fresh, role, sticky, call).unwrap();
+        let parsed = twin
+            .accept(parse_line(text.as_bytes()).unwrap(), true)
+            .unwrap();
+        let number = t.line_count + 1;
+        let rec = known.line_rec(0, text.len(), number);
+        assert_eq!(rec, parsed.line_rec(0, text.len(), number), "{text}");
+        t.push_accepted(known, rec);
+        twin.push_accepted(parsed, rec);
+        assert!(t.is_live(fresh.as_str()));
+    }
+    assert_eq!(t.live.len(), cases.len());
+    assert_eq!(t.live, twin.live);
+    assert_eq!(t.pending, twin.pending);
+    assert_eq!(t.awaiting, twin.awaiting);
+    assert!(t.pending.values().all(|op| op.result.is_some()));
+    for i in 0..t.index.len() {
+        assert_eq!(t.index.get(i), twin.index.get(i));
+        assert_eq!(t.index.role(i), twin.index.role(i));
+    }
+    // A fresh id is never one the transcript has: not once it is added,
+    // whether or not other lines came after it was drawn.
+    for lines_between in [0, 1] {
+        let taken = t.fresh_id(&mut ids, ms);
+        let again = t.fresh_id(&mut ids, ms);
+        let again = FreshId {
+            id: taken.id,
+            key: taken.key.clone(),
+            drawn_at: again.drawn_at,
+        };
+        let first = t.accept_message(&taken, "user", false, None).unwrap();
+        let rec = first.line_rec(0, 1, t.line_count + 1);
+        t.push_accepted(first, rec);
+        for _ in 0..lines_between {
+            let other = t.fresh_id(&mut ids, ms);
+            let accepted = t.accept_message(&other, "user", false, None).unwrap();
+            let rec = accepted.line_rec(0, 1, t.line_count + 1);
+            t.push_accepted(accepted, rec);
+        }
+        assert!(matches!(
+            t.accept_message(&again, "user", false, None),
+            Err(ReplayError::DuplicateId(_))
+        ));
+        assert_ne!(t.fresh_id(&mut ids, ms).id, taken.id);
+    }
+}
+
+fn live_ids(t: &Transcript, lines: &[String]) -> Vec<String> {
+    t.live
+        .iter()
+        .map(|m| {
+            let id = lines[m.line as usize]
+                .split('"')
+                .nth(3)
+                .unwrap_or("")
+                .to_string();
+            let id = if m.part == WHOLE {
+                id
+            } else {
+                format!("{id}:{}", m.part)
+            };
+            if m.stub().is_some() {
+                format!("{id}*")
+            } else {
+                id
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn compaction_keeps_sticky_messages_and_splices_the_summary() {
+    let lines = vec![
+        line("meta", "session-meta", "{}"),
+        msg("s", "system", r#","sysprompt":true"#),
+        msg("u1", "user", ""),
+        msg("a1", "assistant", ""),
+        msg("p", "user", r#","depth":2"#),
+        msg("u2", "user", ""),
+        line(
+            "c1",
+            "compaction",
+            r#"{"replaces-through-id":"p","summary":"S"}"#,
+        ),
+        msg("u3", "user", ""),
+        line(
+            "c2",
+            "compaction",
+            r#"{"replaces-through-id":"c1","summary":"S2"}"#,
+        ),
+    ];
+    let t = load_str(&lines).unwrap();
+    assert_eq!(live_ids(&t, &lines), ["s", "p", "c2", "u2", "u3"]);
+}
+
+#[test]
+fn elision_then_compaction_and_compaction_then_elision() {
+    let lines = vec![
+        line("meta", "session-meta", "{}"),
+        msg("u1", "user", ""),
+        msg("t1", "tool", r#","tool_call_id":"x""#),
+        line(
+            "e1",
+            "elision",
+            r#"{"items":[{"id":"t1","stub":"[gone]"}]}"#,
+        ),
+        msg("u2", "user", ""),
+        line(
+            "c1",
+            "compaction",
+            r#"{"replaces-through-id":"u1","summary":"S"}"#,
+        ),
+        line("e2", "elision", r#"{"items":[{"id":"c1","stub":"[s]"}]}"#),
+    ];
+    let t = load_str(&lines).unwrap();
+    assert_eq!(live_ids(&t, &lines), ["c1*", "t1*", "u2"]);
+}
+
+fn rewind(id: &str, through: Option<&str>) -> String {
+    let through = through.map_or("null".to_string(), |t| format!("{t:?}"));
+    line(id, "rewind", &format!(r#"{{"through-id":{through}}}"#))
+}
+
+fn replacing(id: &str, through: &str, parts: &str) -> String {
+    line(
+        id,
+        "compaction",
+        &format!(r#"{{"replacement":[{parts}],"replaces-through-id":"{through}","summary":"S"}}"#),
+    )
+}
+
+fn refused_at(lines: &[String]) -> (u64, ReplayError) {
+    match load_str(lines) {
+        Err(LoadError::Replay { line, error }) => (line, error),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_rewind_keeps_the_live_list_through_its_id_and_null_empties_it() {
+    let mut lines = vec![
+        line("meta", "session-meta", "{}"),
+        msg("s", "system", r#","sysprompt":true"#),
+        msg("u1", "user", ""),
+        msg("u2", "user", ""),
+        rewind("r1", Some("u1")),
+    ];
+    let t = load_str(&lines).unwrap();
+    assert_eq!(live_ids(&t, &lines), ["s", "u1"]);
+    assert!(!t.is_live("u2") && t.is_live("u1"));
+    lines.push(msg("u3", "user", ""));
+    lines.push(rewind("r2", Some("u3")));
+    assert_eq!(
+        live_ids(&load_str(&lines).unwrap(), &lines),
+        ["s", "u1", "u3"],
+        "through the last one: nothing dropped"
+    );
+    lines.push(rewind("r3", None));
+    lines.push(msg("u4", "user", ""));
+    assert_eq!(live_ids(&load_str(&lines).unwrap(), &lines), ["u4"]);
+    lines.push(rewind("r4", Some("u2")));
+    let (at, error) = refused_at(&lines);
+    assert_eq!(
+        (at, error),
+        (
+            10,
+            ReplayError::UnknownId {
+                id: "u2".into(),
+                by: "rewind"
+            }
+        )
+    );
+}
+
+#[test]
+fn a_replacement_goes_where_the_summary_would_and_its_messages_can_be_named() {
+    let mut lines = vec![
+        line("meta", "session-meta", "{}"),
+        msg("s", "system", r#","sysprompt":true"#),
+        msg("u1", "user", ""),
+        msg("a1", "assistant", ""),
+        msg("u2", "user", ""),
+        replacing(
+            "c1",
+            "a1",
+            r#"{"content":"x","role":"user"},{"content":"y","role":"assistant","sticky":true}"#,
+        ),
+    ];
+    let t = load_str(&lines).unwrap();
+    assert_eq!(live_ids(&t, &lines), ["s", "c1:0", "c1:1", "u2"]);
+    assert!(t.is_live("c1:0") && !t.is_live("c1") && !t.is_live("c1:2"));
+    assert!(!t.is_live("c1:01") && !t.is_live("c1:+1") && !t.is_live("c1:"));
+    assert_eq!(t.resolve("c1:1"), Some(Source { line: 5, part: 1 }));
+    assert_eq!(t.parts_of(5).map(<[Part]>::len), Some(2));
+    lines.push(line(
+        "e1",
+        "elision",
+        r#"{"items":[{"id":"c1:0","stub":"[x]"}]}"#,
+    ));
+    lines.push(line(
+        "c2",
+        "compaction",
+        r#"{"replaces-through-id":"c1:0","summary":"S2"}"#,
+    ));
+    let t = load_str(&lines).unwrap();
+    assert_eq!(live_ids(&t, &lines), ["s", "c2", "c1:1", "u2"]);
+    lines.push(replacing("c3", "c1:1", ""));
+    let t = load_str(&lines).unwrap();
+    assert_eq!(
+        live_ids(&t, &lines),
+        ["s", "c1:1", "u2"],
+        "an empty replacement keeps the sticky ones, a sticky replacement message among them"
+    );
+    lines.push(rewind("r1", Some("c1:1")));
+    let t = load_str(&lines).unwrap();
+    assert_eq!(live_ids(&t, &lines), ["s", "c1:1"]);
+    for (bad, by) in [
+        ("c1", "compaction"),
+        ("c1:0", "compaction"),
+        ("c3:0", "compaction"),
+    ] {
+        let mut refused = lines.clone();
+        refused.push(line(
+            "c9",
+            "compaction",
+            &format!(r#"{{"replaces-through-id":"{bad}","summary":"S"}}"#),
+        ));
+        assert_eq!(
+            refused_at(&refused),
+            (11, ReplayError::UnknownId { id: bad.into(), by })
+        );
+    }
+}
+
+#[test]
+fn a_replacement_message_id_that_is_an_envelope_id_is_fatal_either_way() {
+    let base = vec![
+        line("meta", "session-meta", "{}"),
+        msg("u1", "user", ""),
+        msg("c1:1", "user", ""),
+    ];
+    let mut later = base.clone();
+    later.push(replacing("c1", "u1", r#"{"role":"user"},{"role":"user"}"#));
+    assert_eq!(refused_at(&later), (4, ReplayError::IdClash("c1:1".into())));
+    let mut ok = base.clone();
+    ok.push(replacing("c1", "u1", r#"{"role":"user"}"#));
+    ok.push(msg("c1:01", "user", ""));
+    assert!(
+        load_str(&ok).is_ok(),
+        "c1:1 and c1:01 are not replacement ids here"
+    );
+    ok.push(msg("c1:0", "user", ""));
+    assert_eq!(refused_at(&ok), (6, ReplayError::IdClash("c1:0".into())));
+}
+
+#[test]
+fn inspect_keeps_what_rewinds_and_replacements_did() {
+    let lines = vec![
+        line("meta", "session-meta", "{}"),
+        msg("u1", "user", ""),
+        msg("u2", "user", ""),
+        replacing(
+            "c1",
+            "u2",
+            r#"{"content":"ab","role":"user"},{"content":"x","role":"user"}"#,
+        ),
+        line("e1", "elision", r#"{"items":[{"id":"c1:0","stub":"[x]"}]}"#),
+        msg("u3", "user", ""),
+        rewind("r1", Some("c1:0")),
+        line(
+            "c2",
+            "compaction",
+            r#"{"replaces-through-id":"c1:0","summary":"S"}"#,
+        ),
+    ];
+    let text = lines.join("\n") + "\n";
+    let t = inspect(text.as_bytes(), text.len() as u64).unwrap();
+    let h = t.history.as_ref().unwrap();
+    assert_eq!(
+        h.rewinds.get(&6),
+        Some(&vec![Source { line: 3, part: 1 }, Source::whole(5)])
+    );
+    assert_eq!(h.rewound_by.get(&Source::whole(5)), Some(&6));
+    assert_eq!(
+        h.compactions.get(&3).map(|c| c.replaced.clone()),
+        Some(vec![Source::whole(1), Source::whole(2)])
+    );
+    assert_eq!(
+        h.compactions.get(&7).map(|c| c.replaced.clone()),
+        Some(vec![Source { line: 3, part: 0 }])
+    );
+    assert_eq!(h.elided_by.get(&Source { line: 3, part: 0 }), Some(&4));
+    assert_eq!(
+        t.elided_sizes(text.as_bytes(), &[4]).unwrap(),
+        vec![vec![Some(2)]],
+        "the replacement message's own content"
+    );
+    assert_eq!(live_ids(&t, &lines), ["c2"]);
+}
+
+#[test]
+fn naming_a_message_that_is_not_live_is_fatal() {
+    let lines = vec![
+        line("meta", "session-meta", "{}"),
+        msg("u1", "user", ""),
+        msg("u2", "user", ""),
+        line(
+            "c1",
+            "compaction",
+            r#"{"replaces-through-id":"u1","summary":"S"}"#,
+        ),
+        line("e1", "elision", r#"{"items":[{"id":"u1","stub":"x"}]}"#),
+    ];
+    match load_str(&lines) {
+        Err(LoadError::Replay {
+            line: 5,
+            error: ReplayError::UnknownId { .. },
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn ids_are_unpacked_as_a_digit_at_a_time_would() {
+    // Byte by byte, as the table's reader did before the vector one.
+    fn one_at_a_time(digits: &[u8]) -> Option<[u8; 16]> {
+        let value = |b: u8| match b {
+            b'0'..=b'9' => Some(b - b'0'),
+            b'a'..=b'f' => Some(b - b'a' + 10),
+            _ => None,
+        };
+        if digits.len() != 32 {
+            return None;
+        }
+        let mut out = [0u8; 16];
+        for (o, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
+            *o = value(pair[0])? << 4 | value(pair[1])?;
+        }
+        Some(out)
+    }
+    let base = *b"0123456789abcdef0123456789abcdef";
+    assert_eq!(unhex(&base), one_at_a_time(&base));
+    assert!(unhex(&base).is_some());
+    // Every byte value at every position: the digits and letters, their
+    // neighbours ('/', ':', '`', 'g'), capitals, and bytes >= 0x80.
+    for at in 0..32 {
+        for b in 0..=255u8 {
+            let mut id = base;
+            id[at] = b;
+            assert_eq!(unhex(&id), one_at_a_time(&id), "byte {b:#x} at {at}");
+        }
+    }
+    let mut z = 0x9E37_79B9_7F4A_7C15u64;
+    for _ in 0..2000 {
+        let mut id = [0u8; 32];
+        for d in id.iter_mut() {
+            z = mix(z.wrapping_add(1));
+            *d = b"0123456789abcdef"[(z % 16) as usize];
+        }
+        assert_eq!(unhex(&id), one_at_a_time(&id));
+    }
+    assert_eq!(unhex(&base[..31]), None);
+}
+
+#[test]
+fn the_id_table_finds_every_form_of_id_and_only_those_it_holds() {
+    let mut ids: Vec<Vec<u8>> = vec![
+        b"0123456789abcdef0123456789abcdef".to_vec(),
+        b"0123456789ABCDEF0123456789abcdef".to_vec(), // uppercase: another id
+        b"01234567-89ab-cdef-0123-456789abcdef".to_vec(),
+        b"0123456789abcdef0123456789abcdeg".to_vec(), // not hex
+        b"01234567x89ab-cdef-0123-456789abcdef".to_vec(),
+        b"".to_vec(),
+        b"m1".to_vec(),
+        vec![0xed, 0xa0, 0x80], // a lone surrogate, WTF-8
+    ];
+    for i in 0..5000u32 {
+        ids.push(format!("{:032x}", u128::from(i) * 0x9e37_79b9_7f4a_7c15).into_bytes());
+        ids.push(format!("id-{i}").into_bytes());
+    }
+    let mut table = IdTable::default();
+    for (line, id) in ids.iter().enumerate() {
+        assert_eq!(table.get(id), None);
+        table.push(Keyed::of(id), line as u32);
+    }
+    for (line, id) in ids.iter().enumerate() {
+        assert_eq!(
+            table.get(id),
+            Some(line as u32),
+            "{:?}",
+            String::from_utf8_lossy(id)
+        );
+    }
+    for absent in [
+        &b"0123456789abcdef0123456789abcdee"[..],
+        b"01234567-89ab-cdef-0123-456789abcdee",
+        b"0123456789abcdef0123456789abcde",
+        b"m2",
+        b"0123456789abcdef0123456789abcdef ",
+    ] {
+        assert_eq!(table.get(absent), None);
+    }
+    // The packed forms never meet: 32 hex digits and the UUID of the same
+    // digits are two ids.
+    assert_eq!(table.get(b"01234567-89ab-cdef-0123-456789abcdef"), Some(2));
+}
+
+#[test]
+fn duplicate_ids_and_a_missing_meta_are_fatal() {
+    let dup = vec![
+        line("meta", "session-meta", "{}"),
+        msg("u1", "user", ""),
+        msg("u1", "user", ""),
+    ];
+    assert!(matches!(
+        load_str(&dup),
+        Err(LoadError::Replay {
+            line: 3,
+            error: ReplayError::DuplicateId(_)
+        })
+    ));
+    let nometa = vec![msg("u1", "user", "")];
+    assert!(matches!(
+        load_str(&nometa),
+        Err(LoadError::Replay {
+            line: 1,
+            error: ReplayError::NoMeta
+        })
+    ));
+}
+
+#[test]
+fn ids_that_differ_only_in_lone_surrogates_are_different_ids() {
+    let lines = vec![
+        line("meta", "session-meta", "{}"),
+        line(r"\ud800", "message", r#"{"content":"a","role":"user"}"#),
+        line(r"\udc00", "message", r#"{"content":"b","role":"user"}"#),
+        line(
+            "op",
+            "tool-dispatched",
+            r#"{"call-id":"\ud800","tool":"t","arguments":{}}"#,
+        ),
+        line(
+            "m",
+            "message",
+            r#"{"content":"x","role":"tool","tool_call_id":"\udfff"}"#,
+        ),
+    ];
+    let t = load_str(&lines).unwrap();
+    assert_eq!(t.live.len(), 3);
+    assert_eq!(t.line_of(b"\xed\xa0\x80"), Some(1));
+    assert_eq!(t.line_of(b"\xed\xb0\x80"), Some(2));
+    assert_eq!(t.line_of("\u{fffd}"), None);
+    assert_eq!(t.pending.get(&3).map(|op| op.result), Some(None));
+    let mut dup = lines.clone();
+    dup.push(line(r"\udc00", "grants", "{}"));
+    match load_str(&dup) {
+        Err(LoadError::Replay { line, error }) => {
+            assert_eq!(line, 6);
+            assert_eq!(error.to_string(), r#"duplicate envelope id "\\udc00""#);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn pending_operations_know_whether_their_result_was_persisted() {
+    let lines = vec![
+        line("meta", "session-meta", "{}"),
+        line("op1", "tool-dispatched", r#"{"call-id":"c1","tool":"t"}"#),
+        line("op2", "tool-dispatched", r#"{"call-id":"c2","tool":"t"}"#),
+        line("op3", "tool-dispatched", r#"{"call-id":"c3","tool":"t"}"#),
+        msg("r1", "tool", r#","tool_call_id":"c1""#),
+        msg("r3", "tool", r#","tool_call_id":"c3""#),
+        line(
+            "s3",
+            "tool-settled",
+            r#"{"op-id":"op3","outcome":"completed"}"#,
+        ),
+    ];
+    let t = load_str(&lines).unwrap();
+    let pending: Vec<_> = t.pending.iter().map(|(l, op)| (*l, op.result)).collect();
+    assert_eq!(pending, vec![(1, Some(4)), (2, None)]);
+    let settle_again = parse_line(
+        line(
+            "s4",
+            "tool-settled",
+            r#"{"op-id":"op3","outcome":"completed"}"#,
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(
+        t.check(&settle_again, true),
+        Err(ReplayError::AlreadySettled("op3".into()))
+    );
+    let settle_unknown = parse_line(
+        line(
+            "s5",
+            "tool-settled",
+            r#"{"op-id":"zz","outcome":"completed"}"#,
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(
+        t.check(&settle_unknown, true),
+        Err(ReplayError::UnknownOperation("zz".into()))
+    );
+}
+
+// Random runs of dispatches, tool messages (and messages of other roles
+// naming a call) and settles, a few call ids shared among them: the
+// pending operations and their results are the naive model's, whether the
+// file is loaded whole or its lines are pushed one by one.
+#[test]
+fn a_tool_message_answers_every_pending_operation_for_its_call() {
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    for _ in 0..300 {
+        let mut lines = vec![line("meta", "session-meta", "{}")];
+        // (dispatch line, call id, result line, settled)
+        let mut model: Vec<(u32, Option<u64>, Option<u32>, bool)> = Vec::new();
+        for i in 0..next(40) {
+            let at = lines.len() as u32;
+            let call = next(4);
+            match next(5) {
+                0 | 1 => {
+                    let payload = if next(6) == 0 {
+                        r#"{"tool":"t"}"#.to_string()
+                    } else {
+                        format!(r#"{{"call-id":"c{call}","tool":"t"}}"#)
+                    };
+                    lines.push(line(&format!("op{i}"), "tool-dispatched", &payload));
+                    let call = payload.contains("call-id").then_some(call);
+                    model.push((at, call, None, false));
+                }
+                2 | 3 => {
+                    let role = if next(4) == 0 { "assistant" } else { "tool" };
+                    let extra = format!(r#","tool_call_id":"c{call}""#);
+                    lines.push(msg(&format!("m{i}"), role, &extra));
+                    for op in &mut model {
+                        if role == "tool" && !op.3 && op.2.is_none() && op.1 == Some(call) {
+                            op.2 = Some(at);
+                        }
+                    }
+                }
+                _ => {
+                    let open: Vec<usize> = (0..model.len()).filter(|&k| !model[k].3).collect();
+                    if open.is_empty() {
+                        continue;
+                    }
+                    let k = open[next(open.len() as u64) as usize];
+                    let op = model[k].0 as usize;
+                    let id = lines[op][7..].split('"').next().unwrap().to_string();
+                    let payload = format!(r#"{{"op-id":"{id}","outcome":"completed"}}"#);
+                    lines.push(line(&format!("s{i}"), "tool-settled", &payload));
+                    model[k].3 = true;
+                }
+            }
+        }
+        let want: Vec<(u32, Option<u32>)> = model
+            .iter()
+            .filter(|op| !op.3)
+            .map(|op| (op.0, op.2))
+            .collect();
+        let results = |t: &Transcript| -> Vec<(u32, Option<u32>)> {
+            t.pending.iter().map(|(l, op)| (*l, op.result)).collect()
+        };
+        assert_eq!(results(&load_str(&lines).unwrap()), want, "{lines:#?}");
+        let mut pushed = load_str(&lines[..1]).unwrap();
+        let mut offset = lines[0].len() as u64 + 1;
+        for (n, text) in lines.iter().enumerate().skip(1) {
+            let env = parse_line(text.as_bytes()).unwrap();
+            let rec = LineRec::new(&env, offset, text.len(), n as u64 + 1);
+            pushed.push(env, rec, true).unwrap();
+            offset += text.len() as u64 + 1;
+        }
+        assert_eq!(results(&pushed), want, "{lines:#?}");
+    }
+}
+
+#[test]
+fn the_index_knows_each_envelopes_type_role_and_size_without_its_payload() {
+    let lines = [
+        line("meta", "session-meta", "{}"),
+        msg("s", "system", ""),
+        line("z1", "later-thing", "null"),
+        msg("d", "developer", ""),
+        msg("u", "user", ""),
+        line("z2", "other-thing", "[]"),
+        line("z3", "later-thing", "1"),
+        msg("u2", "user", ""),
+    ];
+    // Blank lines between, and a last line without its newline.
+    let text = lines.join("\n \n");
+    let end = text.len() as u64;
+    let t = load(text.as_bytes(), end).unwrap();
+    let p = peek(text.as_bytes(), end).unwrap();
+    for index in [&t.index, &p.index] {
+        let names: Vec<_> = (0..index.len()).map(|i| index.type_name(i)).collect();
+        assert_eq!(
+            names,
+            [
+                "session-meta",
+                "message",
+                "later-thing",
+                "message",
+                "message",
+                "other-thing",
+                "later-thing",
+                "message"
+            ]
+            .map(Some)
+        );
+        assert_eq!(index.type_name(8), None);
+        let roles: Vec<_> = (0..index.len()).map(|i| index.role(i)).collect();
+        assert_eq!(
+            roles,
+            [
+                None,
+                Some("system"),
+                None,
+                Some("developer"),
+                Some("user"),
+                None,
+                None,
+                Some("user")
+            ]
+        );
+        assert_eq!(
+            index.role_counts(),
+            [("system", 1), ("developer", 1), ("user", 2)]
+        );
+        assert_eq!(index.indices_of_type("later-thing"), [2, 6]);
+        assert_eq!(index.indices_of_type("message"), [1, 3, 4, 7]);
+        assert_eq!(index.indices_of_type("grants"), [] as [u32; 0]);
+        let sizes: Vec<u64> = (0..index.len())
+            .map(|i| index.size_of(i, end).unwrap())
+            .collect();
+        let expected: Vec<u64> = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| l.len() as u64 + u64::from(i + 1 < lines.len()))
+            .collect();
+        assert_eq!(sizes, expected);
+        let totals = index.type_totals(end);
+        let names: Vec<_> = totals.iter().map(|t| (t.name, t.count)).collect();
+        assert_eq!(
+            names,
+            [
+                ("session-meta", 1),
+                ("message", 4),
+                ("later-thing", 2),
+                ("other-thing", 1)
+            ]
+        );
+        let bytes: u64 = totals.iter().map(|t| t.bytes).sum();
+        assert_eq!(bytes, end - 7 * 2, "every byte but the blank lines'");
+    }
+    assert_eq!((t.line_count, p.line_count), (15, 15));
+    let many: Vec<u32> = (0..1000).map(|k| [1, 3, 2][k % 3]).collect();
+    let members = t
+        .index
+        .payload_members(text.as_bytes(), &many, &["role", "nope"])
+        .unwrap();
+    assert_eq!(members.len(), 1000);
+    for (m, &i) in members.iter().zip(&many) {
+        let role = m.spans[0].map(|s| &m.line[s.start as usize..s.end as usize]);
+        let expected: &[u8] = match i {
+            1 => br#""system""#,
+            3 => br#""developer""#,
+            _ => b"",
+        };
+        assert_eq!(role, (i != 2).then_some(expected), "{i}");
+        assert_eq!(m.spans[1], None);
+    }
+}
+
+#[test]
+fn inspect_keeps_what_compaction_elision_and_settles_did_and_load_does_not() {
+    let lines = vec![
+        line("meta", "session-meta", "{}"),
+        msg("s", "system", r#","sysprompt":true"#),
+        msg("u1", "user", ""),
+        line("op1", "tool-dispatched", r#"{"call-id":"c1","tool":"t"}"#),
+        msg("t1", "tool", r#","tool_call_id":"c1""#),
+        line(
+            "s1",
+            "tool-settled",
+            r#"{"op-id":"op1","outcome":"completed"}"#,
+        ),
+        line("e1", "elision", r#"{"items":[{"id":"t1","stub":"[a]"}]}"#),
+        line("e2", "elision", r#"{"items":[{"id":"t1","stub":"[b]"}]}"#),
+        msg("u2", "user", ""),
+        line(
+            "c1",
+            "compaction",
+            r#"{"replaces-through-id":"t1","summary":"S"}"#,
+        ),
+        line("op2", "tool-dispatched", r#"{"call-id":"c2","tool":"t"}"#),
+    ];
+    let text = lines.join("\n") + "\n";
+    assert!(load(text.as_bytes(), text.len() as u64)
+        .unwrap()
+        .history
+        .is_none());
+    let t = inspect(text.as_bytes(), text.len() as u64).unwrap();
+    let h = t.history.as_ref().unwrap();
+    assert_eq!(
+        h.compactions.get(&9),
+        Some(&Compacted {
+            replaced: vec![Source::whole(2), Source::whole(4)],
+            kept: vec![Source::whole(1)]
+        })
+    );
+    assert_eq!(h.compacted_by.get(&Source::whole(2)), Some(&9));
+    assert_eq!(h.compacted_by.get(&Source::whole(4)), Some(&9));
+    assert_eq!(h.compacted_by.get(&Source::whole(1)), None);
+    let e1 = &h.elisions[&6];
+    assert_eq!((e1.len(), e1[0].line, e1[0].stub_before), (1, 4, None));
+    let e2 = &h.elisions[&7];
+    assert_eq!(
+        (e2[0].line, e2[0].stub_before.map(|(l, _)| l)),
+        (4, Some(6))
+    );
+    assert_eq!(
+        h.elided_by.get(&Source::whole(4)),
+        Some(&6),
+        "the first elision"
+    );
+    assert_eq!(h.settled_by.get(&3), Some(&5));
+    assert_eq!(h.settled_by.get(&10), None);
+    assert_eq!(t.pending.keys().copied().collect::<Vec<_>>(), [10]);
+    // t1's content is "t1" (2 bytes); e2 stubbed the stub "[a]" (3 bytes).
+    let sizes = t.elided_sizes(text.as_bytes(), &[6, 7, 9]).unwrap();
+    assert_eq!(sizes, vec![vec![Some(2)], vec![Some(3)], vec![]]);
+}
+
+#[test]
+fn elided_sizes_are_read_on_every_core_in_order() {
+    let mut lines = vec![line("meta", "session-meta", "{}")];
+    for i in 0..300 {
+        lines.push(msg(&format!("m{i}"), "tool", ""));
+        let stub = "x".repeat(i % 7);
+        lines.push(line(
+            &format!("e{i}"),
+            "elision",
+            &format!(r#"{{"items":[{{"id":"m{i}","stub":"{stub}"}}]}}"#),
+        ));
+    }
+    lines.push(line(
+        "c",
+        "compaction",
+        r#"{"replaces-through-id":"m0","summary":"ü"}"#,
+    ));
+    lines.push(line(
+        "ec",
+        "elision",
+        r#"{"items":[{"id":"c","stub":"s"}]}"#,
+    ));
+    let text = lines.join("\n") + "\n";
+    let t = inspect(text.as_bytes(), text.len() as u64).unwrap();
+    let elisions: Vec<u32> = (0..300).map(|i| 2 + 2 * i).chain([602]).collect();
+    let sizes = t.elided_sizes(text.as_bytes(), &elisions).unwrap();
+    let expected: Vec<Vec<Option<u64>>> = (0..300)
+        .map(|i| vec![Some(format!("m{i}").len() as u64)])
+        .chain([vec![Some(2)]])
+        .collect();
+    assert_eq!(sizes, expected);
+}
