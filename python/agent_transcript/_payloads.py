@@ -1,5 +1,6 @@
-"""The payloads of Session's appends other than messages, built from their
-checked arguments: compaction, tool-dispatched, tool-settled and run-context."""
+"""The payloads of Session's appends, built from their checked arguments:
+the core's rows of messages and events, compaction, tool-dispatched,
+tool-settled and run-context."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from . import _core
-from ._arguments import check_int, check_type, pairs, replacement_payloads
+from ._arguments import check_int, check_type, message_item, pairs, replacement_payloads
 from ._core import digest
 from .codec import canonical_json
 from .message import Message
@@ -17,6 +18,25 @@ OUTCOMES = ("completed", "failed", "outcome-unknown")
 # How deep parsed tool arguments may nest: a line nests 512 deep at most, and
 # the line's object and its payload take two levels.
 ARGUMENTS_DEPTH = 510
+
+
+def message_rows(messages: Iterable[Message | tuple[Message, dict[str, Any] | None]]) -> list[tuple[Any, ...]]:
+    """``append_messages``' items as the core's rows: a Message as its fields (the
+    core writes its payload from them, as ``append_message`` does), any other item
+    as its payload."""
+    if isinstance(messages, (Message, str, bytes, dict)):
+        raise TypeError("append_messages takes an iterable of messages or (message, extra) "
+                        f"pairs, not a {type(messages).__name__}")
+    return [(m.role, m.content, m.name, m.tool_calls, m.tool_call_id, m.sticky, m.sysprompt, m.depth)
+            if type(m) is Message else (message_item(m),) for m in messages]
+
+
+def event_rows(events: Iterable[tuple[str, Any]]) -> list[tuple[Any, ...]]:
+    """``append_events``' items as the core's rows, a session-meta refused."""
+    rows = pairs(events, "event", ("type", "payload"), object)
+    if any(t == "session-meta" for t, _ in rows):
+        raise ValueError("a session-meta is only ever the first line")
+    return rows
 
 
 def compaction(summary: str, replaces_through_id: str, tokens_before: int, tokens_after: int,

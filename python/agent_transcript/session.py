@@ -13,7 +13,6 @@ from typing import Any, Literal
 
 from . import _core, _payloads, _platform, _storage, tool_calls
 from ._arguments import check_type as _check_type
-from ._arguments import message_item as _message_item
 from ._arguments import message_payload as _message_payload
 from ._arguments import pairs as _pairs
 from .artifacts import ArtifactStore
@@ -433,6 +432,14 @@ class Session(_core.SessionBase):
             except OSError as e:
                 raise _named(e, self._path)
 
+    def _append_rows(self, rows: list[tuple[Any, ...]]) -> list[str]:
+        """Append the core's rows (see ``append_messages``) with one write; their ids."""
+        with self._lock:
+            try:
+                return self._writable().append_messages(rows)
+            except OSError as e:
+                raise _named(e, self._path)
+
     # -- reading -----------------------------------------------------------
 
     @property
@@ -554,21 +561,7 @@ class Session(_core.SessionBase):
             TypeError: an item is not a Message or a ``(Message, extra)`` pair,
                 or a payload cannot be written as JSON (nothing is written).
         """
-        if isinstance(messages, (Message, str, bytes, dict)):
-            raise TypeError("append_messages takes an iterable of messages or (message, extra) "
-                            f"pairs, not a {type(messages).__name__}")
-        # A Message goes to the core as its fields (the core writes its payload
-        # from them, as append_message does), any other item as its payload.
-        rows: list[tuple[Any, ...]] = [
-            (m.role, m.content, m.name, m.tool_calls, m.tool_call_id, m.sticky, m.sysprompt,
-             m.depth) if type(m) is Message else (_message_item(m),)
-            for m in messages]
-        with self._lock:
-            try:
-                return self._writable().append_messages(rows)
-            except OSError as e:
-                raise _named(e, self._path)
-
+        return self._append_rows(_payloads.message_rows(messages))
 
     def append_events(self, events: Iterable[tuple[str, Any]]) -> list[str]:
         """Append ``(type, payload)`` envelopes with one ``write(2)``; returns their ids.
@@ -581,14 +574,7 @@ class Session(_core.SessionBase):
         Raises:
             ValueError: a type is ``session-meta``, or replay refuses an envelope (nothing is written).
         """
-        rows = _pairs(events, "event", ("type", "payload"), object)
-        if any(t == "session-meta" for t, _ in rows):
-            raise ValueError("a session-meta is only ever the first line")
-        with self._lock:
-            try:
-                return self._writable().append_messages(rows)
-            except OSError as e:
-                raise _named(e, self._path)
+        return self._append_rows(_payloads.event_rows(events))
 
     def append_grants(self, snapshot: Any) -> str:
         """Append the whole grants snapshot (any JSON value); the last one wins."""
@@ -723,12 +709,7 @@ class Session(_core.SessionBase):
         """
         with self._lock:
             rows, answers = tool_calls.answer_rows(self._t, content)
-            if not rows:
-                return []
-            try:
-                ids = self._writable().append_messages(rows)
-            except OSError as e:
-                raise _named(e, self._path)
+            ids = self._append_rows(rows) if rows else []
             return [ids[k] for k in answers]
 
     def chat_messages(self) -> list[dict[str, Any]]:
