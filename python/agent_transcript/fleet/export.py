@@ -83,13 +83,13 @@ import json
 import os
 import stat
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import CorruptTranscript, TranscriptError
-from ..inspect import ColumnBatch, ColumnData, FileColumns, os_error_reason, read
+from ..inspect import ColumnBatch, ColumnData, FileColumns, os_error_reason, read, walk_transcripts
 from ..inspect.paths import Descriptor, make_folders, read_regular_file
 
 __all__ = ["export_transcripts", "ExportResult", "ExportError", "TABLES", "FORMATS", "MANIFEST"]
@@ -106,7 +106,6 @@ MANIFEST = "_export.json"
 _LOCK = "_export.lock"
 _TMP = ".tmp-"
 _MANIFEST_VERSION = 1
-_SUFFIXES = (".jsonl", ".jsonl.zst")
 #: How many bytes a batch of rows holds before it is written out as parts.
 BATCH_BYTES = 16 << 20
 
@@ -203,37 +202,6 @@ def _day(micros: int | None, st: os.stat_result | None) -> str:
         micros = 0 if st is None else st.st_mtime_ns // 1000
     when = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=micros)
     return when.strftime("%Y-%m-%d")
-
-
-def _walk(roots: list[Path], unreadable: dict[Path, str]) -> Iterator[Path]:
-    """Every transcript under ``roots`` (a file named is itself), name order in
-    each folder; symlinks to files are followed, to folders not (no loops). A
-    folder that cannot be listed is put in ``unreadable``, with why."""
-    for root in roots:
-        if not root.is_dir():
-            yield root
-            continue
-        stack = [root]
-        while stack:
-            folder = stack.pop()
-            try:
-                entries = sorted(os.scandir(folder), key=lambda e: e.name)
-            except (FileNotFoundError, NotADirectoryError):
-                continue  # removed since its folder was listed: gone
-            except OSError as exc:
-                unreadable[folder] = os_error_reason(exc)
-                continue
-            subdirs = []
-            for e in entries:
-                try:
-                    if e.is_dir(follow_symlinks=False):
-                        subdirs.append(Path(e.path))
-                        continue
-                except OSError:
-                    continue
-                if e.name.endswith(_SUFFIXES):
-                    yield Path(e.path)
-            stack.extend(reversed(subdirs))
 
 
 def _under(key: str, roots: list[str]) -> bool:
@@ -672,7 +640,7 @@ def _export(roots: list[Path], out: Path, batch_bytes: int = BATCH_BYTES) -> Exp
     renamed: dict[str, str | None] = {}
     try:
         writer = _Writer(out, result, batch_bytes)
-        for path in _walk(roots, result.unreadable):
+        for path in walk_transcripts(roots, result.unreadable):
             key = str(path)
             if key in seen:
                 continue

@@ -51,9 +51,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import CorruptTranscript, UnsupportedVersion, __version__, canonical_json
-from ..inspect import Reading, os_error_reason, read
+from ..inspect import Reading, os_error_reason, read, walk_transcripts
 from ..inspect.paths import make_folders, open_replacement, replace_with
-from .export import ExportError, _walk
+from .export import ExportError
 from .otlp_wire import SendError, send_otlp, traces_url
 
 __all__ = ["to_otlp", "export_otlp", "OtlpExport", "SEMCONV_VERSION", "SCHEMA_URL", "OTLP_FORMAT", "SPAN_KIND", "STATUS_CODE"]
@@ -509,7 +509,7 @@ def export_otlp(*paths: str | os.PathLike[str], out: str | os.PathLike[str] | No
         make_folders(target.parent)
         fd, tmp = open_replacement(target)
     try:
-        for path in _walk(roots, result.unreadable):
+        for path in walk_transcripts(roots, result.unreadable):
             if path == target:
                 continue  # the last export's output, in a folder it exports
             try:

@@ -29,8 +29,8 @@ from __future__ import annotations
 from .check import CheckReport, check_path, check_report
 from .columns import ColumnBatch, ColumnData, FileColumns, status_of
 from .ends import Ends, read_ends
-from ..follow import ReadEdges, follow as follow_file, same_prefix
-from .files import Unreadable, describe_os_error, os_error_reason, require_file
+from ..follow import GrowingFile, ReadEdges, follow as follow_file, same_prefix
+from .files import Unreadable, describe_os_error, os_error_reason, require_file, walk_transcripts
 from .reader import CompactionEffect, Later, LiveMessage, Reading, Refusal, RewindEffect, Tail, excerpt, open_file, read, tail
 from .stats import (
     ArtifactStats,
@@ -48,6 +48,7 @@ from .values import ToolCall, compact, content_size, content_text, tool_call_par
 
 __all__ = [
     "follow_file",
+    "GrowingFile",
     "same_prefix",
     "ReadEdges",
     "Reading",
@@ -78,6 +79,7 @@ __all__ = [
     "require_file",
     "os_error_reason",
     "describe_os_error",
+    "walk_transcripts",
     "ToolCall",
     "compact",
     "content_text",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 import stat
 from pathlib import Path
 
@@ -63,3 +64,34 @@ def require_file(path: str) -> os.stat_result:
     except OSError as exc:
         raise Unreadable(path, os_error_reason(exc)) from None
     return st
+
+
+def walk_transcripts(roots: list[Path], unreadable: dict[Path, str]) -> Iterator[Path]:
+    """Every transcript under ``roots`` (a file named is itself), name order in
+    each folder; symlinks to files are followed, to folders not (no loops). A
+    folder that cannot be listed is put in ``unreadable``, with why."""
+    for root in roots:
+        if not root.is_dir():
+            yield root
+            continue
+        stack = [root]
+        while stack:
+            folder = stack.pop()
+            try:
+                entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            except (FileNotFoundError, NotADirectoryError):
+                continue  # removed since its folder was listed: gone
+            except OSError as exc:
+                unreadable[folder] = os_error_reason(exc)
+                continue
+            subdirs = []
+            for e in entries:
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        subdirs.append(Path(e.path))
+                        continue
+                except OSError:
+                    continue
+                if e.name.endswith((".jsonl", ".jsonl.zst")):
+                    yield Path(e.path)
+            stack.extend(reversed(subdirs))

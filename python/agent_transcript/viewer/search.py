@@ -13,14 +13,19 @@ from __future__ import annotations
 
 import os
 import urllib.parse
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable, Protocol
 
 from ..inspect import Reading
 from ..search import Hit, Unsearchable, grep
 from .markup import text
 
-if TYPE_CHECKING:
-    from .server import PickerRow, ViewerServer
+
+
+class _Named(Protocol):
+    """A picker row, as far as the search needs it."""
+
+    @property
+    def name(self) -> str: ...
 
 __all__ = ["search_form", "search_page", "first_record", "first_index", "HITS_SHOWN"]
 
@@ -59,12 +64,12 @@ def first_index(reading: Reading, line: int) -> int:
     return lo
 
 
-def first_record(server: ViewerServer, path: str, line: int) -> int:
+def first_record(reading: Reading, line: int) -> int:
     """The first record of the page that opens at ``line``: a few records above it."""
-    return max(0, first_index(server.reading(path), line) - _CONTEXT)
+    return max(0, first_index(reading, line) - _CONTEXT)
 
 
-def search_page(rows: Iterable[PickerRow], root: str, query: dict[str, list[str]]) -> tuple[list[str], int]:
+def search_page(rows: Iterable[_Named], root: str, query: dict[str, list[str]]) -> tuple[list[str], int]:
     """The results' HTML for ``query`` over the transcripts ``rows`` (names under
     ``root``), and how many hits there were in all."""
     q = query.get("q", [""])[-1]

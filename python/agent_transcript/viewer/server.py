@@ -42,8 +42,7 @@ from typing import Any
 
 from .. import fleet
 from ..inspect.paths import open_regular, open_stored_artifact
-from ..follow import GrowingFile
-from ..inspect import Reading, open_file, read
+from ..inspect import GrowingFile, Reading, open_file, read
 from .markup import text
 from .picker import TokenCache, time_cell, title_cell, tokens_cell, tokens_summary
 from .page import (PageData, assets, csp, data_islands, ended_banner, head, one_page, script_tag, summary_panel,
@@ -422,7 +421,7 @@ class _Handler(BaseHTTPRequestHandler):
         archive = path.endswith(".zst")
         if "line" in query and "from" not in query:  # a search hit: the page that holds the line
             try:
-                query["from"] = [str(first_record(self.server, path, int(query["line"][-1])))]
+                query["from"] = [str(first_record(self.server.reading(path), int(query["line"][-1])))]
             except (ValueError, OSError):
                 query["from"] = ["0"]
         if "from" in query or archive:  # an archive (a closed run) is read whole, decompressed

@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from . import _core
-from .fleet.export import _walk
-from .inspect import os_error_reason
+from .. import _core
+from .files import os_error_reason, walk_transcripts
 
 __all__ = ["Hit", "Unsearchable", "SEARCHED_TYPES", "grep", "transcript_paths"]
 
@@ -86,7 +85,7 @@ def transcript_paths(paths: list[Path]) -> Iterator[Path | Unsearchable]:
     folder, its files before its subfolders, links to folders not followed); a
     folder that cannot be listed gives an ``Unsearchable`` after the rest."""
     unreadable: dict[Path, str] = {}
-    yield from _walk(paths, unreadable)
+    yield from walk_transcripts(paths, unreadable)
     for folder, reason in unreadable.items():
         yield Unsearchable(folder, reason)
 
