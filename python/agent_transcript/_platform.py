@@ -74,30 +74,6 @@ def sync(fd: int) -> None:
     os.fsync(fd)
 
 
-def unlocked_reader(fd: int) -> int:
-    """A descriptor that reads ``fd``'s file and holds no lock on it; the caller closes it.
-
-    It reads the same inode as ``fd`` even after the path was renamed or deleted.
-    With ``/proc``: a fresh read-only open of ``/proc/self/fd/N``, a new open file
-    description that never held the lock, which goes when ``fd`` is closed.
-    Without it: ``fd``'s own lock is released at once (``flock(LOCK_UN)``; a flock
-    belongs to the open file description, so this frees every descriptor of it)
-    and a duplicate of ``fd`` is returned; the caller must write nothing through it.
-    """
-    if PROC_SELF_FD is not None:
-        try:
-            return os.open(f"{PROC_SELF_FD}/{fd}", os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
-            pass  # /proc is mounted but refuses us (a sandbox): do as macOS does
-    reader = os.dup(fd)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-    except BaseException:
-        os.close(reader)
-        raise
-    return reader
-
-
 def child_reader(fd: int) -> int | None:
     """In a forked child, a descriptor to read ``fd``'s file through that holds no
     lock: a fresh open of it where ``/proc`` can reopen it, else ``/dev/null``

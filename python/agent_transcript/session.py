@@ -343,22 +343,19 @@ class Session(_core.SessionBase):
     # -- life --------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the session and let go of its lock. Idempotent; reading still works."""
+        """Close the session: let go of its lock and of its file. Idempotent.
+
+        Reading still works: each read opens the file again by its path, for as
+        long as it takes, and raises ``SessionClosed`` once the path no longer
+        names the file the session wrote (moved, replaced or deleted).
+        """
         with self._lock:
             if self._fd is None:
                 return
             self._stop_native_appends()
-            # Reads go on through a fresh, unlocked descriptor of the same inode
-            # (even if the path was renamed or deleted meanwhile): the lock dies
-            # with the last descriptor of the locked open file, ours and the core's.
-            ro = _storage.Descriptor()
-            try:
-                ro.fd = _platform.unlocked_reader(self._fd)
-                self._t.close_writer(ro.fd)
-                ro.close()  # not in a finally: an interrupt there would skip it
-            except BaseException:
-                ro.close()
-                raise
+            # The lock dies with the last descriptor of the locked open file: the
+            # core's goes here, ours on the next line.
+            self._t.close_writer(self._path)
             # One line: an interrupt finds the descriptor open, or closed and forgotten.
             fd, self._fd = self._fd, None; os.close(fd)  # noqa: E702
             _OPEN.discard(self)

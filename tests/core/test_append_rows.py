@@ -36,7 +36,7 @@ def test_settles_and_messages_go_out_in_one_batch_and_replay(tmp_path: Path) -> 
         assert [(e["id"], e["type"]) for e in lines[2:]] == [(ids[0], "tool-settled"), (ids[1], "message")]
         assert t.live_payloads()[-1] == {"role": "tool", "content": "lost", "tool_call_id": "c1"}
     finally:
-        t.close_writer(None)
+        t.close_writer(path)
         os.close(fd)
 
 
@@ -51,5 +51,5 @@ def test_a_settle_replay_refuses_writes_nothing(tmp_path: Path) -> None:
             t.append_messages([(7, {"op-id": "nope"})])   # a type is a str
         assert path.read_bytes() == before and len(t) == 1
     finally:
-        t.close_writer(None)
+        t.close_writer(path)
         os.close(fd)

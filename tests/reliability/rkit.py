@@ -58,7 +58,7 @@ def tmpfs(size: str = "256m") -> Iterator[Path]:
     try:
         yield where
     finally:
-        # A closed Session still reads through a descriptor until it is collected.
+        # A session left open (a test that failed) holds the mount until it is collected.
         for _ in range(5):
             if subprocess.run(["umount", str(where)], capture_output=True).returncode == 0:
                 break

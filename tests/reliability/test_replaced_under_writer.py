@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_transcript import Message, Session, SessionBroken, SessionLocked
+from agent_transcript import Message, Session, SessionBroken, SessionClosed, SessionLocked
 from rkit import figure
 
 
@@ -44,7 +44,10 @@ def test_renamed_while_open(tmp_path: Path) -> None:
         Session.load(moved)
     assert [m.content for m in s.messages][-1] == "after the rename"
     s.close()
-    assert s.message_ids == ids  # still readable after close
+    # A closed session holds no descriptor: a read opens its path again, which
+    # now names no file; it says so rather than read another.
+    with pytest.raises(SessionClosed, match="moved, replaced or deleted"):
+        s.message_ids
     assert not path.exists()
     # close() let go of the lock although the path no longer names the file.
     with Session.load(moved) as again:

@@ -5,13 +5,14 @@ of record, and the same after a reload."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import typing
 from pathlib import Path
 
 import pytest
 
 import agent_transcript
-from agent_transcript import Entry, Message, Session
+from agent_transcript import Entry, Message, Session, SessionClosed
 
 from ._helpers import line, meta, msg, write
 
@@ -154,3 +155,22 @@ def test_a_message_subclass_is_made_by_its_own_init() -> None:
 
     m = Tagged.from_dict({"role": "user", "content": "x", "other": 1})
     assert type(m) is Tagged and m.content == "x" and made == ["user"]
+
+
+def test_a_closed_session_holds_no_descriptor_and_reads_its_file_again(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    s = Session.create(path)
+    a = s.append_message(Message.user("a"), {"k": 1})
+
+    def on_file() -> list[str]:
+        return [n for n in os.listdir("/proc/self/fd") if os.path.realpath(f"/proc/self/fd/{n}") == str(path)]
+
+    assert on_file() != []  # the assertion below could fail
+    s.close()
+    assert on_file() == []  # nothing kept until the session is collected
+    assert [e.id for e in s.entries] == [a] and s.entries[0].extra == {"k": 1}
+    assert on_file() == []  # the read let go of what it opened
+    path.rename(tmp_path / "elsewhere.jsonl")
+    path.write_bytes(b"")  # another file under the name: never read as this one
+    with pytest.raises(SessionClosed, match="moved, replaced or deleted"):
+        s.messages

@@ -150,19 +150,16 @@ def test_close(fast_tmp: Path, durability: str) -> None:
 
     def after(s: Session) -> None:
         s.close()  # a retry finishes the job
-        assert [m.content for m in s.messages] == ["hi"]
-        # Left open: only the read-only descriptor the closed session reads through.
+        # Nothing is left open on the file; a read opens it again for its length.
         on_file = [n for n in open_fds() if os.path.exists(f"/proc/self/fd/{n}")
                    and os.path.samefile(f"/proc/self/fd/{n}", path)]
-        assert len(on_file) == 1, on_file
-        with open(f"/proc/self/fdinfo/{on_file[0]}") as info:
-            flags = int(info.read().split("flags:")[1].split()[0], 8)
-        assert flags & os.O_ACCMODE == os.O_RDONLY
+        assert on_file == []
+        assert [m.content for m in s.messages] == ["hi"]
         with Session.load(path) as again:  # the lock is free
             assert [m.content for m in again.messages] == ["hi"]
 
-    # The closed session's reader is new, so descriptors are counted after the retry.
-    every_interrupt(prepare, lambda s: s.close(), after, check_leaks=False)
+    # close() is a few lines: it lets go of the lock and the file, nothing more.
+    assert every_interrupt(prepare, lambda s: s.close(), after, check_leaks=False, at_least=3) >= 3
 
 
 @pytest.mark.parametrize("source_kind", ["claude-code", "codex", "folder"])

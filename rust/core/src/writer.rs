@@ -60,6 +60,27 @@ impl Sink for File {
     }
 }
 
+/// No file: a closed session's, which holds no descriptor. Every call fails
+/// with `EBADF`, as it would on a closed descriptor.
+impl<F: Sink> Sink for Option<F> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.as_mut().ok_or_else(closed)?.write(buf)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        self.as_ref().ok_or_else(closed)?.sync_data()
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.as_ref().ok_or_else(closed)?.set_len(len)
+    }
+    fn links_and_length(&self) -> io::Result<LinksAndLength> {
+        self.as_ref().ok_or_else(closed)?.links_and_length()
+    }
+}
+
+fn closed() -> io::Error {
+    io::Error::from_raw_os_error(libc::EBADF)
+}
+
 /// Why an append was refused or failed.
 #[derive(Debug)]
 pub enum WriteError {

@@ -195,14 +195,14 @@ fn with_input<T>(
     py: Python<'_>,
     source: &Source,
     f: impl FnOnce(Input<'_, dyn ReadAt + Sync>) -> T,
-) -> T {
-    match source {
+) -> PyResult<T> {
+    Ok(match source {
         Source::Replayed(t) => {
             let t = t.bind(py).borrow();
-            let (core, file, end) = t.export_input();
+            let (core, file, end) = t.export_input()?;
             f(Input {
                 index: &core.index,
-                src: file,
+                src: &*file,
                 replay: Some(core),
                 end,
             })
@@ -223,7 +223,7 @@ fn with_input<T>(
             replay: None,
             end: 0,
         }),
-    }
+    })
 }
 
 #[pymethods]
@@ -247,7 +247,7 @@ impl ExportFile {
         };
         let state = with_input(py, &source, |input| {
             FileState::new(session.as_bytes(), input)
-        })
+        })?
         .map_err(load_error)?;
         Ok(ExportFile { state, source })
     }
@@ -271,7 +271,7 @@ impl ExportFile {
         let batch = &mut batch.batch;
         with_input(py, &self.source, |input| {
             py.detach(|| state.fill(batch, input, budget))
-        })
+        })?
         .map_err(load_error)
     }
 
@@ -288,11 +288,11 @@ impl ExportFile {
         size: i64,
         mtime: Option<i64>,
         lines: i64,
-    ) {
+    ) -> PyResult<()> {
         let state = &mut self.state;
         let batch = &mut batch.batch;
         with_input(py, &self.source, |input| {
             state.finish(batch, input, status, reason, size, mtime, lines);
-        });
+        })
     }
 }

@@ -17,6 +17,7 @@ use crate::decode::DecodeError;
 pyo3::import_exception!(agent_transcript.errors, CorruptTranscript);
 pyo3::import_exception!(agent_transcript.errors, UnsupportedVersion);
 pyo3::import_exception!(agent_transcript.errors, SessionBroken);
+pyo3::import_exception!(agent_transcript.errors, SessionClosed);
 pyo3::import_exception!(agent_transcript.errors, UnknownId);
 pyo3::import_exception!(agent_transcript.errors, ToolOperationError);
 

@@ -20,19 +20,23 @@ enum Source {
     Lenient(Py<Peeked>),
 }
 
-fn with_index<T>(py: Python<'_>, source: &Source, f: impl FnOnce(&Index, &File) -> T) -> T {
-    match source {
+fn with_index<T>(
+    py: Python<'_>,
+    source: &Source,
+    f: impl FnOnce(&Index, &File) -> T,
+) -> PyResult<T> {
+    Ok(match source {
         Source::Replayed(t) => {
             let t = t.bind(py).borrow();
-            let (core, file, _) = t.export_input();
-            f(&core.index, file)
+            let (core, file, _) = t.export_input()?;
+            f(&core.index, &file)
         }
         Source::Lenient(p) => {
             let p = p.bind(py).borrow();
             let (index, file, _) = p.export_input();
             f(index, file)
         }
-    }
+    })
 }
 
 /// The walk over a transcript's records, a page at a time.
@@ -99,7 +103,7 @@ impl PageWalk {
             0 => Some((0, 1, 0)),
             _ => with_index(py, &source, |index, _| {
                 index.get(first).map(|r| (r.offset, r.number, first))
-            }),
+            })?,
         };
         let Some(start) = start else {
             return Err(PyIndexError::new_err("PageWalk(): no such envelope"));
@@ -134,7 +138,7 @@ impl PageWalk {
                 _ => Vec::new(),
             };
             (page, types)
-        });
+        })?;
         let Some(mut page) = page.map_err(|e| os_error(&e))? else {
             return Ok(None);
         };

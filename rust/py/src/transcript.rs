@@ -4,8 +4,11 @@
 //! buffer, lets the writer check, write and replay them without the GIL, and
 //! reads lines back into Python objects only when they are asked for.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
+use std::ops::Deref;
 use std::os::fd::RawFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::PathBuf;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
@@ -14,7 +17,7 @@ use transcript_core::transcript::{self as core, FreshId, LineRec, LoadError};
 use transcript_core::writer::{Made, Writer};
 
 use crate::canonical::{write_envelope, write_message_envelope, MessageRead};
-use crate::errors::{load_error, os_error, write_error};
+use crate::errors::{load_error, os_error, write_error, SessionClosed};
 use crate::fds::dup;
 use crate::history;
 use crate::lines::{
@@ -27,7 +30,35 @@ use crate::signals::Signals;
 /// holds its replayed state and its file.
 #[pyclass(module = "agent_transcript._core")]
 pub struct Transcript {
-    writer: Writer,
+    // No file once the session is closed: it keeps no descriptor until it is
+    // collected; a read then opens the file again for as long as it takes.
+    writer: Writer<Option<File>>,
+    closed: Option<Closed>,
+}
+
+/// Where a closed session's file was: reads open it again by its path, if
+/// the path still names that file (the same device and inode).
+struct Closed {
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+}
+
+/// The file a read goes through: the session's own, or, once it is closed,
+/// the file opened again for this read.
+pub(crate) enum Reader<'a> {
+    Open(&'a File),
+    Again(File),
+}
+
+impl Deref for Reader<'_> {
+    type Target = File;
+    fn deref(&self) -> &File {
+        match self {
+            Reader::Open(file) => file,
+            Reader::Again(file) => file,
+        }
+    }
 }
 
 // A message line `made` with `fresh`: from what the writer knows of it when
@@ -51,8 +82,30 @@ impl Transcript {
         self.writer.transcript()
     }
 
-    fn file(&self) -> &File {
-        self.writer.file()
+    fn file(&self) -> PyResult<Reader<'_>> {
+        if let Some(file) = self.writer.file() {
+            return Ok(Reader::Open(file));
+        }
+        let Some(closed) = &self.closed else {
+            return Err(SessionClosed::new_err("the session is closed"));
+        };
+        let gone = || {
+            SessionClosed::new_err(format!(
+                "{}: the session is closed, and its file was moved, replaced or deleted since",
+                closed.path.display()
+            ))
+        };
+        // Never blocking: the path may name a FIFO now.
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&closed.path)
+            .map_err(|_| gone())?;
+        let meta = file.metadata().map_err(|e| os_error(&e))?;
+        if !meta.is_file() || meta.dev() != closed.dev || meta.ino() != closed.ino {
+            return Err(gone());
+        }
+        Ok(Reader::Again(file))
     }
 
     fn rec(&self, index: usize) -> PyResult<LineRec> {
@@ -84,8 +137,11 @@ impl Transcript {
             LoadError::Io(io) => signals.raised(&io, os_error),
             other => load_error(other),
         })?;
-        let writer = Writer::new(core, file, size, missing_newline, fsync, broken);
-        Ok(Transcript { writer })
+        let writer = Writer::new(core, Some(file), size, missing_newline, fsync, broken);
+        Ok(Transcript {
+            writer,
+            closed: None,
+        })
     }
 
     // Draws `n` fresh ids and the timestamp of now, and takes the buffer.
@@ -156,8 +212,18 @@ impl Transcript {
     fn new(fd: RawFd, fsync: bool) -> PyResult<Self> {
         let file = dup(fd)?;
         let len = file_size(&file)?;
-        let writer = Writer::new(core::Transcript::default(), file, len, len > 0, fsync, None);
-        Ok(Transcript { writer })
+        let writer = Writer::new(
+            core::Transcript::default(),
+            Some(file),
+            len,
+            len > 0,
+            fsync,
+            None,
+        );
+        Ok(Transcript {
+            writer,
+            closed: None,
+        })
     }
 
     /// `new_id()`: a fresh envelope id, for a payload that must name its own line.
@@ -337,7 +403,7 @@ impl Transcript {
     /// `event(i, /)`: envelope `i` as `(id, type, ts, v, payload, line)`.
     #[pyo3(signature = (index, /))]
     fn event<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyAny>> {
-        event_tuple(py, self.file(), &self.rec(index)?)
+        event_tuple(py, &*self.file()?, &self.rec(index)?)
     }
 
     /// `shown(i, indent, avail, max_lines, /)`: envelope `i` as `show` reads it,
@@ -353,7 +419,7 @@ impl Transcript {
     ) -> PyResult<Bound<'py, PyAny>> {
         shown_tuple(
             py,
-            self.file(),
+            &*self.file()?,
             &self.rec(index)?,
             (indent, avail, max_lines),
         )
@@ -362,13 +428,13 @@ impl Transcript {
     /// `payload(i, /)`: envelope `i`'s payload.
     #[pyo3(signature = (index, /))]
     fn payload<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyAny>> {
-        payload_of(py, self.file(), &self.core().index, index)
+        payload_of(py, &*self.file()?, &self.core().index, index)
     }
 
     /// `envelope_id(i, /)`: envelope `i`'s id (its payload is not decoded).
     #[pyo3(signature = (index, /))]
     fn envelope_id<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyAny>> {
-        id_of(py, self.file(), &self.core().index, index)
+        id_of(py, &*self.file()?, &self.core().index, index)
     }
 
     /// `payload_fields(indices, keys, /)`: for each envelope in `indices`, the
@@ -381,7 +447,7 @@ impl Transcript {
         indices: Vec<u32>,
         keys: Vec<String>,
     ) -> PyResult<Bound<'py, PyList>> {
-        fields_of(py, self.file(), &self.core().index, indices, keys)
+        fields_of(py, &*self.file()?, &self.core().index, indices, keys)
     }
 
     /// `index_of(id, /)`: the envelope index of `id`, or None.
@@ -479,23 +545,30 @@ impl Transcript {
         self.writer.len()
     }
 
-    /// `close_writer(fd, /)`: refuse appends from now on and let go of the
-    /// descriptor that holds the lock; reads go on through `fd` (a read-only
-    /// descriptor of the same file), or fail if it is None.
-    #[pyo3(signature = (fd, /))]
-    fn close_writer(&mut self, fd: Option<RawFd>) -> PyResult<()> {
-        let file = match fd {
-            Some(fd) => dup(fd)?,
-            None => File::open("/dev/null").map_err(|e| os_error(&e))?,
-        };
-        self.writer.close(file);
+    /// `close_writer(path, /)`: refuse appends from now on and let go of the
+    /// file (and so of the lock). A later read opens `path` again while it
+    /// names the same file, and raises SessionClosed once it does not.
+    #[pyo3(signature = (path, /))]
+    fn close_writer(&mut self, path: PathBuf) -> PyResult<()> {
+        if let Some(file) = self.writer.file() {
+            let meta = file.metadata().map_err(|e| os_error(&e))?;
+            self.closed = Some(Closed {
+                path,
+                dev: meta.dev(),
+                ino: meta.ino(),
+            });
+        }
+        self.writer.close(None);
         Ok(())
     }
 
     /// The descriptor the transcript reads and writes through (its own
     /// duplicate): a forked child puts an unlocked one in its place.
     fn fileno(&self) -> RawFd {
-        std::os::fd::AsRawFd::as_raw_fd(self.file())
+        self.writer
+            .file()
+            .as_ref()
+            .map_or(-1, std::os::fd::AsRawFd::as_raw_fd)
     }
 
     /// Why the session refuses appends, or None.
@@ -505,18 +578,18 @@ impl Transcript {
 
     /// The live messages' ids (`"<compaction id>:<k>"` for a replacement's).
     fn live_ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        history::live_ids(self.core(), self.file(), py)
+        history::live_ids(self.core(), &*self.file()?, py)
     }
 
     /// The live messages as payload dicts: stubs in place of elided content,
     /// `{"role": "user", "content": summary}` for a compaction's summary.
     fn live_payloads<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        history::live_payloads(self.core(), self.file(), py)
+        history::live_payloads(self.core(), &*self.file()?, py)
     }
 
     /// The live messages as `(id, payload dict, line number, elided)`.
     fn live_entries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        history::live_entries(self.core(), self.file(), py)
+        history::live_entries(self.core(), &*self.file()?, py)
     }
 
     /// The live list without reading a line (see `history::live`).
@@ -527,7 +600,7 @@ impl Transcript {
     /// `live_message(k, /)`: the `k`-th live message as a payload dict.
     #[pyo3(signature = (k, /))]
     fn live_message<'py>(&self, py: Python<'py>, k: usize) -> PyResult<Bound<'py, PyDict>> {
-        history::live_message(self.core(), self.file(), py, k)
+        history::live_message(self.core(), &*self.file()?, py, k)
     }
 
     /// `later(i, part, /)`: what later lines did to envelope `i` (see
@@ -555,28 +628,28 @@ impl Transcript {
     /// just before. Read-only transcripts only.
     #[pyo3(signature = (index, /))]
     fn elision_effect<'py>(&self, py: Python<'py>, index: u32) -> PyResult<Bound<'py, PyList>> {
-        history::elision_effect(self.core(), self.file(), py, index)
+        history::elision_effect(self.core(), &*self.file()?, py, index)
     }
 
     /// `elision_rows(index, /)`: what `show` says of each message elision
     /// `index` stubbed, without decoding its content.
     #[pyo3(signature = (index, /))]
     fn elision_rows<'py>(&self, py: Python<'py>, index: u32) -> PyResult<Vec<ElisionRow<'py>>> {
-        history::elision_rows(self.core(), self.file(), py, index)
+        history::elision_rows(self.core(), &*self.file()?, py, index)
     }
 
     /// `elided_sizes(indices, /)`: for each elision in `indices`, the UTF-8
     /// size of the content of each message it stubbed. Read-only transcripts only.
     #[pyo3(signature = (indices, /))]
     fn elided_sizes(&self, py: Python<'_>, indices: Vec<u32>) -> PyResult<Vec<Vec<Option<u64>>>> {
-        history::elided_sizes(self.core(), self.file(), py, indices)
+        history::elided_sizes(self.core(), &*self.file()?, py, indices)
     }
 }
 
 // What the export's columns (`crate::columns`) read: the index, the file, the
 // bytes read and the replay.
 impl Transcript {
-    pub(crate) fn export_input(&self) -> (&core::Transcript, &File, u64) {
-        (self.core(), self.file(), self.writer.len())
+    pub(crate) fn export_input(&self) -> PyResult<(&core::Transcript, Reader<'_>, u64)> {
+        Ok((self.core(), self.file()?, self.writer.len()))
     }
 }
