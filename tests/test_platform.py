@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from agent_transcript import Message, Session, _platform
+from agent_transcript import Message, Session, SessionClosed, _platform
 
 #: macOS's value; any number fcntl would not otherwise see will do, since the
 #: simulated fcntl answers it without passing it to the kernel.
@@ -71,7 +71,7 @@ def test_copy_file_range_missing_is_enosys(tmp_path: Path, monkeypatch: pytest.M
     assert e.value.errno == errno.ENOSYS
 
 
-# -- close() without /proc ----------------------------------------------------------
+# -- close() and reads after it, with and without /proc ----------------------------------------------------------
 
 
 @pytest.mark.parametrize("proc", ["missing", "refused", "present"])
@@ -91,12 +91,15 @@ def test_reading_after_close(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pr
     # The lock is gone with close(): another session takes it at once.
     with Session.load(path) as t:
         t.append_message(Message.user("three"))
-    # The closed session still reads its own file, renamed or deleted.
+    assert [m.content for m in s.messages] == ["one", "two"]  # what it wrote, read again by its path
+    # It keeps no descriptor: once the path names no file, or another, it says so.
     os.rename(path, tmp_path / "moved.jsonl")
-    assert [m.content for m in s.messages] == ["one", "two"]
-    os.unlink(tmp_path / "moved.jsonl")
-    assert [m.content for m in s.messages] == ["one", "two"]
-    with pytest.raises(Exception, match="closed"):
+    with pytest.raises(SessionClosed, match="moved, replaced or deleted"):
+        s.messages
+    path.write_bytes(b"")
+    with pytest.raises(SessionClosed, match="moved, replaced or deleted"):
+        s.messages
+    with pytest.raises(SessionClosed, match="closed"):
         s.append_message(Message.user("refused"))
 
 
