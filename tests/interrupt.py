@@ -144,7 +144,8 @@ class Stopped(Exception):
 def stopped_by_a_signal() -> Iterator[type[Stopped]]:
     """Within it, SIGALRM comes every millisecond and its handler raises
     :class:`Stopped` (once: the timer stops with it); the old handler is put
-    back on the way out."""
+    back on the way out. Enter ``pytest.raises(Stopped)`` first: on a busy
+    machine the first signal may come before the next context is entered."""
 
     def stop(signum: int, frame: object) -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)

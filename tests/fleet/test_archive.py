@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from agent_transcript import CorruptTranscript, Message, Session, SessionLocked, _core
-from interrupt import stopped_by_a_signal
+from interrupt import Stopped, stopped_by_a_signal
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "cli"
 READABLE = ["clean.jsonl", "pending.jsonl", "torn.jsonl", "records.jsonl", "corrupt_mid.jsonl",
@@ -302,7 +302,7 @@ def test_a_signal_during_the_compression_stops_it_with_its_handlers_exception(tm
     path = tmp_path / "run.jsonl"
     big_transcript(path, 30_000)
     original = path.read_bytes()
-    with stopped_by_a_signal() as stopped, pytest.raises(stopped):
+    with pytest.raises(Stopped), stopped_by_a_signal():
         Session.archive(path)
     assert path.read_bytes() == original
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.jsonl"]
@@ -472,7 +472,7 @@ def test_a_signal_during_the_extract_stops_it_with_its_handlers_exception(tmp_pa
     big_transcript(path, 30_000)
     original = path.read_bytes()
     packed = Session.archive(path)
-    with stopped_by_a_signal() as stopped, pytest.raises(stopped):
+    with pytest.raises(Stopped), stopped_by_a_signal():
         Session.unarchive(packed)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.jsonl.zst"]
     assert Session.unarchive(packed).read_bytes() == original

@@ -11,7 +11,7 @@ import pytest
 
 from agent_transcript import formats
 from agent_transcript.formats import import_transcript
-from interrupt import stopped_by_a_signal
+from interrupt import Stopped, stopped_by_a_signal
 
 from .sources import BASIC, lines
 
@@ -26,7 +26,7 @@ def test_a_signal_during_the_import_stops_it_with_its_handlers_exception(tmp_pat
     src = tmp_path / "source.jsonl"
     (import_gen.write_claude_code if fmt == "claude-code" else import_gen.write_codex)(str(src), 4 << 20)
     dest = tmp_path / "out" / "imported.jsonl"
-    with stopped_by_a_signal() as stopped, pytest.raises(stopped):
+    with pytest.raises(Stopped), stopped_by_a_signal():
         import_transcript(src, dest)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["source.jsonl"]
     import_transcript(src, dest)
