@@ -50,14 +50,16 @@ def cookie_of(url: str) -> dict[str, str]:
 
 
 def connect(url: str, path: str, *, method: str = "GET", host: str | None = None,
-            token: bool = True) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+            token: bool = True, headers: dict[str, str] | None = None,
+            ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
     """A request for ``path`` to the server at ``url``, its Host ``host`` (the server's
-    own by default), with the token's cookie (``token``); the caller closes the connection."""
+    own by default), with the token's cookie (``token``) and ``headers``; the caller
+    closes the connection."""
     port = port_of(url)
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
     c.putrequest(method, path, skip_host=True)
     c.putheader("Host", host or f"127.0.0.1:{port}")
-    for key, value in (cookie_of(url) if token else {}).items():
+    for key, value in {**(cookie_of(url) if token else {}), **(headers or {})}.items():
         c.putheader(key, value)
     c.endheaders()
     return c, c.getresponse()

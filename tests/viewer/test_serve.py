@@ -95,7 +95,7 @@ def test_events_hold_a_half_line_and_follow_a_repair(tmp_path: Path) -> None:
         half = envelope_line(2, "torn")[:30]
         append_line(src, one + half)
         events = _read_event(r)
-        assert events["event"] == "rec" and events["id"] == f"{size + len(one)}.3"
+        assert events["event"] == "rec" and events["id"] == f"{size + len(one)}.4"
         assert json.loads(events["data"])["line"] == 3 and "first live" in json.loads(events["data"])["raw"]
         # The half line is held; a repair removes it (swapping the file); the next whole line comes.
         time.sleep(0.6)
@@ -104,6 +104,24 @@ def test_events_hold_a_half_line_and_follow_a_repair(tmp_path: Path) -> None:
         events = _read_event(r)
         data = json.loads(events["data"])
         assert data["line"] == 4 and "after the repair" in data["raw"] and "torn" not in data["raw"]
+        c.close()
+
+
+def test_a_reconnection_goes_on_at_the_next_line_with_its_number(tmp_path: Path) -> None:
+    """What a browser's EventSource does when a stream drops: it asks again with
+    the last event's id (``Last-Event-ID``); the next line comes, numbered on."""
+    src, size = _live(tmp_path)
+    with served(tmp_path) as base:
+        c, r = _stream(base, "live.jsonl", size, 3)
+        append_line(src, envelope_line(1, "before the drop"))
+        first = _read_event(r)
+        assert json.loads(first["data"])["line"] == 3
+        c.close()
+        append_line(src, envelope_line(2, "after the drop"))
+        c, r = connect(base, f"/e/live.jsonl?offset={size}&line=3", headers={"Last-Event-ID": first["id"]})
+        assert r.readline() == b"retry: 1000\n" and r.readline() == b"\n"
+        again = json.loads(_read_event(r)["data"])
+        assert again["line"] == 4 and "after the drop" in again["raw"]
         c.close()
 
 
@@ -168,11 +186,11 @@ def test_events_send_a_line_read_over_several_polls_once_whole(tmp_path: Path) -
             time.sleep(0.5)  # a poll or two between the pieces
         first, second = _read_event(r), _read_event(r)
         c.close()
-    assert first["event"] == "rec" and first["id"] == f"{size + len(big)}.3"
+    assert first["event"] == "rec" and first["id"] == f"{size + len(big)}.4"
     shown = json.loads(json.loads(first["data"])["raw"])
     cut = shown["payload"]["content"]  # cut as a page cuts a long string: its start, and its size
     assert shown["id"] == "live0001" and cut["bytes"] == 20 << 20 and set(next(v for k, v in cut.items() if k != "bytes")) == {"y"}
-    assert second["id"] == f"{size + len(big) + len(after)}.4" and "after the big one" in json.loads(second["data"])["raw"]
+    assert second["id"] == f"{size + len(big) + len(after)}.5" and "after the big one" in json.loads(second["data"])["raw"]
 
 
 def test_events_never_wait_on_a_fifo_put_at_the_path(tmp_path: Path) -> None:

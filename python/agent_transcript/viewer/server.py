@@ -6,7 +6,7 @@ listing of the folder (from each file's first and last lines only). ``GET /t/<na
 last records, rendered from the read model like ``html``'s pages, with a link
 to the earlier ones), and its script follows the run over server-sent events
 (``GET /e/<name>``): each event is one whole line, rendered, with the byte
-offset after it as its id, so a reconnection (``Last-Event-ID``) goes on where
+offset after it and the next line's number as its id, so a reconnection (``Last-Event-ID``) goes on where
 it stopped; a half-written line is held until its ``\\n`` comes; a repair that
 swaps the file is followed. ``GET /a/<name>?file=F`` is an artifact, as text.
 
@@ -597,7 +597,8 @@ class _Handler(BaseHTTPRequestHandler):
                 for raw in at.lines(size, 8 << 20) if at.behind(size) else ():
                     at.advance(raw)
                     if raw.strip():
-                        self._send_event("rec", {"line": at.number, "raw": _text(raw)}, f"{at.offset}.{at.number}")
+                        # The id is where the next line starts and its number, as the query's.
+                        self._send_event("rec", {"line": at.number, "raw": _text(raw)}, f"{at.offset}.{at.number + 1}")
                         sent = True
                 if sent:
                     self.wfile.flush()
