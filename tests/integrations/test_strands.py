@@ -15,6 +15,8 @@ import stat
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -409,8 +411,15 @@ def test_an_empty_file_left_by_a_create_killed_early_is_no_session(tmp_path: Pat
 def test_the_file_is_locked_while_the_repository_holds_it(tmp_path: Path) -> None:
     repo = TranscriptSessionRepository(tmp_path)
     two_turns(RepositorySessionManager("chat-1", repo))
+    started = time.monotonic()
     with pytest.raises(SessionLocked):
         TranscriptSessionRepository(tmp_path).read_session("chat-1")
+    assert time.monotonic() - started >= 5  # it waited for the holder, as the other adapters do
+    # A holder that lets go meanwhile: the other repository reads the session once it is free.
+    threading.Timer(0.3, repo.close_session, ("chat-1",)).start()
+    with TranscriptSessionRepository(tmp_path) as other:
+        record = other.read_session("chat-1")
+        assert record is not None and record.session_id == "chat-1"
     repo.close_session("chat-1")
     with Session.load(tmp_path / "chat-1.jsonl") as s:
         assert len(s.messages) == 7

@@ -29,7 +29,6 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any, ClassVar, Literal
 
 try:
@@ -46,7 +45,7 @@ from agent_transcript import Message, Session
 
 from ._aio import write_off_loop
 from ._json import decode_all
-from ._names import opened_when_free, transcript_name
+from ._names import OpenTranscripts, opened_when_free, transcript_name
 
 __all__ = ["TranscriptHistoryProvider", "message_to_chat", "chat_to_message", "transcript_name", "EXTRA_KEY"]
 
@@ -208,8 +207,11 @@ class _History:
     #: Whether a run has looked for calls an earlier process left unanswered.
     resumed: bool = False
 
+    def close(self) -> None:
+        self.session.close()
 
-class TranscriptHistoryProvider(HistoryProvider):
+
+class TranscriptHistoryProvider(HistoryProvider, OpenTranscripts[Path, _History]):
     """The Agent Framework's ``HistoryProvider`` keeping each session in one
     transcript in ``folder`` (created ``0700`` if missing).
 
@@ -276,21 +278,6 @@ class TranscriptHistoryProvider(HistoryProvider):
         if history is not None:
             with history.lock:
                 history.session.close()
-
-    def close(self) -> None:
-        """Close every transcript this provider opened. Idempotent; the provider stays usable."""
-        with self._lock:
-            histories, self._open = list(self._open.values()), {}
-        for history in histories:
-            with history.lock:
-                history.session.close()
-
-    def __enter__(self) -> TranscriptHistoryProvider:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
 
     def _history(self, session_id: str | None) -> _History:
         """The session's transcript, opened (or created) if it is not open yet."""

@@ -29,7 +29,6 @@ import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal, TypeVar, cast
 
 try:
@@ -45,7 +44,7 @@ from agent_transcript.formats import source_lines
 from agent_transcript.formats.mirror import Mirror, entry_line, entry_of
 
 from ._aio import write_off_loop
-from ._names import opened_when_free, transcript_name
+from ._names import OpenTranscripts, opened_when_free, transcript_name
 
 __all__ = ["TranscriptSessionStore", "META_KEY", "SUMMARY"]
 
@@ -68,8 +67,11 @@ class _Open:
         self.summary = summary
         self.lock = threading.Lock()
 
+    def close(self) -> None:
+        self.mirror.close()
 
-class TranscriptSessionStore(SessionStore):
+
+class TranscriptSessionStore(SessionStore, OpenTranscripts[Path, _Open]):
     """A ``SessionStore`` keeping each session key in one transcript in ``folder``
     (created ``0700`` if missing).
 
@@ -115,21 +117,6 @@ class TranscriptSessionStore(SessionStore):
         return path / f"{transcript_name(name)}.jsonl"
 
     # -- life ----------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Close every transcript this store opened. Idempotent; the store stays usable."""
-        with self._lock:
-            opened, self._open = list(self._open.values()), {}
-        for one in opened:
-            with one.lock:
-                one.mirror.close()
-
-    def __enter__(self) -> TranscriptSessionStore:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
 
     def _opened(self, key: SessionKey, path: Path) -> _Open:
         with self._lock:

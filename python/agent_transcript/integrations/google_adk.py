@@ -41,7 +41,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal
 
 try:
@@ -67,7 +66,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 from agent_transcript import Envelope, Message, Session
 
 from ._aio import write_off_loop
-from ._names import opened_when_free, transcript_name
+from ._names import OpenTranscripts, opened_when_free, transcript_name
 
 __all__ = ["TranscriptSessionService", "EXTRA_KEY", "EVENT_FACT", "event_to_messages"]
 
@@ -265,8 +264,11 @@ class _Open:
     replay: _Replay
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def close(self) -> None:
+        self.session.close()
 
-class TranscriptSessionService(BaseSessionService):
+
+class TranscriptSessionService(BaseSessionService, OpenTranscripts[Path, _Open]):
     """ADK's ``BaseSessionService`` keeping each session in one transcript in
     ``folder`` (created ``0700`` if missing).
 
@@ -324,21 +326,6 @@ class TranscriptSessionService(BaseSessionService):
         if opened is not None:
             with opened.lock:
                 opened.session.close()
-
-    def close(self) -> None:
-        """Close every transcript this service opened. Idempotent; the service stays usable."""
-        with self._lock:
-            opened, self._open = list(self._open.values()), {}
-        for o in opened:
-            with o.lock:
-                o.session.close()
-
-    def __enter__(self) -> TranscriptSessionService:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
 
     def _opened(self, path: Path) -> _Open | None:
         """The session's open transcript, opening it if it exists; None if it does not."""

@@ -31,7 +31,6 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 try:
@@ -46,6 +45,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 
 from agent_transcript import Message, Session
 
+from ._names import OpenTranscripts, opened_when_free
 from ._strands_lines import block_text, message_from_line, message_lines, result_block
 
 if TYPE_CHECKING:
@@ -128,6 +128,9 @@ class _Transcript:
     #: Whether the calls left unanswered are this process's own or were looked at:
     #: set by the first read of an agent's record and by every write.
     resumed: bool = False
+
+    def close(self) -> None:
+        self.session.close()
 
     def read(self) -> None:
         """(Re)build what Strands reads from the session's facts and live lines."""
@@ -248,7 +251,7 @@ def _stub(line: Message) -> str:
     return line.content if isinstance(line.content, str) else ""
 
 
-class TranscriptSessionRepository(SessionRepository):
+class TranscriptSessionRepository(SessionRepository, OpenTranscripts[str, _Transcript]):
     """Strands' ``SessionRepository`` keeping each session in one transcript in
     ``folder`` (created ``0700`` if missing). Use it through Strands'
     ``RepositorySessionManager``.
@@ -259,7 +262,8 @@ class TranscriptSessionRepository(SessionRepository):
     locked against a second writer: a session's transcript is opened (and
     locked) the first time it is read or created, and stays open until
     ``close_session`` or ``close``; another repository that opens it
-    meanwhile, in this process or another, gets ``SessionLocked``.
+    meanwhile, in this process or another, waits a few seconds, then gets
+    ``SessionLocked``.
 
     Restoring an agent from a transcript whose last run was killed while its
     tools ran answers those calls (a ``toolResult`` that says the call was
@@ -307,21 +311,6 @@ class TranscriptSessionRepository(SessionRepository):
             with transcript.lock:
                 transcript.session.close()
 
-    def close(self) -> None:
-        """Close every transcript this repository opened. Idempotent; the repository stays usable."""
-        with self._lock:
-            transcripts, self._open = list(self._open.values()), {}
-        for transcript in transcripts:
-            with transcript.lock:
-                transcript.session.close()
-
-    def __enter__(self) -> TranscriptSessionRepository:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
-
     def _transcript(self, session_id: str) -> _Transcript | None:
         """The session's open transcript; None when it has none (nothing is created)."""
         path = self.transcript_path(session_id)
@@ -329,7 +318,7 @@ class TranscriptSessionRepository(SessionRepository):
             transcript = self._open.get(session_id)
             if transcript is not None or not path.exists() or path.stat().st_size == 0:
                 return transcript  # (an empty file: a create killed before its first line, taken as new)
-            session = Session.load(path, durability=self.durability)
+            session = opened_when_free(lambda: Session.load(path, durability=self.durability))
             try:
                 meta = session.meta.get(EXTRA_KEY) if isinstance(session.meta, dict) else None
                 record = meta.get("session") if isinstance(meta, dict) else None
