@@ -31,11 +31,11 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 /// bytes and look at it.
 const PLAIN: u8 = 0;
 /// An escape of its own (`"`, `\`, a control character).
-const ESCAPE: u8 = 1;
+pub(crate) const ESCAPE: u8 = 1;
 /// `0xED`: the first byte of U+D000..U+D7FF, or of a surrogate in WTF-8.
 const MAYBE_SURROGATE: u8 = 2;
 
-static CLASS: [u8; 256] = {
+pub(crate) static CLASS: [u8; 256] = {
     let mut table = [PLAIN; 256];
     let mut i = 0;
     while i < 0x20 {

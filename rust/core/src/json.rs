@@ -14,6 +14,8 @@
 
 use std::fmt;
 
+use crate::canonical::{CLASS, ESCAPE};
+
 /// The deepest nesting of arrays and objects read or written (512 containers).
 pub const MAX_DEPTH: usize = 512;
 
@@ -107,20 +109,6 @@ pub struct Reader<'a> {
     // Whether `skip_value` refuses numbers Python cannot hold (see there).
     check_numbers: bool,
 }
-
-// Bytes that end a run of plain string characters: the quote, the backslash and
-// the control characters (refused inside strings, as json.loads does).
-static STRING_STOP: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut i = 0;
-    while i < 0x20 {
-        t[i] = true;
-        i += 1;
-    }
-    t[b'"' as usize] = true;
-    t[b'\\' as usize] = true;
-    t
-};
 
 impl<'a> Reader<'a> {
     /// A reader at the start of `text`.
@@ -679,7 +667,9 @@ pub(crate) fn plain_run_from(input: &[u8], mut at: usize) -> usize {
         at = sse2_plain_run(input, at);
     }
     while let Some(&b) = input.get(at) {
-        if STRING_STOP[usize::from(b)] {
+        // The bytes that end a run of plain string characters are the ones the
+        // canonical writer escapes (control characters are refused in strings).
+        if CLASS[usize::from(b)] == ESCAPE {
             break;
         }
         at += 1;

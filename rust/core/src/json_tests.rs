@@ -6,7 +6,7 @@ use super::*;
 fn the_plain_run_stops_where_a_byte_at_a_time_would() {
     fn one_at_a_time(input: &[u8], at: usize) -> usize {
         (at..input.len())
-            .find(|&i| STRING_STOP[usize::from(input[i])])
+            .find(|&i| CLASS[usize::from(input[i])] == ESCAPE)
             .unwrap_or(input.len())
     }
     // Every stop byte (and its neighbours, and bytes >= 0x80) at every

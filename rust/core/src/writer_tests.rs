@@ -7,15 +7,11 @@ use std::io;
 use std::path::PathBuf;
 
 use super::*;
-use crate::transcript::replay_tests::line;
+use crate::transcript::replay_tests::{line, meta};
 use crate::transcript::{load, LineRec};
 
 fn msg(id: &str) -> String {
     crate::transcript::replay_tests::msg(id, "user", "")
-}
-
-fn meta() -> String {
-    line("meta", "session-meta", "{}")
 }
 
 struct Scratch(PathBuf);
@@ -183,100 +179,88 @@ fn a_last_line_without_its_newline_gets_one_before_the_next_line() -> io::Result
     agrees_with_load(&w, &s)
 }
 
-#[test]
-fn a_write_refused_with_enospc_leaves_the_file_and_the_writer_as_they_were() -> io::Result<()> {
-    let s = Scratch::new("enospc");
-    let mut w = started(&s, false)?;
-    w.file.writes.push_back(Fault::Errno(libc::ENOSPC));
+/// A writer of `meta` and `a` whose append of `b` met the faults `plan` made,
+/// and that append's error; the faults are gone after it.
+fn faulted(
+    name: &str,
+    fsync: bool,
+    plan: impl FnOnce(&mut Faulty),
+) -> io::Result<(Scratch, Writer<Faulty>, Option<WriteError>)> {
+    let s = Scratch::new(name);
+    let mut w = started(&s, fsync)?;
+    plan(&mut w.file);
     let e = w.append_line(msg("b").as_bytes()).err();
-    assert_eq!(e.as_ref().and_then(errno), Some(libc::ENOSPC));
+    (w.file.sync, w.file.set_len, w.file.check) = (None, None, None);
+    Ok((s, w, e))
+}
+
+/// The failed append left the file and the writer as they were: the same
+/// line goes in once the disk works again.
+fn as_before(s: &Scratch, mut w: Writer<Faulty>) -> io::Result<()> {
     assert_eq!(s.bytes()?, file_of(&[meta(), msg("a")]));
     assert_eq!(w.broken(), None);
-    agrees_with_load(&w, &s)?;
-    // The disk has room again: the same line goes in.
+    agrees_with_load(&w, s)?;
     w.append_line(msg("b").as_bytes())
         .map_err(io::Error::other)?;
     assert_eq!(s.bytes()?, file_of(&[meta(), msg("a"), msg("b")]));
-    agrees_with_load(&w, &s)
+    agrees_with_load(&w, s)
+}
+
+#[test]
+fn a_write_refused_with_enospc_leaves_the_file_and_the_writer_as_they_were() -> io::Result<()> {
+    let (s, w, e) = faulted("enospc", false, |f| {
+        f.writes.push_back(Fault::Errno(libc::ENOSPC))
+    })?;
+    assert_eq!(e.as_ref().and_then(errno), Some(libc::ENOSPC));
+    as_before(&s, w)
 }
 
 #[test]
 fn a_short_write_then_enospc_is_cut_back_out_of_the_file() -> io::Result<()> {
-    let s = Scratch::new("short");
-    let mut w = started(&s, false)?;
-    w.file
-        .writes
-        .extend([Fault::Short(10), Fault::Errno(libc::ENOSPC)]);
-    let e = w.append_line(msg("b").as_bytes()).err();
+    let (s, w, e) = faulted("short", false, |f| {
+        f.writes
+            .extend([Fault::Short(10), Fault::Errno(libc::ENOSPC)])
+    })?;
     assert_eq!(e.as_ref().and_then(errno), Some(libc::ENOSPC));
-    assert_eq!(s.bytes()?, file_of(&[meta(), msg("a")]));
-    assert_eq!(w.broken(), None);
-    w.append_line(msg("c").as_bytes())
-        .map_err(io::Error::other)?;
-    assert_eq!(s.bytes()?, file_of(&[meta(), msg("a"), msg("c")]));
-    agrees_with_load(&w, &s)
+    as_before(&s, w)
 }
 
 #[test]
 fn short_writes_and_interrupted_ones_go_on_until_the_line_is_whole() -> io::Result<()> {
-    let s = Scratch::new("resume");
-    let mut w = started(&s, false)?;
-    w.file.writes.extend([
-        Fault::Short(5),
-        Fault::Errno(libc::EINTR),
-        Fault::Short(7),
-        Fault::Errno(libc::EINTR),
-    ]);
-    w.append_line(msg("b").as_bytes())
-        .map_err(io::Error::other)?;
+    let (eintr, short) = (Fault::Errno(libc::EINTR), Fault::Short);
+    let (s, w, e) = faulted("resume", false, |f| {
+        f.writes.extend([short(5), eintr, short(7), eintr])
+    })?;
+    assert!(e.is_none(), "{e:?}");
     assert_eq!(s.bytes()?, file_of(&[meta(), msg("a"), msg("b")]));
     agrees_with_load(&w, &s)
 }
 
 #[test]
 fn a_write_of_nothing_is_an_error_and_what_it_wrote_is_cut_back() -> io::Result<()> {
-    let s = Scratch::new("zero");
-    let mut w = started(&s, false)?;
-    w.file.writes.extend([Fault::Short(3), Fault::Zero]);
-    match w.append_line(msg("b").as_bytes()) {
-        Err(WriteError::Io(e)) => assert_eq!(e.kind(), io::ErrorKind::WriteZero),
+    let (s, w, e) = faulted("zero", false, |f| {
+        f.writes.extend([Fault::Short(3), Fault::Zero])
+    })?;
+    match e {
+        Some(WriteError::Io(e)) => assert_eq!(e.kind(), io::ErrorKind::WriteZero),
         other => panic!("{other:?}"),
     }
-    assert_eq!(s.bytes()?, file_of(&[meta(), msg("a")]));
-    agrees_with_load(&w, &s)
+    as_before(&s, w)
 }
 
 #[test]
 fn a_failed_fsync_cuts_the_whole_line_back() -> io::Result<()> {
-    let s = Scratch::new("fsync");
-    let mut w = started(&s, true)?;
-    w.file.sync = Some(libc::EIO);
-    let e = w.append_line(msg("b").as_bytes()).err();
+    let (s, w, e) = faulted("fsync", true, |f| f.sync = Some(libc::EIO))?;
     assert_eq!(e.as_ref().and_then(errno), Some(libc::EIO));
-    assert_eq!(s.bytes()?, file_of(&[meta(), msg("a")]));
-    assert_eq!(w.broken(), None);
-    w.file.sync = None;
-    w.append_line(msg("c").as_bytes())
-        .map_err(io::Error::other)?;
-    agrees_with_load(&w, &s)
+    as_before(&s, w)
 }
 
-#[test]
-fn a_partial_line_that_cannot_be_cut_back_breaks_the_writer_for_good() -> io::Result<()> {
-    let s = Scratch::new("cut");
-    let mut w = started(&s, false)?;
-    w.file
-        .writes
-        .extend([Fault::Short(3), Fault::Errno(libc::ENOSPC)]);
-    w.file.set_len = Some(libc::EIO);
-    let e = w.append_line(msg("b").as_bytes()).err();
-    assert_eq!(e.as_ref().and_then(errno), Some(libc::ENOSPC));
+/// The writer is broken for good with a reason that says `said`: the next
+/// append is refused with the same reason and writes nothing.
+fn broken_for_good(s: &Scratch, mut w: Writer<Faulty>, said: &[&str]) -> io::Result<()> {
     let why = w.broken().unwrap_or_default().to_owned();
-    assert!(why.starts_with("a write failed ("), "{why}");
-    assert!(
-        why.contains("the partial line could not be removed"),
-        "{why}"
-    );
+    assert!(why.starts_with(said[0]), "{why}");
+    assert!(said.iter().all(|part| why.contains(part)), "{why}");
     let before = s.bytes()?;
     match w.append_line(msg("c").as_bytes()) {
         Err(WriteError::Broken(again)) => assert_eq!(again, why),
@@ -287,25 +271,24 @@ fn a_partial_line_that_cannot_be_cut_back_breaks_the_writer_for_good() -> io::Re
 }
 
 #[test]
+fn a_partial_line_that_cannot_be_cut_back_breaks_the_writer_for_good() -> io::Result<()> {
+    let (s, w, e) = faulted("cut", false, |f| {
+        f.writes
+            .extend([Fault::Short(3), Fault::Errno(libc::ENOSPC)]);
+        f.set_len = Some(libc::EIO);
+    })?;
+    assert_eq!(e.as_ref().and_then(errno), Some(libc::ENOSPC));
+    let said = ["a write failed (", "the partial line could not be removed"];
+    broken_for_good(&s, w, &said)
+}
+
+#[test]
 fn a_check_after_the_write_that_fails_breaks_the_writer() -> io::Result<()> {
-    let s = Scratch::new("check");
-    let mut w = started(&s, false)?;
-    w.file.check = Some(libc::EIO);
-    let e = w.append_line(msg("b").as_bytes()).err();
+    let (s, w, e) = faulted("check", false, |f| f.check = Some(libc::EIO))?;
     assert_eq!(e.as_ref().and_then(errno), Some(libc::EIO));
     // The line is in the file: the writer must not let it pass as unwritten.
     assert_eq!(s.bytes()?, file_of(&[meta(), msg("a"), msg("b")]));
-    let why = w.broken().unwrap_or_default();
-    assert!(
-        why.starts_with("the file could not be checked after a write"),
-        "{why}"
-    );
-    w.file.check = None;
-    assert!(matches!(
-        w.append_line(msg("c").as_bytes()),
-        Err(WriteError::Broken(_))
-    ));
-    Ok(())
+    broken_for_good(&s, w, &["the file could not be checked after a write"])
 }
 
 #[test]

@@ -312,12 +312,6 @@ impl Transcript {
         self.position(id).is_some()
     }
 
-    /// Whether a new envelope may not take `id`: an envelope or a replacement
-    /// message has it.
-    pub fn is_taken(&self, id: impl AsRef<[u8]>) -> bool {
-        self.resolve(id).is_some()
-    }
-
     /// Checks that `env` can follow what is there; `strict` also refuses settles
     /// of unknown or settled operations (an append does; a load tolerates them).
     pub fn check(&self, env: &Envelope, strict: bool) -> Result<(), ReplayError> {

@@ -20,21 +20,19 @@ fn ids_aimed_at_one_slot_of_an_unseeded_hash_spread() {
     let inner = mix(0);
     let mut table = IdTable::default();
     let mut homes = HashMap::default();
-    for i in 0..n {
+    let key_of = |i: u64| {
         let a = unmix(0x5EED << 32 | (i + 1)) ^ inner;
         // The premise: unseeded, every one of them has one high half.
         assert_eq!(mix(a ^ inner) >> 32, 0x5EED);
-        let mut id = format!("{:016x}", a.swap_bytes()).into_bytes();
-        id.extend_from_slice(b"0000000000000000");
-        let key = Keyed::of(&id);
+        Keyed::of(format!("{:016x}0000000000000000", a.swap_bytes()).as_bytes())
+    };
+    for i in 0..n {
+        let key = key_of(i);
         assert_eq!(key.form, HEX32);
         table.push(key, i as u32);
     }
     for i in 0..n {
-        let a = unmix(0x5EED << 32 | (i + 1)) ^ inner;
-        let mut id = format!("{:016x}", a.swap_bytes()).into_bytes();
-        id.extend_from_slice(b"0000000000000000");
-        let key = Keyed::of(&id);
+        let key = key_of(i);
         assert_eq!(table.find(&key), Some(i as u32));
         *homes.entry(table.home(key.hash)).or_insert(0u32) += 1;
     }
@@ -42,6 +40,7 @@ fn ids_aimed_at_one_slot_of_an_unseeded_hash_spread() {
     let most = homes.values().copied().max().unwrap_or(0);
     assert!(most < 12, "{most} ids share one slot");
 }
+
 use crate::envelope::parse_line;
 
 pub(crate) fn line(id: &str, kind: &str, payload: &str) -> String {
@@ -58,6 +57,39 @@ pub(crate) fn msg(id: &str, role: &str, extra: &str) -> String {
     )
 }
 
+pub(crate) fn meta() -> String {
+    line("meta", "session-meta", "{}")
+}
+
+fn compaction(id: &str, through: &str, summary: &str) -> String {
+    let payload = format!(r#"{{"replaces-through-id":"{through}","summary":"{summary}"}}"#);
+    line(id, "compaction", &payload)
+}
+
+fn elision(id: &str, of: &str, stub: &str) -> String {
+    line(
+        id,
+        "elision",
+        &format!(r#"{{"items":[{{"id":"{of}","stub":"{stub}"}}]}}"#),
+    )
+}
+
+fn dispatched(id: &str, call: &str) -> String {
+    line(
+        id,
+        "tool-dispatched",
+        &format!(r#"{{"call-id":"{call}","tool":"t"}}"#),
+    )
+}
+
+fn settled(id: &str, op: &str) -> String {
+    line(
+        id,
+        "tool-settled",
+        &format!(r#"{{"op-id":"{op}","outcome":"completed"}}"#),
+    )
+}
+
 pub(super) fn load_str(lines: &[String]) -> Result<Transcript, LoadError> {
     let text = lines.join("\n") + "\n";
     load(text.as_bytes(), text.len() as u64)
@@ -69,10 +101,7 @@ fn a_message_accepted_from_what_its_writer_knows_is_the_one_its_line_reads_as() 
     // what its writer knows, the other from the line read back. They must
     // end up the same, line records, roles, live list and the pending
     // operation the tool message answers included.
-    let head = [
-        line("meta", "session-meta", "{}"),
-        line("op1", "tool-dispatched", r#"{"call-id":"c1","tool":"t"}"#),
-    ];
+    let head = [meta(), dispatched("op1", "c1")];
     let mut t = load_str(&head).unwrap();
     let mut twin = load_str(&head).unwrap();
     let mut ids = IdGen::new();
@@ -90,7 +119,7 @@ fn a_message_accepted_from_what_its_writer_knows_is_the_one_its_line_reads_as() 
     for (role, extra, sticky, call) in cases {
         let fresh = t.fresh_id(&mut ids, ms);
         assert_eq!(fresh.key, Keyed::of(fresh.digits()));
-        assert!(!t.is_taken(fresh.as_str()));
+        assert!(t.resolve(fresh.as_str()).is_none());
         let text = msg(fresh.as_str(), role, extra);
         let known = t.accept_message(&fresh, role, sticky, call).unwrap();
         let parsed = twin
@@ -165,23 +194,15 @@ fn live_ids(t: &Transcript, lines: &[String]) -> Vec<String> {
 #[test]
 fn compaction_keeps_sticky_messages_and_splices_the_summary() {
     let lines = vec![
-        line("meta", "session-meta", "{}"),
+        meta(),
         msg("s", "system", r#","sysprompt":true"#),
         msg("u1", "user", ""),
         msg("a1", "assistant", ""),
         msg("p", "user", r#","depth":2"#),
         msg("u2", "user", ""),
-        line(
-            "c1",
-            "compaction",
-            r#"{"replaces-through-id":"p","summary":"S"}"#,
-        ),
+        compaction("c1", "p", "S"),
         msg("u3", "user", ""),
-        line(
-            "c2",
-            "compaction",
-            r#"{"replaces-through-id":"c1","summary":"S2"}"#,
-        ),
+        compaction("c2", "c1", "S2"),
     ];
     let t = load_str(&lines).unwrap();
     assert_eq!(live_ids(&t, &lines), ["s", "p", "c2", "u2", "u3"]);
@@ -190,21 +211,13 @@ fn compaction_keeps_sticky_messages_and_splices_the_summary() {
 #[test]
 fn elision_then_compaction_and_compaction_then_elision() {
     let lines = vec![
-        line("meta", "session-meta", "{}"),
+        meta(),
         msg("u1", "user", ""),
         msg("t1", "tool", r#","tool_call_id":"x""#),
-        line(
-            "e1",
-            "elision",
-            r#"{"items":[{"id":"t1","stub":"[gone]"}]}"#,
-        ),
+        elision("e1", "t1", "[gone]"),
         msg("u2", "user", ""),
-        line(
-            "c1",
-            "compaction",
-            r#"{"replaces-through-id":"u1","summary":"S"}"#,
-        ),
-        line("e2", "elision", r#"{"items":[{"id":"c1","stub":"[s]"}]}"#),
+        compaction("c1", "u1", "S"),
+        elision("e2", "c1", "[s]"),
     ];
     let t = load_str(&lines).unwrap();
     assert_eq!(live_ids(&t, &lines), ["c1*", "t1*", "u2"]);
@@ -233,7 +246,7 @@ fn refused_at(lines: &[String]) -> (u64, ReplayError) {
 #[test]
 fn a_rewind_keeps_the_live_list_through_its_id_and_null_empties_it() {
     let mut lines = vec![
-        line("meta", "session-meta", "{}"),
+        meta(),
         msg("s", "system", r#","sysprompt":true"#),
         msg("u1", "user", ""),
         msg("u2", "user", ""),
@@ -253,23 +266,17 @@ fn a_rewind_keeps_the_live_list_through_its_id_and_null_empties_it() {
     lines.push(msg("u4", "user", ""));
     assert_eq!(live_ids(&load_str(&lines).unwrap(), &lines), ["u4"]);
     lines.push(rewind("r4", Some("u2")));
-    let (at, error) = refused_at(&lines);
-    assert_eq!(
-        (at, error),
-        (
-            10,
-            ReplayError::UnknownId {
-                id: "u2".into(),
-                by: "rewind"
-            }
-        )
-    );
+    let unknown = ReplayError::UnknownId {
+        id: "u2".into(),
+        by: "rewind",
+    };
+    assert_eq!(refused_at(&lines), (10, unknown));
 }
 
 #[test]
 fn a_replacement_goes_where_the_summary_would_and_its_messages_can_be_named() {
     let mut lines = vec![
-        line("meta", "session-meta", "{}"),
+        meta(),
         msg("s", "system", r#","sysprompt":true"#),
         msg("u1", "user", ""),
         msg("a1", "assistant", ""),
@@ -286,16 +293,8 @@ fn a_replacement_goes_where_the_summary_would_and_its_messages_can_be_named() {
     assert!(!t.is_live("c1:01") && !t.is_live("c1:+1") && !t.is_live("c1:"));
     assert_eq!(t.resolve("c1:1"), Some(Source { line: 5, part: 1 }));
     assert_eq!(t.parts_of(5).map(<[Part]>::len), Some(2));
-    lines.push(line(
-        "e1",
-        "elision",
-        r#"{"items":[{"id":"c1:0","stub":"[x]"}]}"#,
-    ));
-    lines.push(line(
-        "c2",
-        "compaction",
-        r#"{"replaces-through-id":"c1:0","summary":"S2"}"#,
-    ));
+    lines.push(elision("e1", "c1:0", "[x]"));
+    lines.push(compaction("c2", "c1:0", "S2"));
     let t = load_str(&lines).unwrap();
     assert_eq!(live_ids(&t, &lines), ["s", "c2", "c1:1", "u2"]);
     lines.push(replacing("c3", "c1:1", ""));
@@ -314,25 +313,15 @@ fn a_replacement_goes_where_the_summary_would_and_its_messages_can_be_named() {
         ("c3:0", "compaction"),
     ] {
         let mut refused = lines.clone();
-        refused.push(line(
-            "c9",
-            "compaction",
-            &format!(r#"{{"replaces-through-id":"{bad}","summary":"S"}}"#),
-        ));
-        assert_eq!(
-            refused_at(&refused),
-            (11, ReplayError::UnknownId { id: bad.into(), by })
-        );
+        refused.push(compaction("c9", bad, "S"));
+        let unknown = ReplayError::UnknownId { id: bad.into(), by };
+        assert_eq!(refused_at(&refused), (11, unknown));
     }
 }
 
 #[test]
 fn a_replacement_message_id_that_is_an_envelope_id_is_fatal_either_way() {
-    let base = vec![
-        line("meta", "session-meta", "{}"),
-        msg("u1", "user", ""),
-        msg("c1:1", "user", ""),
-    ];
+    let base = vec![meta(), msg("u1", "user", ""), msg("c1:1", "user", "")];
     let mut later = base.clone();
     later.push(replacing("c1", "u1", r#"{"role":"user"},{"role":"user"}"#));
     assert_eq!(refused_at(&later), (4, ReplayError::IdClash("c1:1".into())));
@@ -350,7 +339,7 @@ fn a_replacement_message_id_that_is_an_envelope_id_is_fatal_either_way() {
 #[test]
 fn inspect_keeps_what_rewinds_and_replacements_did() {
     let lines = vec![
-        line("meta", "session-meta", "{}"),
+        meta(),
         msg("u1", "user", ""),
         msg("u2", "user", ""),
         replacing(
@@ -358,14 +347,10 @@ fn inspect_keeps_what_rewinds_and_replacements_did() {
             "u2",
             r#"{"content":"ab","role":"user"},{"content":"x","role":"user"}"#,
         ),
-        line("e1", "elision", r#"{"items":[{"id":"c1:0","stub":"[x]"}]}"#),
+        elision("e1", "c1:0", "[x]"),
         msg("u3", "user", ""),
         rewind("r1", Some("c1:0")),
-        line(
-            "c2",
-            "compaction",
-            r#"{"replaces-through-id":"c1:0","summary":"S"}"#,
-        ),
+        compaction("c2", "c1:0", "S"),
     ];
     let text = lines.join("\n") + "\n";
     let t = inspect(text.as_bytes(), text.len() as u64).unwrap();
@@ -395,23 +380,16 @@ fn inspect_keeps_what_rewinds_and_replacements_did() {
 #[test]
 fn naming_a_message_that_is_not_live_is_fatal() {
     let lines = vec![
-        line("meta", "session-meta", "{}"),
+        meta(),
         msg("u1", "user", ""),
         msg("u2", "user", ""),
-        line(
-            "c1",
-            "compaction",
-            r#"{"replaces-through-id":"u1","summary":"S"}"#,
-        ),
-        line("e1", "elision", r#"{"items":[{"id":"u1","stub":"x"}]}"#),
+        compaction("c1", "u1", "S"),
+        elision("e1", "u1", "x"),
     ];
-    match load_str(&lines) {
-        Err(LoadError::Replay {
-            line: 5,
-            error: ReplayError::UnknownId { .. },
-        }) => {}
-        other => panic!("{other:?}"),
-    }
+    assert!(matches!(
+        refused_at(&lines),
+        (5, ReplayError::UnknownId { .. })
+    ));
 }
 
 #[test]
@@ -501,44 +479,20 @@ fn the_id_table_finds_every_form_of_id_and_only_those_it_holds() {
 
 #[test]
 fn duplicate_ids_and_a_missing_meta_are_fatal() {
-    let dup = vec![
-        line("meta", "session-meta", "{}"),
-        msg("u1", "user", ""),
-        msg("u1", "user", ""),
-    ];
-    assert!(matches!(
-        load_str(&dup),
-        Err(LoadError::Replay {
-            line: 3,
-            error: ReplayError::DuplicateId(_)
-        })
-    ));
+    let dup = vec![meta(), msg("u1", "user", ""), msg("u1", "user", "")];
+    assert!(matches!(refused_at(&dup), (3, ReplayError::DuplicateId(_))));
     let nometa = vec![msg("u1", "user", "")];
-    assert!(matches!(
-        load_str(&nometa),
-        Err(LoadError::Replay {
-            line: 1,
-            error: ReplayError::NoMeta
-        })
-    ));
+    assert_eq!(refused_at(&nometa), (1, ReplayError::NoMeta));
 }
 
 #[test]
 fn ids_that_differ_only_in_lone_surrogates_are_different_ids() {
     let lines = vec![
-        line("meta", "session-meta", "{}"),
+        meta(),
         line(r"\ud800", "message", r#"{"content":"a","role":"user"}"#),
         line(r"\udc00", "message", r#"{"content":"b","role":"user"}"#),
-        line(
-            "op",
-            "tool-dispatched",
-            r#"{"call-id":"\ud800","tool":"t","arguments":{}}"#,
-        ),
-        line(
-            "m",
-            "message",
-            r#"{"content":"x","role":"tool","tool_call_id":"\udfff"}"#,
-        ),
+        dispatched("op", r"\ud800"),
+        msg("m", "tool", r#","tool_call_id":"\udfff""#),
     ];
     let t = load_str(&lines).unwrap();
     assert_eq!(t.live.len(), 3);
@@ -548,59 +502,30 @@ fn ids_that_differ_only_in_lone_surrogates_are_different_ids() {
     assert_eq!(t.pending.get(&3).map(|op| op.result), Some(None));
     let mut dup = lines.clone();
     dup.push(line(r"\udc00", "grants", "{}"));
-    match load_str(&dup) {
-        Err(LoadError::Replay { line, error }) => {
-            assert_eq!(line, 6);
-            assert_eq!(error.to_string(), r#"duplicate envelope id "\\udc00""#);
-        }
-        other => panic!("{other:?}"),
-    }
+    let (at, error) = refused_at(&dup);
+    assert_eq!(
+        (at, error.to_string()),
+        (6, r#"duplicate envelope id "\\udc00""#.into())
+    );
 }
 
 #[test]
 fn pending_operations_know_whether_their_result_was_persisted() {
     let lines = vec![
-        line("meta", "session-meta", "{}"),
-        line("op1", "tool-dispatched", r#"{"call-id":"c1","tool":"t"}"#),
-        line("op2", "tool-dispatched", r#"{"call-id":"c2","tool":"t"}"#),
-        line("op3", "tool-dispatched", r#"{"call-id":"c3","tool":"t"}"#),
+        meta(),
+        dispatched("op1", "c1"),
+        dispatched("op2", "c2"),
+        dispatched("op3", "c3"),
         msg("r1", "tool", r#","tool_call_id":"c1""#),
         msg("r3", "tool", r#","tool_call_id":"c3""#),
-        line(
-            "s3",
-            "tool-settled",
-            r#"{"op-id":"op3","outcome":"completed"}"#,
-        ),
+        settled("s3", "op3"),
     ];
     let t = load_str(&lines).unwrap();
     let pending: Vec<_> = t.pending.iter().map(|(l, op)| (*l, op.result)).collect();
     assert_eq!(pending, vec![(1, Some(4)), (2, None)]);
-    let settle_again = parse_line(
-        line(
-            "s4",
-            "tool-settled",
-            r#"{"op-id":"op3","outcome":"completed"}"#,
-        )
-        .as_bytes(),
-    )
-    .unwrap();
-    assert_eq!(
-        t.check(&settle_again, true),
-        Err(ReplayError::AlreadySettled("op3".into()))
-    );
-    let settle_unknown = parse_line(
-        line(
-            "s5",
-            "tool-settled",
-            r#"{"op-id":"zz","outcome":"completed"}"#,
-        )
-        .as_bytes(),
-    )
-    .unwrap();
-    assert_eq!(
-        t.check(&settle_unknown, true),
-        Err(ReplayError::UnknownOperation("zz".into()))
-    );
+    let check = |op| t.check(&parse_line(settled("s4", op).as_bytes()).unwrap(), true);
+    assert_eq!(check("op3"), Err(ReplayError::AlreadySettled("op3".into())));
+    assert_eq!(check("zz"), Err(ReplayError::UnknownOperation("zz".into())));
 }
 
 // Random runs of dispatches, tool messages (and messages of other roles
@@ -617,7 +542,7 @@ fn a_tool_message_answers_every_pending_operation_for_its_call() {
         state % n
     };
     for _ in 0..300 {
-        let mut lines = vec![line("meta", "session-meta", "{}")];
+        let mut lines = vec![meta()];
         // (dispatch line, call id, result line, settled)
         let mut model: Vec<(u32, Option<u64>, Option<u32>, bool)> = Vec::new();
         for i in 0..next(40) {
@@ -682,7 +607,7 @@ fn a_tool_message_answers_every_pending_operation_for_its_call() {
 #[test]
 fn the_index_knows_each_envelopes_type_role_and_size_without_its_payload() {
     let lines = [
-        line("meta", "session-meta", "{}"),
+        meta(),
         msg("s", "system", ""),
         line("z1", "later-thing", "null"),
         msg("d", "developer", ""),
@@ -713,19 +638,12 @@ fn the_index_knows_each_envelopes_type_role_and_size_without_its_payload() {
             .map(Some)
         );
         assert_eq!(index.type_name(8), None);
-        let roles: Vec<_> = (0..index.len()).map(|i| index.role(i)).collect();
+        let roles: Vec<_> = (0..index.len())
+            .map(|i| index.role(i).unwrap_or("-"))
+            .collect();
         assert_eq!(
             roles,
-            [
-                None,
-                Some("system"),
-                None,
-                Some("developer"),
-                Some("user"),
-                None,
-                None,
-                Some("user")
-            ]
+            ["-", "system", "-", "developer", "user", "-", "-", "user"]
         );
         assert_eq!(
             index.role_counts(),
@@ -745,15 +663,13 @@ fn the_index_knows_each_envelopes_type_role_and_size_without_its_payload() {
         assert_eq!(sizes, expected);
         let totals = index.type_totals(end);
         let names: Vec<_> = totals.iter().map(|t| (t.name, t.count)).collect();
-        assert_eq!(
-            names,
-            [
-                ("session-meta", 1),
-                ("message", 4),
-                ("later-thing", 2),
-                ("other-thing", 1)
-            ]
-        );
+        let want = [
+            ("session-meta", 1),
+            ("message", 4),
+            ("later-thing", 2),
+            ("other-thing", 1),
+        ];
+        assert_eq!(names, want);
         let bytes: u64 = totals.iter().map(|t| t.bytes).sum();
         assert_eq!(bytes, end - 7 * 2, "every byte but the blank lines'");
     }
@@ -779,25 +695,17 @@ fn the_index_knows_each_envelopes_type_role_and_size_without_its_payload() {
 #[test]
 fn inspect_keeps_what_compaction_elision_and_settles_did_and_load_does_not() {
     let lines = vec![
-        line("meta", "session-meta", "{}"),
+        meta(),
         msg("s", "system", r#","sysprompt":true"#),
         msg("u1", "user", ""),
-        line("op1", "tool-dispatched", r#"{"call-id":"c1","tool":"t"}"#),
+        dispatched("op1", "c1"),
         msg("t1", "tool", r#","tool_call_id":"c1""#),
-        line(
-            "s1",
-            "tool-settled",
-            r#"{"op-id":"op1","outcome":"completed"}"#,
-        ),
-        line("e1", "elision", r#"{"items":[{"id":"t1","stub":"[a]"}]}"#),
-        line("e2", "elision", r#"{"items":[{"id":"t1","stub":"[b]"}]}"#),
+        settled("s1", "op1"),
+        elision("e1", "t1", "[a]"),
+        elision("e2", "t1", "[b]"),
         msg("u2", "user", ""),
-        line(
-            "c1",
-            "compaction",
-            r#"{"replaces-through-id":"t1","summary":"S"}"#,
-        ),
-        line("op2", "tool-dispatched", r#"{"call-id":"c2","tool":"t"}"#),
+        compaction("c1", "t1", "S"),
+        dispatched("op2", "c2"),
     ];
     let text = lines.join("\n") + "\n";
     assert!(load(text.as_bytes(), text.len() as u64)
@@ -838,7 +746,7 @@ fn inspect_keeps_what_compaction_elision_and_settles_did_and_load_does_not() {
 
 #[test]
 fn elided_sizes_are_read_on_every_core_in_order() {
-    let mut lines = vec![line("meta", "session-meta", "{}")];
+    let mut lines = vec![meta()];
     for i in 0..300 {
         lines.push(msg(&format!("m{i}"), "tool", ""));
         let stub = "x".repeat(i % 7);
@@ -848,16 +756,8 @@ fn elided_sizes_are_read_on_every_core_in_order() {
             &format!(r#"{{"items":[{{"id":"m{i}","stub":"{stub}"}}]}}"#),
         ));
     }
-    lines.push(line(
-        "c",
-        "compaction",
-        r#"{"replaces-through-id":"m0","summary":"ü"}"#,
-    ));
-    lines.push(line(
-        "ec",
-        "elision",
-        r#"{"items":[{"id":"c","stub":"s"}]}"#,
-    ));
+    lines.push(compaction("c", "m0", "ü"));
+    lines.push(elision("ec", "c", "s"));
     let text = lines.join("\n") + "\n";
     let t = inspect(text.as_bytes(), text.len() as u64).unwrap();
     let elisions: Vec<u32> = (0..300).map(|i| 2 + 2 * i).chain([602]).collect();
