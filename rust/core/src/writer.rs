@@ -20,28 +20,12 @@ use crate::transcript::{check_line_length, Accepted, FreshId, ReplayError, Trans
 /// [`File`] in use; a test double elsewhere, to fail where a disk would.
 pub trait Sink {
     /// One `write(2)` of `buf`: how much of it was written.
-    ///
-    /// # Errors
-    ///
-    /// What the system call returns.
     fn write(&mut self, buf: &[u8]) -> io::Result<usize>;
     /// `fdatasync(2)`.
-    ///
-    /// # Errors
-    ///
-    /// What the system call returns.
     fn sync_data(&self) -> io::Result<()>;
     /// `ftruncate(2)` to `len` bytes.
-    ///
-    /// # Errors
-    ///
-    /// What the system call returns.
     fn set_len(&self, len: u64) -> io::Result<()>;
     /// The file's link count and length (see [`crate::file_state`]).
-    ///
-    /// # Errors
-    ///
-    /// What the system call returns.
     fn links_and_length(&self) -> io::Result<LinksAndLength>;
 }
 
@@ -119,18 +103,13 @@ impl From<ReplayError> for WriteError {
 pub enum Made<'a> {
     /// A line to read back and check as load would; `id`: the fresh id it
     /// was written with, if it was drawn for it.
-    Line {
-        /// The fresh id it was written with, or None.
-        id: Option<&'a FreshId>,
-    },
+    Line { id: Option<&'a FreshId> },
     /// A message line with a fresh id whose role, stickiness and tool call id
     /// the caller wrote itself: accepted from them, without reading it back.
     Message {
-        /// The id it was written with.
         id: &'a FreshId,
-        /// Its role.
         role: &'a str,
-        /// Whether it is sticky (sticky, sysprompt or a depth).
+        /// Sticky, sysprompt or a depth.
         sticky: bool,
         /// Its `tool_call_id`, when that is a string.
         tool_call_id: Option<&'a [u8]>,
@@ -187,7 +166,6 @@ impl<F: Sink> Writer<F> {
         &self.transcript
     }
 
-    /// The file.
     pub fn file(&self) -> &F {
         &self.file
     }

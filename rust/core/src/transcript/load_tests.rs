@@ -1,7 +1,20 @@
 //! Loading and peeking files: segments, chunks, threads, long lines.
 
-use super::replay_tests::{line, msg};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+use super::replay_tests::{line, meta, msg};
 use super::*;
+
+/// A session-meta and `n` user messages of 2 kB ids, lines joined by `sep`.
+fn big(n: usize, sep: &str) -> String {
+    let filler = "x".repeat(2000);
+    let messages = (0..n).map(|i| msg(&format!("m{i}-{filler}"), "user", ""));
+    std::iter::once(meta())
+        .chain(messages)
+        .collect::<Vec<_>>()
+        .join(sep)
+        + "\n"
+}
 
 #[test]
 fn lines_are_found_across_chunk_boundaries_and_blank_lines_are_counted() {
@@ -30,12 +43,7 @@ fn lines_are_found_across_chunk_boundaries_and_blank_lines_are_counted() {
 
 #[test]
 fn a_file_parsed_in_parallel_reports_the_first_damage_by_its_true_line_number() {
-    let mut lines = vec![line("meta", "session-meta", "{}")];
-    let filler = "x".repeat(2000);
-    for i in 0..12_000 {
-        lines.push(msg(&format!("m{i}-{filler}"), "user", ""));
-    }
-    let mut text = lines.join("\n\n") + "\n";
+    let mut text = big(12_000, "\n\n");
     assert!(
         text.len() as u64 > 3 * (8 << 20),
         "big enough to be cut in stretches"
@@ -62,18 +70,13 @@ fn a_file_parsed_in_parallel_reports_the_first_damage_by_its_true_line_number() 
 fn a_load_a_read_and_a_peek_stop_at_the_stretch_their_stop_refuses() {
     // A Ctrl-C must end a GiB's load after the stretch being replayed, not at
     // its end: each asks its Stop before every stretch, and ends at a refusal.
-    let mut lines = vec![line("meta", "session-meta", "{}")];
-    let filler = "x".repeat(2000);
-    for i in 0..4_000 {
-        lines.push(msg(&format!("m{i}-{filler}"), "user", ""));
-    }
-    let text = lines.join("\n") + "\n";
+    let text = big(4_000, "\n");
     let size = text.len() as u64;
     assert!(size > 6 * STRETCH, "big enough to be cut in stretches");
     for refuse_at in [1usize, 2, 5] {
-        let asked = std::sync::atomic::AtomicUsize::new(0);
+        let asked = AtomicUsize::new(0);
         let stop = || {
-            let n = asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            let n = asked.fetch_add(1, SeqCst) + 1;
             if n == refuse_at {
                 Err(io::Error::other("stop here"))
             } else {
@@ -81,7 +84,7 @@ fn a_load_a_read_and_a_peek_stop_at_the_stretch_their_stop_refuses() {
             }
         };
         let refused = |e: &io::Error| e.to_string() == "stop here";
-        let n = || asked.swap(0, std::sync::atomic::Ordering::SeqCst);
+        let n = || asked.swap(0, SeqCst);
         assert!(
             matches!(load_or_stop(text.as_bytes(), size, &stop), Err(LoadError::Io(e)) if refused(&e))
         );
@@ -94,9 +97,9 @@ fn a_load_a_read_and_a_peek_stop_at_the_stretch_their_stop_refuses() {
         assert_eq!(n(), refuse_at);
     }
     // Asked once a stretch, and never refusing, it loads what load loads.
-    let asked = std::sync::atomic::AtomicUsize::new(0);
+    let asked = AtomicUsize::new(0);
     let count = || {
-        asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        asked.fetch_add(1, SeqCst);
         Ok(())
     };
     let t = load_or_stop(text.as_bytes(), size, &count).unwrap();
@@ -104,7 +107,7 @@ fn a_load_a_read_and_a_peek_stop_at_the_stretch_their_stop_refuses() {
         t.index.records(),
         load(text.as_bytes(), size).unwrap().index.records()
     );
-    let stretches = asked.load(std::sync::atomic::Ordering::SeqCst) as u64;
+    let stretches = asked.load(SeqCst) as u64;
     assert!(
         stretches >= size / STRETCH / 2 && stretches <= size / STRETCH + 2,
         "{stretches}"
@@ -113,12 +116,7 @@ fn a_load_a_read_and_a_peek_stop_at_the_stretch_their_stop_refuses() {
 
 #[test]
 fn work_meant_for_threads_is_done_here_when_no_thread_can_start() {
-    let mut lines = vec![line("meta", "session-meta", "{}")];
-    let filler = "x".repeat(2000);
-    for i in 0..9_000 {
-        lines.push(msg(&format!("m{i}-{filler}"), "user", ""));
-    }
-    let text = lines.join("\n") + "\n";
+    let text = big(9_000, "\n");
     let size = text.len() as u64;
     let every: Vec<u32> = (0..9_001).collect();
     let alone = load(text.as_bytes(), size).unwrap();
@@ -140,7 +138,7 @@ fn work_meant_for_threads_is_done_here_when_no_thread_can_start() {
 
 #[test]
 fn peek_describes_the_first_skipped_lines_and_counts_the_rest() {
-    let mut text = line("meta", "session-meta", "{}") + "\n";
+    let mut text = meta() + "\n";
     text.push_str(&"1\n".repeat(SKIPPED_KEPT + 50));
     let p = peek(text.as_bytes(), text.len() as u64).unwrap();
     assert_eq!(p.skipped.len(), SKIPPED_KEPT);
