@@ -44,19 +44,12 @@ fn an_unknown_type_keeps_its_name_and_the_known_ones_have_theirs() {
     assert_eq!(e.kind, EnvelopeType::Other);
     assert_eq!(e.other_type.as_deref(), Some("later-thing"));
     assert_eq!(e.kind.wire_name(), None);
-    for name in [
-        "session-meta",
-        "message",
-        "grants",
-        "compaction",
-        "elision",
-        "tool-dispatched",
-        "tool-settled",
-        "run-context",
-        "rewind",
-    ] {
-        let kind = EnvelopeType::from_wire(name.as_bytes());
-        assert_eq!(kind.wire_name(), Some(name));
+    let names = "session-meta message grants compaction elision tool-dispatched tool-settled";
+    for name in names.split(' ').chain(["run-context", "rewind"]) {
+        assert_eq!(
+            EnvelopeType::from_wire(name.as_bytes()).wire_name(),
+            Some(name)
+        );
     }
     for name in ["system", "user", "assistant", "tool"] {
         assert_eq!(Role::from_wire(name).wire_name(), Some(name));
@@ -122,39 +115,40 @@ fn an_elision_records_where_each_stub_is() {
 
 #[test]
 fn missing_fields_and_bad_versions_are_refused() {
-    assert!(matches!(
-        parse(r#"{"payload":{},"ts":"t","type":"x","v":1}"#),
-        Err(LineError::Invalid(_))
-    ));
-    assert!(matches!(
-        parse(r#"{"id":"","payload":{},"ts":"t","type":"x","v":1}"#),
-        Err(LineError::Invalid(_))
-    ));
-    assert!(matches!(
-        parse(r#"{"id":"a","ts":"t","type":"x","v":1}"#),
-        Err(LineError::Invalid(_))
-    ));
-    assert!(matches!(
-        parse(r#"{"id":"a","payload":{},"ts":1,"type":"x","v":1}"#),
-        Err(LineError::Invalid(_))
-    ));
-    assert!(matches!(
-        parse(r#"{"id":"a","payload":{},"ts":"t","type":"x","v":2}"#),
-        Err(LineError::Version(_))
-    ));
-    assert!(matches!(
-        parse(r#"{"id":"a","payload":{},"ts":"t","type":"x","v":"1"}"#),
-        Err(LineError::Invalid(_))
-    ));
-    assert!(matches!(parse(r#"[1]"#), Err(LineError::Invalid(_))));
-    assert!(matches!(
-        parse(r#"{"id":"a""#),
-        Err(LineError::Malformed(_))
-    ));
-    assert!(matches!(
-        parse(r#"{"id":"a","payload":{"content":"x"},"ts":"t","type":"message","v":1}"#),
-        Err(LineError::Invalid(_))
-    ));
+    let refusal = |line: &str| match parse(line) {
+        Err(LineError::Invalid(_)) => "invalid",
+        Err(LineError::Version(_)) => "version",
+        Err(LineError::Malformed(_)) => "malformed",
+        other => panic!("{line}: {other:?}"),
+    };
+    for (line, why) in [
+        (r#"{"payload":{},"ts":"t","type":"x","v":1}"#, "invalid"),
+        (
+            r#"{"id":"","payload":{},"ts":"t","type":"x","v":1}"#,
+            "invalid",
+        ),
+        (r#"{"id":"a","ts":"t","type":"x","v":1}"#, "invalid"),
+        (
+            r#"{"id":"a","payload":{},"ts":1,"type":"x","v":1}"#,
+            "invalid",
+        ),
+        (
+            r#"{"id":"a","payload":{},"ts":"t","type":"x","v":2}"#,
+            "version",
+        ),
+        (
+            r#"{"id":"a","payload":{},"ts":"t","type":"x","v":"1"}"#,
+            "invalid",
+        ),
+        (r#"[1]"#, "invalid"),
+        (r#"{"id":"a""#, "malformed"),
+        (
+            r#"{"id":"a","payload":{"content":"x"},"ts":"t","type":"message","v":1}"#,
+            "invalid",
+        ),
+    ] {
+        assert_eq!(refusal(line), why, "{line}");
+    }
 }
 
 #[test]
@@ -206,16 +200,14 @@ fn a_rewind_names_an_id_or_null_and_nothing_else() {
             r#"{{"id":"r","payload":{{"through-id":{through}}},"ts":"t","type":"rewind","v":1}}"#
         ))
     };
+    let through = |id: &str| rewind(id).map(|e| e.detail);
     assert_eq!(
-        rewind(r#""m1""#).unwrap().detail,
-        Detail::Rewind {
+        through(r#""m1""#),
+        Ok(Detail::Rewind {
             through: Some("m1".into())
-        }
+        })
     );
-    assert_eq!(
-        rewind("null").unwrap().detail,
-        Detail::Rewind { through: None }
-    );
+    assert_eq!(through("null"), Ok(Detail::Rewind { through: None }));
     for bad in ["1", "[]", r#"{"id":"m1"}"#] {
         assert!(matches!(rewind(bad), Err(LineError::Invalid(_))), "{bad}");
     }
@@ -279,13 +271,8 @@ fn a_replacement_records_where_each_message_is_and_whether_it_is_sticky() {
         r#"[{"content":"x"}]"#,
         r#"[{"role":1}]"#,
     ] {
-        assert!(
-            matches!(
-                compaction(&format!(r#","replacement":{bad}"#)),
-                Err(LineError::Invalid(_))
-            ),
-            "{bad}"
-        );
+        let refused = compaction(&format!(r#","replacement":{bad}"#));
+        assert!(matches!(refused, Err(LineError::Invalid(_))), "{bad}");
     }
 }
 
@@ -340,12 +327,8 @@ fn the_scanner_accepts_nothing_the_strict_reader_refuses() {
         if let Ok(s) = scan_line(bytes) {
             *scanned += 1;
             let strict = parse_line_strict(bytes);
-            assert_eq!(
-                Ok(s.envelope()),
-                strict,
-                "{}",
-                String::from_utf8_lossy(bytes)
-            );
+            let line = String::from_utf8_lossy(bytes);
+            assert_eq!(Ok(s.envelope()), strict, "{line}");
         }
     };
     let replacements: &[u8] = b"\"\\{}[],:0-.eE+ntfu1a\x00\x1f\x7f\xc3\xff/ \t";
