@@ -58,19 +58,6 @@ fn an_unknown_type_keeps_its_name_and_the_known_ones_have_theirs() {
 }
 
 #[test]
-fn only_a_tool_message_answers_a_call() {
-    for role in ["user", "assistant", "system"] {
-        let line = format!(
-            r#"{{"id":"a","payload":{{"role":"{role}","tool_call_id":"c1"}},"ts":"t","type":"message","v":1}}"#
-        );
-        match parse(&line).unwrap().detail {
-            Detail::Message { tool_call_id, .. } => assert_eq!(tool_call_id, None, "{role}"),
-            other => panic!("{other:?}"),
-        }
-    }
-}
-
-#[test]
 fn stickiness_follows_python_truthiness() {
     for (flags, sticky) in [
         (r#""sticky":true"#, true),
@@ -93,12 +80,6 @@ fn stickiness_follows_python_truthiness() {
             other => panic!("{other:?}"),
         }
     }
-}
-
-#[test]
-fn any_key_order_and_whitespace_and_the_last_duplicate_wins() {
-    let e = parse(r#" { "v" : 1 , "type":"grants", "id":"x", "payload" : {"grants": []}, "ts":"t", "id":"y" } "#).unwrap();
-    assert_eq!((e.id.as_slice(), e.kind), (&b"y"[..], EnvelopeType::Grants));
 }
 
 #[test]
