@@ -309,74 +309,6 @@ mod tests {
     }
 
     #[test]
-    fn clean_file() {
-        assert_eq!(
-            scan(b"{}\n[1]\n"),
-            Tail::Whole {
-                missing_newline: false
-            }
-        );
-    }
-
-    #[test]
-    fn whole_last_line_without_newline() {
-        assert_eq!(
-            scan(b"{}\n[1]"),
-            Tail::Whole {
-                missing_newline: true
-            }
-        );
-    }
-
-    #[test]
-    fn only_blank_lines() {
-        assert_eq!(scan(b""), Tail::Empty);
-        assert_eq!(scan(b" \n\t\r\n\n"), Tail::Empty);
-    }
-
-    #[test]
-    fn trailing_blank_lines_are_ignored() {
-        assert_eq!(
-            scan(b"{}\n[1]\n\n  \n"),
-            Tail::Whole {
-                missing_newline: false
-            }
-        );
-        assert_eq!(
-            scan(b"{}\n[1]\n  "),
-            Tail::Whole {
-                missing_newline: true
-            }
-        );
-    }
-
-    #[test]
-    fn torn_line_cut_inside_a_four_byte_character() {
-        let mut file = b"{\"a\":1}\n".to_vec();
-        file.extend_from_slice(&"{\"b\":\"🚀\"}".as_bytes()[..8]);
-        assert_eq!(
-            scan(&file),
-            Tail::Torn {
-                keep: 8,
-                line: 2,
-                removed: 8
-            }
-        );
-    }
-
-    #[test]
-    fn torn_line_after_blank_lines() {
-        assert_eq!(
-            scan(b"{}\n\n\n{\"a"),
-            Tail::Torn {
-                keep: 5,
-                line: 4,
-                removed: 3
-            }
-        );
-    }
-
-    #[test]
     fn a_torn_first_line() {
         assert_eq!(
             scan(b"{\"a\""),
@@ -386,11 +318,6 @@ mod tests {
                 removed: 4
             }
         );
-    }
-
-    #[test]
-    fn two_malformed_last_lines_are_corrupt() {
-        assert_eq!(scan(b"{}\n{\"a\n{\"b"), Tail::Corrupt { line: 2 });
     }
 
     #[test]
