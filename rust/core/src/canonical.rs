@@ -214,11 +214,7 @@ pub fn write_f64(out: &mut Vec<u8>, value: f64) -> Result<(), NonFiniteFloat> {
         return Err(NonFiniteFloat);
     }
     if value == 0.0 {
-        out.extend_from_slice(if value.is_sign_negative() {
-            b"-0.0"
-        } else {
-            b"0.0"
-        });
+        out.extend_from_slice(if value.is_sign_negative() { b"-0.0" } else { b"0.0" });
         return Ok(());
     }
     out.reserve(32);
@@ -244,11 +240,7 @@ impl Shortest {
     /// of its forms: `123.45`, `0.0001`, `1e16`, `1.5E-7`, with or without a
     /// sign). Stray bytes are skipped; nothing here can panic.
     fn parse(text: &[u8]) -> Self {
-        let mut shortest = Shortest {
-            digits: [0; 32],
-            len: 0,
-            decpt: 0,
-        };
+        let mut shortest = Shortest { digits: [0; 32], len: 0, decpt: 0 };
         let mut int_len: i32 = 0;
         let mut seen_point = false;
         let mut leading_zeros = true;
@@ -287,9 +279,7 @@ impl Shortest {
             match byte {
                 b'-' => negative = true,
                 b'0'..=b'9' => {
-                    exponent = exponent
-                        .saturating_mul(10)
-                        .saturating_add(i32::from(byte - b'0'))
+                    exponent = exponent.saturating_mul(10).saturating_add(i32::from(byte - b'0'))
                 }
                 _ => {}
             }
@@ -407,9 +397,7 @@ mod tests {
 
     /// The index of the first byte of `word` the byte table sends for a look.
     fn first_by_table(word: [u8; 8]) -> Option<u32> {
-        word.iter()
-            .position(|b| CLASS[usize::from(*b)] != PLAIN)
-            .map(|p| p as u32)
+        word.iter().position(|b| CLASS[usize::from(*b)] != PLAIN).map(|p| p as u32)
     }
 
     fn first_by_mask(word: [u8; 8]) -> Option<u32> {
@@ -419,9 +407,7 @@ mod tests {
 
     #[test]
     fn look_mask_finds_the_first_byte_the_table_would() {
-        for filler in [
-            b'a', b' ', 0x7F, 0x80, 0xA0, 0xEC, 0xEE, 0xFF, 0x21, 0x00, 0xED,
-        ] {
+        for filler in [b'a', b' ', 0x7F, 0x80, 0xA0, 0xEC, 0xEE, 0xFF, 0x21, 0x00, 0xED] {
             for position in 0..8 {
                 for byte in 0..=255u8 {
                     let mut word = [filler; 8];
@@ -473,10 +459,7 @@ mod tests {
     #[test]
     fn the_tie_rounds_to_even_like_python() {
         // Exactly -840847321408031.25, halfway between the two 16-digit candidates.
-        assert_eq!(
-            float(f64::from_bits(0xc307_e5f8_2f39_10fa)),
-            "-840847321408031.2"
-        );
+        assert_eq!(float(f64::from_bits(0xc307_e5f8_2f39_10fa)), "-840847321408031.2");
         assert_eq!(float(0.3), "0.3");
     }
 
@@ -485,9 +468,7 @@ mod tests {
         let high = [0xED, 0xA0, 0xBD]; // U+D83D
         let low = [0xED, 0xB8, 0x80]; // U+DE00
         assert!(has_surrogate_pair(&[high, low].concat()));
-        assert!(has_surrogate_pair(
-            &[b"x".as_slice(), &high, &low, b"y"].concat()
-        ));
+        assert!(has_surrogate_pair(&[b"x".as_slice(), &high, &low, b"y"].concat()));
         assert!(!has_surrogate_pair(&[low, high].concat()));
         assert!(!has_surrogate_pair(&[high.as_slice(), b"x", &low].concat()));
         assert!(!has_surrogate_pair(&high));

@@ -5,15 +5,11 @@ use super::*;
 #[test]
 fn the_plain_run_stops_where_a_byte_at_a_time_would() {
     fn one_at_a_time(input: &[u8], at: usize) -> usize {
-        (at..input.len())
-            .find(|&i| CLASS[usize::from(input[i])] == ESCAPE)
-            .unwrap_or(input.len())
+        (at..input.len()).find(|&i| CLASS[usize::from(input[i])] == ESCAPE).unwrap_or(input.len())
     }
     // Every stop byte (and its neighbours, and bytes >= 0x80) at every
     // place of runs long enough for each vector width, from every start.
-    let stops = [
-        b'"', b'\\', 0x00, 0x1f, 0x20, b'!', b'#', b'[', b']', 0x7f, 0x80, 0xe6, 0xff,
-    ];
+    let stops = [b'"', b'\\', 0x00, 0x1f, 0x20, b'!', b'#', b'[', b']', 0x7f, 0x80, 0xe6, 0xff];
     for len in [0usize, 1, 15, 16, 17, 31, 32, 33, 47, 64, 65, 100] {
         for place in 0..len.max(1) {
             for &b in &stops {
@@ -223,11 +219,7 @@ fn skipping_a_string_agrees_with_decoding_it() {
         let parts = (state % 40) as usize;
         for k in 0..parts {
             let pick = (state.rotate_left(k as u32 * 5) % alphabet.len() as u64) as usize;
-            text.extend_from_slice(if pick % 3 == 0 {
-                b"plain text "
-            } else {
-                alphabet[pick]
-            });
+            text.extend_from_slice(if pick % 3 == 0 { b"plain text " } else { alphabet[pick] });
         }
         text.push(b'"');
         let decoded =
@@ -236,12 +228,7 @@ fn skipping_a_string_agrees_with_decoding_it() {
             r.peek()?;
             r.skip_value().map(|()| r.offset())
         });
-        assert_eq!(
-            decoded.is_ok(),
-            skipped.is_ok(),
-            "{:?}",
-            String::from_utf8_lossy(&text)
-        );
+        assert_eq!(decoded.is_ok(), skipped.is_ok(), "{:?}", String::from_utf8_lossy(&text));
         if let (Ok(a), Ok(b)) = (decoded, skipped) {
             assert_eq!(a, b, "{:?}", String::from_utf8_lossy(&text));
         }

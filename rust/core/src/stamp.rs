@@ -32,12 +32,7 @@ fn seed() -> u64 {
 impl IdGen {
     /// A generator seeded from the OS's randomness (and the clock, should that fail).
     pub fn new() -> Self {
-        IdGen {
-            state: seed(),
-            last_ms: 0,
-            seq: 0,
-            forks: fork::generation(),
-        }
+        IdGen { state: seed(), last_ms: 0, seq: 0, forks: fork::generation() }
     }
 
     // splitmix64: small, fast and well mixed; uniqueness is also checked by the index.
@@ -133,13 +128,8 @@ pub struct Instant {
 impl Instant {
     /// Now.
     pub fn now() -> Self {
-        let d = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
-        Instant {
-            secs: d.as_secs(),
-            micros: d.subsec_micros(),
-        }
+        let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        Instant { secs: d.as_secs(), micros: d.subsec_micros() }
     }
 
     /// Milliseconds since the epoch.
@@ -229,14 +219,8 @@ mod tests {
     #[test]
     fn timestamps_match_the_wire_format() {
         assert_eq!(format_timestamp(0, 0), "1970-01-01T00:00:00.000000Z");
-        assert_eq!(
-            format_timestamp(1_786_281_008, 542_283),
-            "2026-08-09T13:10:08.542283Z"
-        );
-        assert_eq!(
-            format_timestamp(951_782_400, 1),
-            "2000-02-29T00:00:00.000001Z"
-        );
+        assert_eq!(format_timestamp(1_786_281_008, 542_283), "2026-08-09T13:10:08.542283Z");
+        assert_eq!(format_timestamp(951_782_400, 1), "2000-02-29T00:00:00.000001Z");
     }
 
     #[test]

@@ -292,17 +292,12 @@ impl<F: Sink> Writer<F> {
             })
             .collect();
         if fresh.windows(2).any(|w| w[0].digits() >= w[1].digits()) {
-            return Err(WriteError::Invalid(
-                "two envelopes of one call share an id".into(),
-            ));
+            return Err(WriteError::Invalid("two envelopes of one call share an id".into()));
         }
         let end = lines.last().map_or(1, |&(_, end)| end);
         let written = buf.get(..end).unwrap_or_default();
-        let line = if self.missing_newline {
-            written
-        } else {
-            written.get(1..).unwrap_or_default()
-        };
+        let line =
+            if self.missing_newline { written } else { written.get(1..).unwrap_or_default() };
         self.write_durably(line).map_err(WriteError::Io)?;
         self.after_write(written.len() as u64 - 1, accepted)
     }
@@ -312,14 +307,9 @@ impl<F: Sink> Writer<F> {
         check_line_length(body.len() as u64)
             .map_err(|e| WriteError::Invalid(format!("the envelope cannot be written: {e}")))?;
         match made {
-            Made::Message {
-                id,
-                role,
-                sticky,
-                tool_call_id,
-            } => Ok(self
-                .transcript
-                .accept_message(id, role, sticky, tool_call_id)?),
+            Made::Message { id, role, sticky, tool_call_id } => {
+                Ok(self.transcript.accept_message(id, role, sticky, tool_call_id)?)
+            }
             Made::Line { .. } => {
                 let env = parse_line(body).map_err(|e| {
                     WriteError::Invalid(format!("the envelope does not read back: {e}"))
@@ -337,10 +327,7 @@ impl<F: Sink> Writer<F> {
         let result = loop {
             match self.file.write(&line[written..]) {
                 Ok(0) => {
-                    break Err(io::Error::new(
-                        io::ErrorKind::WriteZero,
-                        "write(2) wrote nothing",
-                    ))
+                    break Err(io::Error::new(io::ErrorKind::WriteZero, "write(2) wrote nothing"))
                 }
                 Ok(n) => {
                     written += n;
@@ -352,13 +339,7 @@ impl<F: Sink> Writer<F> {
                 Err(e) => break Err(e),
             }
         };
-        let result = result.and_then(|()| {
-            if self.fsync {
-                self.file.sync_data()
-            } else {
-                Ok(())
-            }
-        });
+        let result = result.and_then(|()| if self.fsync { self.file.sync_data() } else { Ok(()) });
         if let Err(e) = result {
             if written > 0 || self.fsync {
                 if let Err(cut) = self.file.set_len(self.good_len) {

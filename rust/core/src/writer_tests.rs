@@ -25,11 +25,7 @@ impl Scratch {
     }
 
     fn open(&self) -> io::Result<File> {
-        File::options()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(&self.0)
+        File::options().create(true).read(true).append(true).open(&self.0)
     }
 
     fn bytes(&self) -> io::Result<Vec<u8>> {
@@ -65,13 +61,7 @@ struct Faulty {
 
 impl Faulty {
     fn new(file: File) -> Self {
-        Faulty {
-            file,
-            writes: VecDeque::new(),
-            sync: None,
-            set_len: None,
-            check: None,
-        }
+        Faulty { file, writes: VecDeque::new(), sync: None, set_len: None, check: None }
     }
 }
 
@@ -104,14 +94,7 @@ impl Sink for Faulty {
 
 /// A writer on a new file holding the session-meta and one message.
 fn started(s: &Scratch, fsync: bool) -> io::Result<Writer<Faulty>> {
-    let mut w = Writer::new(
-        Transcript::default(),
-        Faulty::new(s.open()?),
-        0,
-        false,
-        fsync,
-        None,
-    );
+    let mut w = Writer::new(Transcript::default(), Faulty::new(s.open()?), 0, false, fsync, None);
     for l in [meta(), msg("a")] {
         w.append_line(l.as_bytes()).map_err(io::Error::other)?;
     }
@@ -150,8 +133,7 @@ fn appended_lines_are_the_file_byte_for_byte_and_load_back_as_the_writer_has_the
 {
     let s = Scratch::new("bytes");
     let mut w = started(&s, true)?;
-    w.append_line(msg("b").as_bytes())
-        .map_err(io::Error::other)?;
+    w.append_line(msg("b").as_bytes()).map_err(io::Error::other)?;
     assert_eq!(s.bytes()?, file_of(&[meta(), msg("a"), msg("b")]));
     agrees_with_load(&w, &s)
 }
@@ -163,18 +145,9 @@ fn a_last_line_without_its_newline_gets_one_before_the_next_line() -> io::Result
     let bytes = s.bytes()?;
     let loaded =
         load(&bytes[..], bytes.len() as u64).map_err(|e| io::Error::other(format!("{e:?}")))?;
-    let mut w = Writer::new(
-        loaded,
-        Faulty::new(s.open()?),
-        bytes.len() as u64,
-        true,
-        false,
-        None,
-    );
-    w.append_line(msg("a").as_bytes())
-        .map_err(io::Error::other)?;
-    w.append_line(msg("b").as_bytes())
-        .map_err(io::Error::other)?;
+    let mut w = Writer::new(loaded, Faulty::new(s.open()?), bytes.len() as u64, true, false, None);
+    w.append_line(msg("a").as_bytes()).map_err(io::Error::other)?;
+    w.append_line(msg("b").as_bytes()).map_err(io::Error::other)?;
     assert_eq!(s.bytes()?, file_of(&[meta(), msg("a"), msg("b")]));
     agrees_with_load(&w, &s)
 }
@@ -200,17 +173,14 @@ fn as_before(s: &Scratch, mut w: Writer<Faulty>) -> io::Result<()> {
     assert_eq!(s.bytes()?, file_of(&[meta(), msg("a")]));
     assert_eq!(w.broken(), None);
     agrees_with_load(&w, s)?;
-    w.append_line(msg("b").as_bytes())
-        .map_err(io::Error::other)?;
+    w.append_line(msg("b").as_bytes()).map_err(io::Error::other)?;
     assert_eq!(s.bytes()?, file_of(&[meta(), msg("a"), msg("b")]));
     agrees_with_load(&w, s)
 }
 
 #[test]
 fn a_write_refused_with_enospc_leaves_the_file_and_the_writer_as_they_were() -> io::Result<()> {
-    let (s, w, e) = faulted("enospc", false, |f| {
-        f.writes.push_back(Fault::Errno(libc::ENOSPC))
-    })?;
+    let (s, w, e) = faulted("enospc", false, |f| f.writes.push_back(Fault::Errno(libc::ENOSPC)))?;
     assert_eq!(e.as_ref().and_then(errno), Some(libc::ENOSPC));
     as_before(&s, w)
 }
@@ -218,8 +188,7 @@ fn a_write_refused_with_enospc_leaves_the_file_and_the_writer_as_they_were() -> 
 #[test]
 fn a_short_write_then_enospc_is_cut_back_out_of_the_file() -> io::Result<()> {
     let (s, w, e) = faulted("short", false, |f| {
-        f.writes
-            .extend([Fault::Short(10), Fault::Errno(libc::ENOSPC)])
+        f.writes.extend([Fault::Short(10), Fault::Errno(libc::ENOSPC)])
     })?;
     assert_eq!(e.as_ref().and_then(errno), Some(libc::ENOSPC));
     as_before(&s, w)
@@ -228,9 +197,8 @@ fn a_short_write_then_enospc_is_cut_back_out_of_the_file() -> io::Result<()> {
 #[test]
 fn short_writes_and_interrupted_ones_go_on_until_the_line_is_whole() -> io::Result<()> {
     let (eintr, short) = (Fault::Errno(libc::EINTR), Fault::Short);
-    let (s, w, e) = faulted("resume", false, |f| {
-        f.writes.extend([short(5), eintr, short(7), eintr])
-    })?;
+    let (s, w, e) =
+        faulted("resume", false, |f| f.writes.extend([short(5), eintr, short(7), eintr]))?;
     assert!(e.is_none(), "{e:?}");
     assert_eq!(s.bytes()?, file_of(&[meta(), msg("a"), msg("b")]));
     agrees_with_load(&w, &s)
@@ -238,9 +206,7 @@ fn short_writes_and_interrupted_ones_go_on_until_the_line_is_whole() -> io::Resu
 
 #[test]
 fn a_write_of_nothing_is_an_error_and_what_it_wrote_is_cut_back() -> io::Result<()> {
-    let (s, w, e) = faulted("zero", false, |f| {
-        f.writes.extend([Fault::Short(3), Fault::Zero])
-    })?;
+    let (s, w, e) = faulted("zero", false, |f| f.writes.extend([Fault::Short(3), Fault::Zero]))?;
     match e {
         Some(WriteError::Io(e)) => assert_eq!(e.kind(), io::ErrorKind::WriteZero),
         other => panic!("{other:?}"),
@@ -273,8 +239,7 @@ fn broken_for_good(s: &Scratch, mut w: Writer<Faulty>, said: &[&str]) -> io::Res
 #[test]
 fn a_partial_line_that_cannot_be_cut_back_breaks_the_writer_for_good() -> io::Result<()> {
     let (s, w, e) = faulted("cut", false, |f| {
-        f.writes
-            .extend([Fault::Short(3), Fault::Errno(libc::ENOSPC)]);
+        f.writes.extend([Fault::Short(3), Fault::Errno(libc::ENOSPC)]);
         f.set_len = Some(libc::EIO);
     })?;
     assert_eq!(e.as_ref().and_then(errno), Some(libc::ENOSPC));
@@ -296,11 +261,7 @@ fn a_file_deleted_truncated_or_written_by_another_breaks_the_writer_after_its_wr
 ) -> io::Result<()> {
     type Change = fn(&Scratch) -> io::Result<()>;
     let changes: [(&str, Change, &str); 3] = [
-        (
-            "deleted",
-            |s| std::fs::remove_file(&s.0),
-            "deleted or replaced",
-        ),
+        ("deleted", |s| std::fs::remove_file(&s.0), "deleted or replaced"),
         (
             "truncated",
             |s| File::options().write(true).open(&s.0)?.set_len(5),
@@ -320,10 +281,7 @@ fn a_file_deleted_truncated_or_written_by_another_breaks_the_writer_after_its_wr
             Err(WriteError::Broken(why)) => assert!(why.contains(said), "{name}: {why}"),
             other => panic!("{name}: {other:?}"),
         }
-        assert!(matches!(
-            w.append_line(msg("c").as_bytes()),
-            Err(WriteError::Broken(_))
-        ));
+        assert!(matches!(w.append_line(msg("c").as_bytes()), Err(WriteError::Broken(_))));
         // The line is not in the transcript, which says only what it read back.
         assert_eq!(w.transcript().index.len(), 2, "{name}");
     }
@@ -354,10 +312,7 @@ fn envelopes_replay_or_the_reader_refuse_are_not_written() -> io::Result<()> {
     ));
     match w.append_line(b"{\"id\":") {
         Err(WriteError::Invalid(why)) => {
-            assert!(
-                why.starts_with("the envelope does not read back: "),
-                "{why}"
-            );
+            assert!(why.starts_with("the envelope does not read back: "), "{why}");
         }
         other => panic!("{other:?}"),
     }
@@ -386,18 +341,11 @@ fn lines_of_one_append_go_in_one_write_or_not_at_all() -> io::Result<()> {
         buf.push(b'\n');
         ends.push(buf.len());
     }
-    let made = |id, role| Made::Message {
-        id,
-        role,
-        sticky: false,
-        tool_call_id: Some(b"k".as_slice()),
-    };
+    let made =
+        |id, role| Made::Message { id, role, sticky: false, tool_call_id: Some(b"k".as_slice()) };
     // The same id twice: refused before anything is written.
     let twice = [(made(&b, "user"), ends[0]), (made(&b, "tool"), ends[1])];
-    assert!(matches!(
-        w.append(buf.clone(), &twice),
-        Err(WriteError::Invalid(_))
-    ));
+    assert!(matches!(w.append(buf.clone(), &twice), Err(WriteError::Invalid(_))));
     assert_eq!(w.transcript().index.len(), 2);
     w.file.writes.push_back(Fault::Short(1));
     let lines = [(made(&b, "user"), ends[0]), (made(&c, "tool"), ends[1])];

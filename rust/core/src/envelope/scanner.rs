@@ -29,26 +29,15 @@ impl Scanned<'_> {
         let call = self.call.map(<[u8]>::to_vec);
         let detail = match self.kind {
             EnvelopeType::Message => Detail::Message {
-                role: self
-                    .role
-                    .and_then(Role::wire_name)
-                    .unwrap_or("")
-                    .to_string(),
+                role: self.role.and_then(Role::wire_name).unwrap_or("").to_string(),
                 sticky: self.sticky,
                 tool_call_id: call,
             },
             EnvelopeType::ToolDispatched => Detail::ToolDispatched { call_id: call },
-            EnvelopeType::ToolSettled => Detail::ToolSettled {
-                op_id: call.unwrap_or_default(),
-            },
+            EnvelopeType::ToolSettled => Detail::ToolSettled { op_id: call.unwrap_or_default() },
             _ => Detail::None,
         };
-        Envelope {
-            id: self.id.to_vec(),
-            kind: self.kind,
-            other_type: None,
-            detail,
-        }
+        Envelope { id: self.id.to_vec(), kind: self.kind, other_type: None, detail }
     }
 }
 

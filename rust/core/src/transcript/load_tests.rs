@@ -9,11 +9,7 @@ use super::*;
 fn big(n: usize, sep: &str) -> String {
     let filler = "x".repeat(2000);
     let messages = (0..n).map(|i| msg(&format!("m{i}-{filler}"), "user", ""));
-    std::iter::once(meta())
-        .chain(messages)
-        .collect::<Vec<_>>()
-        .join(sep)
-        + "\n"
+    std::iter::once(meta()).chain(messages).collect::<Vec<_>>().join(sep) + "\n"
 }
 
 #[test]
@@ -44,10 +40,7 @@ fn lines_are_found_across_chunk_boundaries_and_blank_lines_are_counted() {
 #[test]
 fn a_file_parsed_in_parallel_reports_the_first_damage_by_its_true_line_number() {
     let mut text = big(12_000, "\n\n");
-    assert!(
-        text.len() as u64 > 3 * (8 << 20),
-        "big enough to be cut in stretches"
-    );
+    assert!(text.len() as u64 > 3 * (8 << 20), "big enough to be cut in stretches");
     let t = load(text.as_bytes(), text.len() as u64).unwrap();
     assert_eq!(t.live.len(), 12_000);
     assert_eq!(t.index.number(t.index.len() - 1), Some(2 * 12_000 + 1));
@@ -103,15 +96,9 @@ fn a_load_a_read_and_a_peek_stop_at_the_stretch_their_stop_refuses() {
         Ok(())
     };
     let t = load_or_stop(text.as_bytes(), size, &count).unwrap();
-    assert_eq!(
-        t.index.records(),
-        load(text.as_bytes(), size).unwrap().index.records()
-    );
+    assert_eq!(t.index.records(), load(text.as_bytes(), size).unwrap().index.records());
     let stretches = asked.load(SeqCst) as u64;
-    assert!(
-        stretches >= size / STRETCH / 2 && stretches <= size / STRETCH + 2,
-        "{stretches}"
-    );
+    assert!(stretches >= size / STRETCH / 2 && stretches <= size / STRETCH + 2, "{stretches}");
 }
 
 #[test]
@@ -120,16 +107,11 @@ fn work_meant_for_threads_is_done_here_when_no_thread_can_start() {
     let size = text.len() as u64;
     let every: Vec<u32> = (0..9_001).collect();
     let alone = load(text.as_bytes(), size).unwrap();
-    let members = alone
-        .index
-        .payload_members(text.as_bytes(), &every, &["role"])
-        .unwrap();
+    let members = alone.index.payload_members(text.as_bytes(), &every, &["role"]).unwrap();
     crate::threads::fail_spawns(true);
     let loaded = load(text.as_bytes(), size);
     let peeked = peek(text.as_bytes(), size);
-    let found = alone
-        .index
-        .payload_members(text.as_bytes(), &every, &["role"]);
+    let found = alone.index.payload_members(text.as_bytes(), &every, &["role"]);
     crate::threads::fail_spawns(false);
     assert_eq!(loaded.unwrap().index.records(), alone.index.records());
     assert_eq!(peeked.unwrap().index.records(), alone.index.records());
@@ -214,10 +196,7 @@ fn lines_within(text: &[u8], max: u64) -> (Kept, TooLong) {
 fn a_line_longer_than_the_limit_is_measured_not_kept() {
     let text = b"short\nxxxxxxxxxxxxxxxxxxxx\n\nok\nyyyyyyyyyyyyyyy";
     let (kept, long) = lines_within(text, 10);
-    assert_eq!(
-        kept,
-        vec![(b"short".to_vec(), 0, 1), (b"ok".to_vec(), 28, 4)]
-    );
+    assert_eq!(kept, vec![(b"short".to_vec(), 0, 1), (b"ok".to_vec(), 28, 4)]);
     assert_eq!(long, vec![(6, 20, 2), (31, 15, 5)]);
     let (kept, long) = lines_within(text, 20);
     assert_eq!((kept.len(), long), (4, vec![]), "20 bytes is not too long");
@@ -233,17 +212,10 @@ fn a_line_longer_than_the_limit_is_measured_not_kept() {
     assert_eq!(kept.len(), 4);
     assert_eq!((kept[1].0.len(), kept[1].1, kept[1].2), (big, 2, 2));
     assert_eq!((&kept[2].0[..], kept[2].2), (&b"b"[..], 3));
-    assert_eq!(
-        (kept[3].0.len(), kept[3].2),
-        (big, 4),
-        "the last line, without its newline"
-    );
+    assert_eq!((kept[3].0.len(), kept[3].2), (big, 4), "the last line, without its newline");
     let (kept, long) = lines_within(&text, big as u64 - 1);
     assert_eq!(kept.len(), 2);
-    assert_eq!(
-        long,
-        vec![(2, big as u64, 2), (big as u64 + 5, big as u64, 4)]
-    );
+    assert_eq!(long, vec![(2, big as u64, 2), (big as u64 + 5, big as u64, 4)]);
 }
 
 #[test]
@@ -272,10 +244,9 @@ fn a_line_of_4_gib_is_damage_on_load_and_peek() {
     };
     let size = src.size();
     match load(&src, size) {
-        Err(LoadError::Line {
-            line: 2,
-            error: LineError::Invalid(why),
-        }) => assert!(why.contains("longer than 4294967295 bytes"), "{why}"),
+        Err(LoadError::Line { line: 2, error: LineError::Invalid(why) }) => {
+            assert!(why.contains("longer than 4294967295 bytes"), "{why}")
+        }
         other => panic!("{other:?}"),
     }
     let p = peek(&src, size).unwrap();
@@ -285,20 +256,9 @@ fn a_line_of_4_gib_is_damage_on_load_and_peek() {
     assert_eq!(p.skipped[0].0, 2);
     assert!(p.skipped[0].1.contains("longer than"), "{}", p.skipped[0].1);
     // The same line last, and torn: the tail check leaves it to load.
-    let last = Synthetic {
-        tail: Vec::new(),
-        ..src
-    };
+    let last = Synthetic { tail: Vec::new(), ..src };
     let (tail, read) = crate::scan::tail_scan(&last, last.size()).unwrap();
-    assert_eq!(
-        tail,
-        crate::scan::Tail::Whole {
-            missing_newline: true
-        }
-    );
+    assert_eq!(tail, crate::scan::Tail::Whole { missing_newline: true });
     // Walked back over once, 64 KiB at a time, never held whole.
-    assert!(
-        read <= MAX_LINE + (1 << 20),
-        "the tail check read {read} bytes"
-    );
+    assert!(read <= MAX_LINE + (1 << 20), "the tail check read {read} bytes");
 }

@@ -43,20 +43,12 @@ pub struct LiveMessage {
 
 impl LiveMessage {
     pub(super) fn new(line: u32, part: u32, sticky: bool) -> Self {
-        LiveMessage {
-            line,
-            part,
-            stub_at: None,
-            sticky,
-        }
+        LiveMessage { line, part, stub_at: None, sticky }
     }
 
     /// Where it comes from.
     pub fn source(&self) -> Source {
-        Source {
-            line: self.line,
-            part: self.part,
-        }
+        Source { line: self.line, part: self.part }
     }
 
     /// The elision line whose stub replaced its content, and the stub's span
@@ -101,10 +93,7 @@ pub struct Elided {
 impl Elided {
     /// The message it stubbed.
     pub fn source(&self) -> Source {
-        Source {
-            line: self.line,
-            part: self.part,
-        }
+        Source { line: self.line, part: self.part }
     }
 }
 
@@ -234,20 +223,13 @@ pub(super) fn canonical_index(digits: &[u8]) -> Option<u32> {
     if !digits.iter().all(u8::is_ascii_digit) || (first == b'0' && digits.len() > 1) {
         return None;
     }
-    std::str::from_utf8(digits)
-        .ok()?
-        .parse()
-        .ok()
-        .filter(|&k| k != WHOLE)
+    std::str::from_utf8(digits).ok()?.parse().ok().filter(|&k| k != WHOLE)
 }
 
 impl Transcript {
     pub(super) fn live_position(&self, at: Source) -> Option<u32> {
         if at.part == WHOLE {
-            self.live_pos
-                .get(at.line as usize)
-                .copied()
-                .filter(|&p| p != NOT_LIVE)
+            self.live_pos.get(at.line as usize).copied().filter(|&p| p != NOT_LIVE)
         } else {
             self.part_pos.get(&at).copied()
         }
@@ -353,15 +335,9 @@ impl Transcript {
         self.check_head(env.kind, key, || env.id.clone())?;
         match &env.detail {
             Detail::Compaction { through, .. } if !self.is_live(through) => {
-                Err(ReplayError::UnknownId {
-                    id: id_text(through),
-                    by: "compaction",
-                })
+                Err(ReplayError::UnknownId { id: id_text(through), by: "compaction" })
             }
-            Detail::Compaction {
-                replacement: Some(parts),
-                ..
-            } => {
+            Detail::Compaction { replacement: Some(parts), .. } => {
                 let mut id = Vec::with_capacity(env.id.len() + 4);
                 for k in 0..parts.len() {
                     id.clear();
@@ -375,16 +351,10 @@ impl Transcript {
                 Ok(())
             }
             Detail::Rewind { through: Some(id) } if !self.is_live(id) => {
-                Err(ReplayError::UnknownId {
-                    id: id_text(id),
-                    by: "rewind",
-                })
+                Err(ReplayError::UnknownId { id: id_text(id), by: "rewind" })
             }
             Detail::Elision { items } => match items.iter().find(|(id, _)| !self.is_live(id)) {
-                Some((id, _)) => Err(ReplayError::UnknownId {
-                    id: id_text(id),
-                    by: "elision",
-                }),
+                Some((id, _)) => Err(ReplayError::UnknownId { id: id_text(id), by: "elision" }),
                 None => Ok(()),
             },
             Detail::ToolSettled { op_id } if strict => match self.line_of(op_id) {
@@ -431,11 +401,7 @@ impl Transcript {
             // 32 hex digits hold no `:`: such an id never names a replacement
             // message, so the id table alone says whether it is taken.
             if self.ids.find(&key).is_none() {
-                return FreshId {
-                    id,
-                    key,
-                    drawn_at: self.index.len(),
-                };
+                return FreshId { id, key, drawn_at: self.index.len() };
             }
         }
     }
@@ -468,11 +434,7 @@ impl Transcript {
             role: role_is,
             other_role: (role_is == Role::Other).then(|| role.into()),
             sticky,
-            tool_call_id: if role == "tool" {
-                tool_call_id.map(Into::into)
-            } else {
-                None
-            },
+            tool_call_id: if role == "tool" { tool_call_id.map(Into::into) } else { None },
         }))
     }
 
@@ -485,13 +447,7 @@ impl Transcript {
                 let (env, key) = *line;
                 self.push_checked(env, key, rec);
             }
-            AcceptedKind::Message {
-                key,
-                other_role,
-                sticky,
-                tool_call_id,
-                ..
-            } => {
+            AcceptedKind::Message { key, other_role, sticky, tool_call_id, .. } => {
                 // As push_checked adds a message envelope.
                 if let Some(name) = other_role {
                     let at = u32::try_from(self.index.len()).unwrap_or(u32::MAX);
@@ -539,13 +495,7 @@ impl Transcript {
         if let Some(call) = &call_id {
             self.awaiting.entry(call.clone()).or_default().push(index);
         }
-        self.pending.insert(
-            index,
-            PendingOp {
-                call_id,
-                result: None,
-            },
-        );
+        self.pending.insert(index, PendingOp { call_id, result: None });
     }
 
     // Settle line `index` settles the operation dispatched at `op`, if pending.
@@ -577,9 +527,7 @@ impl Transcript {
         ops: &[Keyed],
     ) -> Result<(), ReplayError> {
         self.check_head(s.kind, &s.key, || s.key.id_bytes())?;
-        let call = s
-            .call
-            .and_then(|(at, len)| calls.get(at as usize..(at + len) as usize));
+        let call = s.call.and_then(|(at, len)| calls.get(at as usize..(at + len) as usize));
         let index = self.add_line(rec, s.key);
         match s.kind {
             EnvelopeType::Message => self.add_message(index, s.sticky, call),
@@ -609,15 +557,10 @@ impl Transcript {
                     self.grants = Some(index);
                 }
             }
-            Detail::Message {
-                sticky,
-                tool_call_id,
-                ..
-            } => self.add_message(index, sticky, tool_call_id.as_deref()),
-            Detail::Compaction {
-                through,
-                replacement,
-            } => {
+            Detail::Message { sticky, tool_call_id, .. } => {
+                self.add_message(index, sticky, tool_call_id.as_deref())
+            }
+            Detail::Compaction { through, replacement } => {
                 // [m for m in live[:i+1] if m.is_sticky] + (replacement or
                 // [summary]) + live[i+1:]
                 let cut = self.position(&through).unwrap_or(0) as usize;
@@ -662,9 +605,7 @@ impl Transcript {
                 // live[:i+1], or [] for null
                 let keep = match &through {
                     None => 0,
-                    Some(id) => self
-                        .position(id)
-                        .map_or(self.live.len(), |p| p as usize + 1),
+                    Some(id) => self.position(id).map_or(self.live.len(), |p| p as usize + 1),
                 };
                 if let Some(h) = &mut self.history {
                     let dropped: Vec<Source> =
@@ -686,11 +627,7 @@ impl Transcript {
                 for (id, span) in items {
                     if let Some(pos) = self.position(&id) {
                         let m = &mut self.live[pos as usize];
-                        elided.push(Elided {
-                            line: m.line,
-                            part: m.part,
-                            stub_before: m.stub(),
-                        });
+                        elided.push(Elided { line: m.line, part: m.part, stub_before: m.stub() });
                         m.stub_at = stub_line.map(|line| (line, span));
                     }
                 }
@@ -708,9 +645,7 @@ impl Transcript {
             }
             Detail::RunContext { carried } => {
                 for digest in carried {
-                    self.sections
-                        .entry(digest.into_boxed_str())
-                        .or_insert(index);
+                    self.sections.entry(digest.into_boxed_str()).or_insert(index);
                 }
             }
         }
@@ -747,29 +682,19 @@ impl Transcript {
             let (line, found) = match e.stub_before {
                 Some((line, at)) => {
                     let bytes = self.index.read_line(src, line, &mut buf)?;
-                    let stub = bytes
-                        .get(at.start as usize..at.end as usize)
-                        .unwrap_or_default();
+                    let stub = bytes.get(at.start as usize..at.end as usize).unwrap_or_default();
                     (line, string_size(stub).map(Some))
                 }
                 None if e.part != WHOLE => {
                     let bytes = self.index.read_line(src, e.line, &mut buf)?;
-                    let at = self
-                        .part(e.line, e.part)
-                        .map(|p| p.span)
-                        .unwrap_or_default();
-                    let payload = bytes
-                        .get(at.start as usize..at.end as usize)
-                        .unwrap_or_default();
+                    let at = self.part(e.line, e.part).map(|p| p.span).unwrap_or_default();
+                    let payload = bytes.get(at.start as usize..at.end as usize).unwrap_or_default();
                     (e.line, string_size_at(payload, &["content"]))
                 }
                 None => {
                     let kind = self.index.get(e.line as usize).map(|r| r.kind);
-                    let key = if kind == Some(EnvelopeType::Compaction) {
-                        "summary"
-                    } else {
-                        "content"
-                    };
+                    let key =
+                        if kind == Some(EnvelopeType::Compaction) { "summary" } else { "content" };
                     let bytes = self.index.read_line(src, e.line, &mut buf)?;
                     (e.line, string_size_at(bytes, &["payload", key]))
                 }

@@ -50,11 +50,7 @@ pub(crate) fn line(id: &str, kind: &str, payload: &str) -> String {
 }
 
 pub(crate) fn msg(id: &str, role: &str, extra: &str) -> String {
-    line(
-        id,
-        "message",
-        &format!(r#"{{"content":"{id}","role":"{role}"{extra}}}"#),
-    )
+    line(id, "message", &format!(r#"{{"content":"{id}","role":"{role}"{extra}}}"#))
 }
 
 pub(crate) fn meta() -> String {
@@ -67,27 +63,15 @@ fn compaction(id: &str, through: &str, summary: &str) -> String {
 }
 
 fn elision(id: &str, of: &str, stub: &str) -> String {
-    line(
-        id,
-        "elision",
-        &format!(r#"{{"items":[{{"id":"{of}","stub":"{stub}"}}]}}"#),
-    )
+    line(id, "elision", &format!(r#"{{"items":[{{"id":"{of}","stub":"{stub}"}}]}}"#))
 }
 
 fn dispatched(id: &str, call: &str) -> String {
-    line(
-        id,
-        "tool-dispatched",
-        &format!(r#"{{"call-id":"{call}","tool":"t"}}"#),
-    )
+    line(id, "tool-dispatched", &format!(r#"{{"call-id":"{call}","tool":"t"}}"#))
 }
 
 fn settled(id: &str, op: &str) -> String {
-    line(
-        id,
-        "tool-settled",
-        &format!(r#"{{"op-id":"{op}","outcome":"completed"}}"#),
-    )
+    line(id, "tool-settled", &format!(r#"{{"op-id":"{op}","outcome":"completed"}}"#))
 }
 
 pub(super) fn load_str(lines: &[String]) -> Result<Transcript, LoadError> {
@@ -122,9 +106,7 @@ fn a_message_accepted_from_what_its_writer_knows_is_the_one_its_line_reads_as() 
         assert!(t.resolve(fresh.as_str()).is_none());
         let text = msg(fresh.as_str(), role, extra);
         let known = t.accept_message(&fresh, role, sticky, call).unwrap();
-        let parsed = twin
-            .accept(parse_line(text.as_bytes()).unwrap(), true)
-            .unwrap();
+        let parsed = twin.accept(parse_line(text.as_bytes()).unwrap(), true).unwrap();
         let number = t.line_count + 1;
         let rec = known.line_rec(0, text.len(), number);
         assert_eq!(rec, parsed.line_rec(0, text.len(), number), "{text}");
@@ -146,11 +128,7 @@ fn a_message_accepted_from_what_its_writer_knows_is_the_one_its_line_reads_as() 
     for lines_between in [0, 1] {
         let taken = t.fresh_id(&mut ids, ms);
         let again = t.fresh_id(&mut ids, ms);
-        let again = FreshId {
-            id: taken.id,
-            key: taken.key.clone(),
-            drawn_at: again.drawn_at,
-        };
+        let again = FreshId { id: taken.id, key: taken.key.clone(), drawn_at: again.drawn_at };
         let first = t.accept_message(&taken, "user", false, None).unwrap();
         let rec = first.line_rec(0, 1, t.line_count + 1);
         t.push_accepted(first, rec);
@@ -172,16 +150,8 @@ fn live_ids(t: &Transcript, lines: &[String]) -> Vec<String> {
     t.live
         .iter()
         .map(|m| {
-            let id = lines[m.line as usize]
-                .split('"')
-                .nth(3)
-                .unwrap_or("")
-                .to_string();
-            let id = if m.part == WHOLE {
-                id
-            } else {
-                format!("{id}:{}", m.part)
-            };
+            let id = lines[m.line as usize].split('"').nth(3).unwrap_or("").to_string();
+            let id = if m.part == WHOLE { id } else { format!("{id}:{}", m.part) };
             if m.stub().is_some() {
                 format!("{id}*")
             } else {
@@ -245,11 +215,7 @@ fn a_replacement_goes_where_the_summary_would_and_its_messages_can_be_named() {
     lines.push(rewind("r1", Some("c1:1")));
     let t = load_str(&lines).unwrap();
     assert_eq!(live_ids(&t, &lines), ["s", "c1:1"]);
-    for (bad, by) in [
-        ("c1", "compaction"),
-        ("c1:0", "compaction"),
-        ("c3:0", "compaction"),
-    ] {
+    for (bad, by) in [("c1", "compaction"), ("c1:0", "compaction"), ("c3:0", "compaction")] {
         let mut refused = lines.clone();
         refused.push(compaction("c9", bad, "S"));
         let unknown = ReplayError::UnknownId { id: bad.into(), by };
@@ -263,11 +229,7 @@ fn inspect_keeps_what_rewinds_and_replacements_did() {
         meta(),
         msg("u1", "user", ""),
         msg("u2", "user", ""),
-        replacing(
-            "c1",
-            "u2",
-            r#"{"content":"ab","role":"user"},{"content":"x","role":"user"}"#,
-        ),
+        replacing("c1", "u2", r#"{"content":"ab","role":"user"},{"content":"x","role":"user"}"#),
         elision("e1", "c1:0", "[x]"),
         msg("u3", "user", ""),
         rewind("r1", Some("c1:0")),
@@ -276,10 +238,7 @@ fn inspect_keeps_what_rewinds_and_replacements_did() {
     let text = lines.join("\n") + "\n";
     let t = inspect(text.as_bytes(), text.len() as u64).unwrap();
     let h = t.history.as_ref().unwrap();
-    assert_eq!(
-        h.rewinds.get(&6),
-        Some(&vec![Source { line: 3, part: 1 }, Source::whole(5)])
-    );
+    assert_eq!(h.rewinds.get(&6), Some(&vec![Source { line: 3, part: 1 }, Source::whole(5)]));
     assert_eq!(h.rewound_by.get(&Source::whole(5)), Some(&6));
     assert_eq!(
         h.compactions.get(&3).map(|c| c.replaced.clone()),
@@ -362,12 +321,7 @@ fn the_id_table_finds_every_form_of_id_and_only_those_it_holds() {
         table.push(Keyed::of(id), line as u32);
     }
     for (line, id) in ids.iter().enumerate() {
-        assert_eq!(
-            table.get(id),
-            Some(line as u32),
-            "{:?}",
-            String::from_utf8_lossy(id)
-        );
+        assert_eq!(table.get(id), Some(line as u32), "{:?}", String::from_utf8_lossy(id));
     }
     for absent in [
         &b"0123456789abcdef0123456789abcdee"[..],
@@ -438,11 +392,8 @@ fn a_tool_message_answers_every_pending_operation_for_its_call() {
                 }
             }
         }
-        let want: Vec<(u32, Option<u32>)> = model
-            .iter()
-            .filter(|op| !op.3)
-            .map(|op| (op.0, op.2))
-            .collect();
+        let want: Vec<(u32, Option<u32>)> =
+            model.iter().filter(|op| !op.3).map(|op| (op.0, op.2)).collect();
         let results = |t: &Transcript| -> Vec<(u32, Option<u32>)> {
             t.pending.iter().map(|(l, op)| (*l, op.result)).collect()
         };
@@ -493,23 +444,13 @@ fn the_index_knows_each_envelopes_type_role_and_size_without_its_payload() {
             .map(Some)
         );
         assert_eq!(index.type_name(8), None);
-        let roles: Vec<_> = (0..index.len())
-            .map(|i| index.role(i).unwrap_or("-"))
-            .collect();
-        assert_eq!(
-            roles,
-            ["-", "system", "-", "developer", "user", "-", "-", "user"]
-        );
-        assert_eq!(
-            index.role_counts(),
-            [("system", 1), ("developer", 1), ("user", 2)]
-        );
+        let roles: Vec<_> = (0..index.len()).map(|i| index.role(i).unwrap_or("-")).collect();
+        assert_eq!(roles, ["-", "system", "-", "developer", "user", "-", "-", "user"]);
+        assert_eq!(index.role_counts(), [("system", 1), ("developer", 1), ("user", 2)]);
         assert_eq!(index.indices_of_type("later-thing"), [2, 6]);
         assert_eq!(index.indices_of_type("message"), [1, 3, 4, 7]);
         assert_eq!(index.indices_of_type("grants"), [] as [u32; 0]);
-        let sizes: Vec<u64> = (0..index.len())
-            .map(|i| index.size_of(i, end).unwrap())
-            .collect();
+        let sizes: Vec<u64> = (0..index.len()).map(|i| index.size_of(i, end).unwrap()).collect();
         let expected: Vec<u64> = lines
             .iter()
             .enumerate()
@@ -518,22 +459,14 @@ fn the_index_knows_each_envelopes_type_role_and_size_without_its_payload() {
         assert_eq!(sizes, expected);
         let totals = index.type_totals(end);
         let names: Vec<_> = totals.iter().map(|t| (t.name, t.count)).collect();
-        let want = [
-            ("session-meta", 1),
-            ("message", 4),
-            ("later-thing", 2),
-            ("other-thing", 1),
-        ];
+        let want = [("session-meta", 1), ("message", 4), ("later-thing", 2), ("other-thing", 1)];
         assert_eq!(names, want);
         let bytes: u64 = totals.iter().map(|t| t.bytes).sum();
         assert_eq!(bytes, end - 7 * 2, "every byte but the blank lines'");
     }
     assert_eq!((t.line_count, p.line_count), (15, 15));
     let many: Vec<u32> = (0..1000).map(|k| [1, 3, 2][k % 3]).collect();
-    let members = t
-        .index
-        .payload_members(text.as_bytes(), &many, &["role", "nope"])
-        .unwrap();
+    let members = t.index.payload_members(text.as_bytes(), &many, &["role", "nope"]).unwrap();
     assert_eq!(members.len(), 1000);
     for (m, &i) in members.iter().zip(&many) {
         let role = m.spans[0].map(|s| &m.line[s.start as usize..s.end as usize]);
@@ -563,10 +496,7 @@ fn inspect_keeps_what_compaction_elision_and_settles_did_and_load_does_not() {
         dispatched("op2", "c2"),
     ];
     let text = lines.join("\n") + "\n";
-    assert!(load(text.as_bytes(), text.len() as u64)
-        .unwrap()
-        .history
-        .is_none());
+    assert!(load(text.as_bytes(), text.len() as u64).unwrap().history.is_none());
     let t = inspect(text.as_bytes(), text.len() as u64).unwrap();
     let h = t.history.as_ref().unwrap();
     assert_eq!(
@@ -582,15 +512,8 @@ fn inspect_keeps_what_compaction_elision_and_settles_did_and_load_does_not() {
     let e1 = &h.elisions[&6];
     assert_eq!((e1.len(), e1[0].line, e1[0].stub_before), (1, 4, None));
     let e2 = &h.elisions[&7];
-    assert_eq!(
-        (e2[0].line, e2[0].stub_before.map(|(l, _)| l)),
-        (4, Some(6))
-    );
-    assert_eq!(
-        h.elided_by.get(&Source::whole(4)),
-        Some(&6),
-        "the first elision"
-    );
+    assert_eq!((e2[0].line, e2[0].stub_before.map(|(l, _)| l)), (4, Some(6)));
+    assert_eq!(h.elided_by.get(&Source::whole(4)), Some(&6), "the first elision");
     assert_eq!(h.settled_by.get(&3), Some(&5));
     assert_eq!(h.settled_by.get(&10), None);
     assert_eq!(t.pending.keys().copied().collect::<Vec<_>>(), [10]);
@@ -617,9 +540,7 @@ fn elided_sizes_are_read_on_every_core_in_order() {
     let t = inspect(text.as_bytes(), text.len() as u64).unwrap();
     let elisions: Vec<u32> = (0..300).map(|i| 2 + 2 * i).chain([602]).collect();
     let sizes = t.elided_sizes(text.as_bytes(), &elisions).unwrap();
-    let expected: Vec<Vec<Option<u64>>> = (0..300)
-        .map(|i| vec![Some(format!("m{i}").len() as u64)])
-        .chain([vec![Some(2)]])
-        .collect();
+    let expected: Vec<Vec<Option<u64>>> =
+        (0..300).map(|i| vec![Some(format!("m{i}").len() as u64)]).chain([vec![Some(2)]]).collect();
     assert_eq!(sizes, expected);
 }
