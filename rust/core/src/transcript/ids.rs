@@ -198,7 +198,6 @@ pub(crate) struct Keyed {
 }
 
 impl Keyed {
-    /// The key of `id`.
     pub(crate) fn of(id: &[u8]) -> Self {
         match pack(id) {
             Some((form, packed)) => {

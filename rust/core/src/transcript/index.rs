@@ -12,7 +12,6 @@ pub struct LineRec {
     pub len: u32,
     /// 1-based line number, blank lines counted.
     pub number: u64,
-    /// Its type.
     pub kind: EnvelopeType,
     /// A message's role; None for every other type.
     pub role: Option<Role>,
@@ -37,7 +36,6 @@ impl LineRec {
 /// How many envelopes of one type a file has, and their bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TypeTotal<'a> {
-    /// The wire type.
     pub name: &'a str,
     /// Envelopes of that type.
     pub count: u64,
@@ -184,17 +182,14 @@ impl Index {
         let _ = self.tags.try_reserve_exact(more);
     }
 
-    /// The number of envelopes.
     pub fn len(&self) -> usize {
         self.offsets.len()
     }
 
-    /// Whether there is no envelope.
     pub fn is_empty(&self) -> bool {
         self.offsets.is_empty()
     }
 
-    /// Envelope `i`'s record.
     pub fn get(&self, i: usize) -> Option<LineRec> {
         let tag = *self.tags.get(i)?;
         let at = self.bumps.partition_point(|b| (b.0 as usize) <= i);
@@ -220,7 +215,6 @@ impl Index {
         (0..self.len()).filter_map(|i| self.get(i)).collect()
     }
 
-    /// Envelope `i`'s type.
     pub fn kind(&self, i: usize) -> Option<EnvelopeType> {
         self.tags.get(i).map(|&t| kind_of_tag(t))
     }

@@ -12,14 +12,13 @@ pub const WHOLE: u32 = u32::MAX;
 /// `"<compaction id>:<part>"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Source {
-    /// Index into [`Index::lines`].
+    /// The envelope's index in [`Index`].
     pub line: u32,
     /// [`WHOLE`], or the replacement message's position in its compaction.
     pub part: u32,
 }
 
 impl Source {
-    /// A whole line.
     pub fn whole(line: u32) -> Self {
         Source { line, part: WHOLE }
     }
@@ -29,7 +28,7 @@ impl Source {
 /// stubbed it, where the stub is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LiveMessage {
-    /// Index into [`Index::lines`]: the message line, or the compaction line
+    /// The envelope's index in [`Index`]: the message line, or the compaction line
     /// of a summary or a replacement message.
     pub line: u32,
     /// [`WHOLE`], or the replacement message's position in compaction `line`.
@@ -46,7 +45,6 @@ impl LiveMessage {
         LiveMessage { line, part, stub_at: None, sticky }
     }
 
-    /// Where it comes from.
     pub fn source(&self) -> Source {
         Source { line: self.line, part: self.part }
     }
@@ -91,7 +89,6 @@ pub struct Elided {
 }
 
 impl Elided {
-    /// The message it stubbed.
     pub fn source(&self) -> Source {
         Source { line: self.line, part: self.part }
     }
@@ -170,12 +167,10 @@ pub struct FreshId {
 }
 
 impl FreshId {
-    /// The id's digits.
     pub fn digits(&self) -> &[u8; 32] {
         &self.id
     }
 
-    /// The id, as text.
     pub fn as_str(&self) -> &str {
         // The digits are ASCII.
         std::str::from_utf8(&self.id).unwrap_or_default()
