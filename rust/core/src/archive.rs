@@ -52,15 +52,8 @@ pub fn compress(
     level: i32,
     stop: Stop<'_>,
 ) -> io::Result<u64> {
-    let mut reader = At {
-        file: src,
-        offset: 0,
-        end: Some(len),
-    };
-    let counter = Counting {
-        inner: dst,
-        written: 0,
-    };
+    let mut reader = At { file: src, offset: 0, end: Some(len) };
+    let counter = Counting { inner: dst, written: 0 };
     let mut encoder = zstd::stream::write::Encoder::new(counter, level)?;
     encoder.set_pledged_src_size(Some(len))?;
     encoder.include_contentsize(true)?;
@@ -90,11 +83,7 @@ pub fn compress(
 /// its offset); returns the decompressed length. A damaged or truncated
 /// archive is an `InvalidData` error. `stop` is asked before each chunk.
 pub fn decompress(src: &File, dst: &mut impl Write, stop: Stop<'_>) -> io::Result<u64> {
-    let reader = At {
-        file: src,
-        offset: 0,
-        end: None,
-    };
+    let reader = At { file: src, offset: 0, end: None };
     let mut decoder = zstd::stream::read::Decoder::new(reader).map_err(invalid)?;
     let mut buf = vec![0u8; CHUNK];
     let mut done = 0u64;
@@ -118,13 +107,7 @@ pub fn decompress(src: &File, dst: &mut impl Write, stop: Stop<'_>) -> io::Resul
 /// first `len` bytes of `original`, compared a chunk at a time as it is
 /// decompressed (nothing is written anywhere). `stop` is asked before each chunk.
 pub fn matches(archive: &File, original: &File, len: u64, stop: Stop<'_>) -> io::Result<bool> {
-    let mut sink = Compare {
-        original,
-        offset: 0,
-        len,
-        differs: false,
-        buf: Vec::new(),
-    };
+    let mut sink = Compare { original, offset: 0, len, differs: false, buf: Vec::new() };
     match decompress(archive, &mut sink, stop) {
         Ok(n) => Ok(!sink.differs && n == len),
         Err(e) if e.kind() == io::ErrorKind::InvalidData => Ok(false),
@@ -170,10 +153,7 @@ fn invalid(e: io::Error) -> io::Error {
     if e.raw_os_error().is_some() {
         e
     } else {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("not a whole zstd archive: {e}"),
-        )
+        io::Error::new(io::ErrorKind::InvalidData, format!("not a whole zstd archive: {e}"))
     }
 }
 
@@ -237,9 +217,8 @@ mod tests {
 
     #[test]
     fn round_trip() -> io::Result<()> {
-        let data: Vec<u8> = (0..300_000u32)
-            .flat_map(|i| format!("{{\"n\":{i}}}\n").into_bytes())
-            .collect();
+        let data: Vec<u8> =
+            (0..300_000u32).flat_map(|i| format!("{{\"n\":{i}}}\n").into_bytes()).collect();
         let src = temp("src", &data)?;
         let mut packed = temp("packed", b"")?;
         let n = compress(&src, data.len() as u64, &mut packed, LEVEL, &go_on)?;
@@ -262,15 +241,11 @@ mod tests {
         let n = compress(&src, data.len() as u64, &mut packed, LEVEL, &go_on)?;
         packed.set_len(n / 2)?;
         let mut out = Vec::new();
-        let err = decompress(&packed, &mut out, &go_on)
-            .err()
-            .map(|e| e.kind());
+        let err = decompress(&packed, &mut out, &go_on).err().map(|e| e.kind());
         assert_eq!(err, Some(io::ErrorKind::InvalidData));
         assert!(!matches(&packed, &src, data.len() as u64, &go_on)?);
         let garbage = temp("garbage", b"not zstd at all")?;
-        let err = decompress(&garbage, &mut Vec::new(), &go_on)
-            .err()
-            .map(|e| e.kind());
+        let err = decompress(&garbage, &mut Vec::new(), &go_on).err().map(|e| e.kind());
         assert_eq!(err, Some(io::ErrorKind::InvalidData));
         Ok(())
     }

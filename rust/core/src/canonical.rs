@@ -31,11 +31,11 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 /// bytes and look at it.
 const PLAIN: u8 = 0;
 /// An escape of its own (`"`, `\`, a control character).
-const ESCAPE: u8 = 1;
+pub(crate) const ESCAPE: u8 = 1;
 /// `0xED`: the first byte of U+D000..U+D7FF, or of a surrogate in WTF-8.
 const MAYBE_SURROGATE: u8 = 2;
 
-static CLASS: [u8; 256] = {
+pub(crate) static CLASS: [u8; 256] = {
     let mut table = [PLAIN; 256];
     let mut i = 0;
     while i < 0x20 {
@@ -214,11 +214,7 @@ pub fn write_f64(out: &mut Vec<u8>, value: f64) -> Result<(), NonFiniteFloat> {
         return Err(NonFiniteFloat);
     }
     if value == 0.0 {
-        out.extend_from_slice(if value.is_sign_negative() {
-            b"-0.0"
-        } else {
-            b"0.0"
-        });
+        out.extend_from_slice(if value.is_sign_negative() { b"-0.0" } else { b"0.0" });
         return Ok(());
     }
     out.reserve(32);
@@ -244,11 +240,7 @@ impl Shortest {
     /// of its forms: `123.45`, `0.0001`, `1e16`, `1.5E-7`, with or without a
     /// sign). Stray bytes are skipped; nothing here can panic.
     fn parse(text: &[u8]) -> Self {
-        let mut shortest = Shortest {
-            digits: [0; 32],
-            len: 0,
-            decpt: 0,
-        };
+        let mut shortest = Shortest { digits: [0; 32], len: 0, decpt: 0 };
         let mut int_len: i32 = 0;
         let mut seen_point = false;
         let mut leading_zeros = true;
@@ -287,9 +279,7 @@ impl Shortest {
             match byte {
                 b'-' => negative = true,
                 b'0'..=b'9' => {
-                    exponent = exponent
-                        .saturating_mul(10)
-                        .saturating_add(i32::from(byte - b'0'))
+                    exponent = exponent.saturating_mul(10).saturating_add(i32::from(byte - b'0'))
                 }
                 _ => {}
             }
@@ -377,68 +367,9 @@ mod tests {
     }
 
     #[test]
-    fn plain_strings_are_copied_between_quotes() {
-        assert_eq!(string(""), r#""""#);
-        assert_eq!(string("hello"), r#""hello""#);
-        assert_eq!(string("日本語 données 🚀 Ω"), "\"日本語 données 🚀 Ω\"");
-    }
-
-    #[test]
-    fn json_short_escapes() {
-        assert_eq!(string("\""), r#""\"""#);
-        assert_eq!(string("\\"), r#""\\""#);
-        assert_eq!(string("\n\r\t\u{8}\u{c}"), r#""\n\r\t\b\f""#);
-        assert_eq!(string("a\"b\\c\nd"), r#""a\"b\\c\nd""#);
-    }
-
-    #[test]
-    fn other_control_characters_are_lowercase_u00xx() {
-        assert_eq!(string("\u{0}"), r#""\u0000""#);
-        assert_eq!(string("\u{1}\u{1f}"), r#""\u0001\u001f""#);
-        assert_eq!(string("\u{b}\u{e}\u{1a}"), r#""\u000b\u000e\u001a""#);
-        for byte in 0u8..0x20 {
-            let text = string(&char::from(byte).to_string());
-            assert!(text.starts_with("\"\\"), "{byte:#x} not escaped: {text}");
-        }
-    }
-
-    #[test]
-    fn del_and_unicode_separators_are_not_escaped() {
-        assert_eq!(string("\u{7f}"), "\"\u{7f}\"");
-        assert_eq!(string("\u{2028}\u{2029}"), "\"\u{2028}\u{2029}\"");
-        assert_eq!(string("/"), r#""/""#);
-    }
-
-    #[test]
     fn hangul_starting_with_ed_is_not_a_surrogate() {
         // U+D55C is ED 95 9C; U+D7FF is ED 9F BF.
         assert_eq!(string("한\u{d7ff}"), "\"한\u{d7ff}\"");
-    }
-
-    #[test]
-    fn lone_surrogates_are_lowercase_escapes() {
-        // U+D800 = ED A0 80, U+DFFF = ED BF BF, U+DC00 = ED B0 80.
-        assert_eq!(wtf8_string(b"\xed\xa0\x80"), br#""\ud800""#.to_vec());
-        assert_eq!(wtf8_string(b"\xed\xbf\xbf"), br#""\udfff""#.to_vec());
-        assert_eq!(wtf8_string(b"a\xed\xb0\x80b"), br#""a\udc00b""#.to_vec());
-        // A high and a low surrogate side by side are two code points.
-        assert_eq!(
-            wtf8_string(b"\xed\xa0\xbd\xed\xb8\x80"),
-            br#""\ud83d\ude00""#.to_vec()
-        );
-        // Mixed with escapes and multi-byte characters.
-        assert_eq!(
-            wtf8_string(
-                "\"é\n"
-                    .as_bytes()
-                    .iter()
-                    .chain(b"\xed\xaf\xbf")
-                    .copied()
-                    .collect::<Vec<_>>()
-                    .as_slice()
-            ),
-            "\"\\\"é\\n\\udbff\"".as_bytes().to_vec()
-        );
     }
 
     #[test]
@@ -466,9 +397,7 @@ mod tests {
 
     /// The index of the first byte of `word` the byte table sends for a look.
     fn first_by_table(word: [u8; 8]) -> Option<u32> {
-        word.iter()
-            .position(|b| CLASS[usize::from(*b)] != PLAIN)
-            .map(|p| p as u32)
+        word.iter().position(|b| CLASS[usize::from(*b)] != PLAIN).map(|p| p as u32)
     }
 
     fn first_by_mask(word: [u8; 8]) -> Option<u32> {
@@ -478,9 +407,7 @@ mod tests {
 
     #[test]
     fn look_mask_finds_the_first_byte_the_table_would() {
-        for filler in [
-            b'a', b' ', 0x7F, 0x80, 0xA0, 0xEC, 0xEE, 0xFF, 0x21, 0x00, 0xED,
-        ] {
+        for filler in [b'a', b' ', 0x7F, 0x80, 0xA0, 0xEC, 0xEE, 0xFF, 0x21, 0x00, 0xED] {
             for position in 0..8 {
                 for byte in 0..=255u8 {
                     let mut word = [filler; 8];
@@ -504,118 +431,11 @@ mod tests {
         }
     }
 
-    /// `write_str` written the obvious way, one code point at a time.
-    fn reference_str(code_points: &[u32]) -> String {
-        let mut out = String::from("\"");
-        for &code in code_points {
-            match char::from_u32(code) {
-                Some('"') => out.push_str("\\\""),
-                Some('\\') => out.push_str("\\\\"),
-                Some('\n') => out.push_str("\\n"),
-                Some('\r') => out.push_str("\\r"),
-                Some('\t') => out.push_str("\\t"),
-                Some('\u{8}') => out.push_str("\\b"),
-                Some('\u{c}') => out.push_str("\\f"),
-                Some(c) if c < ' ' => out.push_str(&format!("\\u{code:04x}")),
-                Some(c) => out.push(c),
-                None => out.push_str(&format!("\\u{code:04x}")),
-            }
-        }
-        out.push('"');
-        out
-    }
-
-    /// Generalised UTF-8 (WTF-8) of code points, surrogates included.
-    fn wtf8_of(code_points: &[u32]) -> Vec<u8> {
-        let mut out = Vec::new();
-        for &code in code_points {
-            match char::from_u32(code) {
-                Some(c) => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
-                None => out.extend_from_slice(&[
-                    0xE0 | (code >> 12) as u8,
-                    0x80 | ((code >> 6) & 0x3F) as u8,
-                    0x80 | (code & 0x3F) as u8,
-                ]),
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn random_strings_match_the_reference_at_every_alignment() {
-        let pools: [&[u32]; 3] = [
-            &[
-                0x61, 0x22, 0x5C, 0x0A, 0x00, 0x1F, 0x20, 0x7F, 0xE9, 0xD55C, 0xD7FF,
-            ],
-            &[
-                0xD800, 0xDBFF, 0xDC00, 0xDFFF, 0xE000, 0xFFFF, 0x1F680, 0x10FFFF,
-            ],
-            &[0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x20, 0x2E],
-        ];
-        let mut state = 42;
-        for _ in 0..20_000 {
-            let len = (split_mix(&mut state) % 40) as usize;
-            let code_points: Vec<u32> = (0..len)
-                .map(|_| {
-                    let pick = split_mix(&mut state);
-                    let pool = pools[(pick % 3) as usize];
-                    if pick % 7 == 0 {
-                        (pick >> 8) as u32 % 0x11_0000
-                    } else {
-                        pool[((pick >> 8) % pool.len() as u64) as usize]
-                    }
-                })
-                .collect();
-            let mut out = Vec::new();
-            write_str(&mut out, &wtf8_of(&code_points));
-            assert_eq!(
-                String::from_utf8(out).ok(),
-                Some(reference_str(&code_points)),
-                "{code_points:x?}"
-            );
-        }
-    }
-
     #[test]
     fn truncated_or_malformed_input_does_not_panic() {
         assert_eq!(wtf8_string(b"\xed"), b"\"\xed\"".to_vec());
         assert_eq!(wtf8_string(b"\xed\xa0"), b"\"\xed\xa0\"".to_vec());
         assert_eq!(wtf8_string(b"\xff\xfe"), b"\"\xff\xfe\"".to_vec());
-    }
-
-    #[test]
-    fn floats_in_fixed_notation() {
-        assert_eq!(float(0.0), "0.0");
-        assert_eq!(float(-0.0), "-0.0");
-        assert_eq!(float(1.0), "1.0");
-        assert_eq!(float(-1.5), "-1.5");
-        assert_eq!(float(0.1), "0.1");
-        assert_eq!(float(100.0), "100.0");
-        assert_eq!(float(123.456), "123.456");
-        assert_eq!(float(0.0001), "0.0001");
-        assert_eq!(float(0.00012345), "0.00012345");
-        assert_eq!(float(1234567890123456.0), "1234567890123456.0");
-        assert_eq!(float(9999999999999998.0), "9999999999999998.0");
-        assert_eq!(float(0.3), "0.3");
-        assert_eq!(float(2.0 / 3.0), "0.6666666666666666");
-    }
-
-    #[test]
-    fn floats_in_exponent_notation() {
-        assert_eq!(float(1e-5), "1e-05");
-        assert_eq!(float(-1e-5), "-1e-05");
-        assert_eq!(float(1.5e-7), "1.5e-07");
-        assert_eq!(float(9.999e-5), "9.999e-05");
-        assert_eq!(float(1e16), "1e+16");
-        assert_eq!(float(1.2345678901234568e16), "1.2345678901234568e+16");
-        assert_eq!(float(1e22), "1e+22");
-        assert_eq!(float(1.23e-18), "1.23e-18");
-        assert_eq!(float(1e100), "1e+100");
-        assert_eq!(float(5e-324), "5e-324");
-        assert_eq!(float(-5e-324), "-5e-324");
-        assert_eq!(float(2.2250738585072014e-308), "2.2250738585072014e-308");
-        assert_eq!(float(f64::MAX), "1.7976931348623157e+308");
-        assert_eq!(float(f64::MIN), "-1.7976931348623157e+308");
     }
 
     #[test]
@@ -627,7 +447,7 @@ mod tests {
         }
     }
 
-    /// A small deterministic generator (SplitMix64) for the round-trip sweep.
+    /// A small deterministic generator (SplitMix64).
     fn split_mix(state: &mut u64) -> u64 {
         *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = *state;
@@ -636,166 +456,11 @@ mod tests {
         z ^ (z >> 31)
     }
 
-    /// Python's repr, computed independently from std's shortest `{:e}`.
-    fn reference_repr(value: f64) -> String {
-        let sci = format!("{value:e}");
-        let (mantissa, exponent) = sci.split_once('e').unwrap_or((&sci, "0"));
-        let exponent: i32 = exponent.parse().unwrap_or(i32::MIN);
-        let negative = mantissa.starts_with('-');
-        let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-        let decpt = exponent + 1;
-        let sign = if negative { "-" } else { "" };
-        let body = if decpt > -4 && decpt <= 16 {
-            if decpt <= 0 {
-                format!("0.{}{digits}", "0".repeat(decpt.unsigned_abs() as usize))
-            } else if decpt as usize >= digits.len() {
-                format!("{digits}{}.0", "0".repeat(decpt as usize - digits.len()))
-            } else {
-                let (a, b) = digits.split_at(decpt as usize);
-                format!("{a}.{b}")
-            }
-        } else {
-            let (a, b) = digits.split_at(1);
-            let dot = if b.is_empty() {
-                String::new()
-            } else {
-                format!(".{b}")
-            };
-            format!(
-                "{a}{dot}e{}{:02}",
-                if exponent < 0 { '-' } else { '+' },
-                exponent.abs()
-            )
-        };
-        format!("{sign}{body}")
-    }
-
-    /// std's shortest digits round a tie (the exact value halfway between two
-    /// shortest candidates) up, Python's (David Gay's) to even:
-    /// `-840847321408031.25` is `repr`ed `-840847321408031.2`. Otherwise they agree.
-    fn assert_same_or_tie_to_even(ours: &str, reference: &str, bits: u64) {
-        if ours == reference {
-            return;
-        }
-        let (a, b) = (ours.as_bytes(), reference.as_bytes());
-        let differing: Vec<usize> = (0..a.len().max(b.len()))
-            .filter(|&i| a.get(i) != b.get(i))
-            .collect();
-        let last_digit = |text: &[u8], i: usize| text.get(i).map(|d| i32::from(*d) - 48);
-        match differing.as_slice() {
-            [i] => {
-                let (mine, theirs) = (last_digit(a, *i), last_digit(b, *i));
-                assert!(
-                    matches!((mine, theirs), (Some(m), Some(t)) if m % 2 == 0 && (t - m).abs() == 1),
-                    "bits {bits:#x}: ours {ours}, reference {reference}"
-                );
-            }
-            _ => assert_eq!(ours, reference, "bits {bits:#x}"),
-        }
-    }
-
     #[test]
     fn the_tie_rounds_to_even_like_python() {
         // Exactly -840847321408031.25, halfway between the two 16-digit candidates.
-        assert_eq!(
-            float(f64::from_bits(0xc307_e5f8_2f39_10fa)),
-            "-840847321408031.2"
-        );
+        assert_eq!(float(f64::from_bits(0xc307_e5f8_2f39_10fa)), "-840847321408031.2");
         assert_eq!(float(0.3), "0.3");
-    }
-
-    #[test]
-    fn random_floats_match_the_reference_and_round_trip() {
-        let mut state = 0x5EED_u64;
-        let mut checked = 0;
-        while checked < 200_000 {
-            let bits = split_mix(&mut state);
-            let value = f64::from_bits(bits);
-            if !value.is_finite() || value == 0.0 {
-                continue;
-            }
-            let ours = float(value);
-            assert_eq!(ours.parse::<f64>().map(f64::to_bits), Ok(bits), "{ours}");
-            assert_same_or_tie_to_even(&ours, &reference_repr(value), bits);
-            checked += 1;
-        }
-    }
-
-    #[test]
-    fn floats_near_the_notation_boundaries_match_the_reference() {
-        let mut values = Vec::new();
-        for exponent in -330..=310 {
-            let base = 10f64.powi(exponent);
-            for scale in [1.0, 1.5, 9.999_999_999_999_998, 0.999_999_999_999_999_9] {
-                values.push(base * scale);
-            }
-            values.push(f64::from_bits(base.to_bits().wrapping_add(1)));
-            values.push(f64::from_bits(base.to_bits().wrapping_sub(1)));
-        }
-        for integer in [
-            1u64 << 53,
-            (1 << 53) + 2,
-            10_u64.pow(15),
-            10_u64.pow(16),
-            10_u64.pow(17),
-        ] {
-            values.push(integer as f64);
-        }
-        for subnormal in [1u64, 2, 3, 0x000F_FFFF_FFFF_FFFF, 0x0010_0000_0000_0000] {
-            values.push(f64::from_bits(subnormal));
-        }
-        for value in values {
-            if value.is_finite() && value != 0.0 {
-                for value in [value, -value] {
-                    assert_same_or_tie_to_even(
-                        &float(value),
-                        &reference_repr(value),
-                        value.to_bits(),
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn integers_are_decimal() {
-        let mut out = Vec::new();
-        write_i64(&mut out, i64::MIN);
-        out.push(b' ');
-        write_i64(&mut out, 0);
-        out.push(b' ');
-        write_u64(&mut out, u64::MAX);
-        assert_eq!(out, b"-9223372036854775808 0 18446744073709551615".to_vec());
-    }
-
-    #[test]
-    fn keys_sort_by_code_point() {
-        let mut keys: Vec<Vec<u8>> = vec![
-            "\u{10000}".into(),
-            "\u{e000}".into(),
-            b"\xed\xa0\x80".to_vec(), // U+D800, a lone surrogate in WTF-8
-            "\u{d7ff}".into(),
-            "é".into(),
-            "b".into(),
-            "a".into(),
-            "".into(),
-            "ab".into(),
-            "B".into(),
-        ];
-        keys.sort_by(|a, b| compare_keys(a, b));
-        let expected: Vec<Vec<u8>> = vec![
-            "".into(),
-            "B".into(),
-            "a".into(),
-            "ab".into(),
-            "b".into(),
-            "é".into(),
-            "\u{d7ff}".into(),
-            b"\xed\xa0\x80".to_vec(),
-            "\u{e000}".into(),
-            "\u{10000}".into(),
-        ];
-        assert_eq!(keys, expected);
     }
 
     #[test]
@@ -803,9 +468,7 @@ mod tests {
         let high = [0xED, 0xA0, 0xBD]; // U+D83D
         let low = [0xED, 0xB8, 0x80]; // U+DE00
         assert!(has_surrogate_pair(&[high, low].concat()));
-        assert!(has_surrogate_pair(
-            &[b"x".as_slice(), &high, &low, b"y"].concat()
-        ));
+        assert!(has_surrogate_pair(&[b"x".as_slice(), &high, &low, b"y"].concat()));
         assert!(!has_surrogate_pair(&[low, high].concat()));
         assert!(!has_surrogate_pair(&[high.as_slice(), b"x", &low].concat()));
         assert!(!has_surrogate_pair(&high));

@@ -35,10 +35,7 @@ pub fn links_and_length(file: &File) -> io::Result<LinksAndLength> {
         return Ok(state);
     }
     let meta = file.metadata()?;
-    Ok(LinksAndLength {
-        links: std::os::unix::fs::MetadataExt::nlink(&meta),
-        len: meta.len(),
-    })
+    Ok(LinksAndLength { links: std::os::unix::fs::MetadataExt::nlink(&meta), len: meta.len() })
 }
 
 /// `statx` for the link count and the size alone; None where the kernel has no
@@ -73,10 +70,7 @@ fn narrow_statx(file: &File) -> io::Result<Option<LinksAndLength>> {
     if out.stx_mask & wanted != wanted {
         return Ok(None);
     }
-    Ok(Some(LinksAndLength {
-        links: u64::from(out.stx_nlink),
-        len: out.stx_size,
-    }))
+    Ok(Some(LinksAndLength { links: u64::from(out.stx_nlink), len: out.stx_size }))
 }
 
 #[cfg(test)]
@@ -93,18 +87,11 @@ mod tests {
         let path = scratch("agree");
         let other = scratch("agree-link");
         let _ = std::fs::remove_file(&other);
-        let mut file = File::options()
-            .create(true)
-            .truncate(true)
-            .read(true)
-            .write(true)
-            .open(&path)?;
+        let mut file =
+            File::options().create(true).truncate(true).read(true).write(true).open(&path)?;
         let fstat = |f: &File| -> io::Result<LinksAndLength> {
             let m = f.metadata()?;
-            Ok(LinksAndLength {
-                links: std::os::unix::fs::MetadataExt::nlink(&m),
-                len: m.len(),
-            })
+            Ok(LinksAndLength { links: std::os::unix::fs::MetadataExt::nlink(&m), len: m.len() })
         };
         for n in [0usize, 1, 303, 4096, 70_000] {
             file.write_all(&vec![b'x'; n])?;

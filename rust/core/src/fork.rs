@@ -122,11 +122,8 @@ mod tests {
         let mine = thread_token();
         assert_ne!(mine, 0);
         assert_eq!(thread_token(), mine);
-        let theirs = std::thread::Builder::new()
-            .spawn(thread_token)
-            .unwrap()
-            .join()
-            .unwrap_or(mine);
+        let theirs =
+            std::thread::Builder::new().spawn(thread_token).unwrap().join().unwrap_or(mine);
         assert_ne!(theirs, mine);
     }
 }

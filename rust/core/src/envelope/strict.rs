@@ -133,19 +133,12 @@ pub fn parse_line_strict(line: &[u8]) -> Result<Envelope, LineError> {
         return invalid("no 'payload'");
     };
     let detail = detail_of(kind, p)?;
-    Ok(Envelope {
-        id,
-        kind,
-        other_type,
-        detail,
-    })
+    Ok(Envelope { id, kind, other_type, detail })
 }
 
 fn detail_of(kind: EnvelopeType, p: PayloadFields) -> Result<Detail, LineError> {
-    let need_object = !matches!(
-        kind,
-        EnvelopeType::Other | EnvelopeType::Grants | EnvelopeType::SessionMeta
-    );
+    let need_object =
+        !matches!(kind, EnvelopeType::Other | EnvelopeType::Grants | EnvelopeType::SessionMeta);
     if need_object && !p.is_object {
         return invalid("the payload is not an object");
     }
@@ -171,10 +164,7 @@ fn detail_of(kind: EnvelopeType, p: PayloadFields) -> Result<Detail, LineError> 
                 Some(Ok(parts)) => Some(parts),
                 Some(Err(why)) => return invalid(why),
             };
-            Detail::Compaction {
-                through,
-                replacement,
-            }
+            Detail::Compaction { through, replacement }
         }
         EnvelopeType::Rewind => match p.rewind_through {
             Some(Ok(through)) => Detail::Rewind { through },
@@ -193,9 +183,7 @@ fn detail_of(kind: EnvelopeType, p: PayloadFields) -> Result<Detail, LineError> 
         EnvelopeType::RunContext => match p.carried {
             Some(Ok(carried)) => Detail::RunContext { carried },
             Some(Err(why)) => return invalid(why),
-            None => Detail::RunContext {
-                carried: Vec::new(),
-            },
+            None => Detail::RunContext { carried: Vec::new() },
         },
     })
 }

@@ -206,10 +206,9 @@ impl fmt::Display for LineError {
         match self {
             LineError::Malformed(e) => write!(f, "not JSON: {e}"),
             LineError::Invalid(why) => write!(f, "not an envelope: {why}"),
-            LineError::Version(v) => write!(
-                f,
-                "unsupported envelope version v={v} (this library reads v=1)"
-            ),
+            LineError::Version(v) => {
+                write!(f, "unsupported envelope version v={v} (this library reads v=1)")
+            }
         }
     }
 }

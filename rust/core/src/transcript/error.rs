@@ -13,7 +13,6 @@ pub enum ReplayError {
     DuplicateId(String),
     /// A compaction, elision or rewind naming an id that is not a live message.
     UnknownId {
-        /// The id named.
         id: String,
         /// `"compaction"`, `"elision"` or `"rewind"`.
         by: &'static str,
@@ -53,20 +52,17 @@ impl fmt::Display for ReplayError {
 /// Why a file could not be loaded.
 #[derive(Debug)]
 pub enum LoadError {
-    /// Reading failed.
     Io(io::Error),
     /// Line `line` is not a usable envelope.
     Line {
         /// 1-based line number.
         line: u64,
-        /// What is wrong with it.
         error: LineError,
     },
     /// Line `line` cannot be replayed.
     Replay {
         /// 1-based line number.
         line: u64,
-        /// Why.
         error: ReplayError,
     },
     /// No envelope at all.

@@ -167,11 +167,7 @@ pub(super) fn id_seed() -> &'static (std::collections::hash_map::RandomState, [u
     SEED.get_or_init(|| {
         use std::hash::BuildHasher;
         let state = std::collections::hash_map::RandomState::new();
-        let keys = [
-            state.hash_one(0u8),
-            state.hash_one(1u8),
-            state.hash_one(2u8),
-        ];
+        let keys = [state.hash_one(0u8), state.hash_one(1u8), state.hash_one(2u8)];
         (state, keys)
     })
 }
@@ -202,33 +198,21 @@ pub(crate) struct Keyed {
 }
 
 impl Keyed {
-    /// The key of `id`.
     pub(crate) fn of(id: &[u8]) -> Self {
         match pack(id) {
-            Some((form, packed)) => Keyed {
-                form,
-                packed,
-                other: None,
-                hash: hash_packed(form, &packed),
-            },
-            None => Keyed {
-                form: OTHER,
-                packed: [0; 16],
-                other: Some(id.into()),
-                hash: hash_other(id),
-            },
+            Some((form, packed)) => {
+                Keyed { form, packed, other: None, hash: hash_packed(form, &packed) }
+            }
+            None => {
+                Keyed { form: OTHER, packed: [0; 16], other: Some(id.into()), hash: hash_other(id) }
+            }
         }
     }
 
     /// The key of the id whose 32 lowercase hex digits are those of `bits`:
     /// [`Keyed::of`] of those digits, without reading them.
     pub(crate) fn of_hex32_bits(bits: [u8; 16]) -> Self {
-        Keyed {
-            form: HEX32,
-            packed: bits,
-            other: None,
-            hash: hash_packed(HEX32, &bits),
-        }
+        Keyed { form: HEX32, packed: bits, other: None, hash: hash_packed(HEX32, &bits) }
     }
 
     // The id's bytes again (for a message about it).

@@ -12,7 +12,6 @@ pub struct LineRec {
     pub len: u32,
     /// 1-based line number, blank lines counted.
     pub number: u64,
-    /// Its type.
     pub kind: EnvelopeType,
     /// A message's role; None for every other type.
     pub role: Option<Role>,
@@ -37,7 +36,6 @@ impl LineRec {
 /// How many envelopes of one type a file has, and their bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TypeTotal<'a> {
-    /// The wire type.
     pub name: &'a str,
     /// Envelopes of that type.
     pub count: u64,
@@ -61,9 +59,7 @@ where
     T: Send,
     F: Fn(u32) -> Result<T, LoadError> + Sync,
 {
-    let cores = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
     let per = items.len().div_ceil(cores).max(256);
     if items.len() <= per {
         return items.iter().map(|&i| each(i)).collect();
@@ -73,16 +69,13 @@ where
         let handles: Vec<_> = items
             .chunks(per)
             .map(|part| {
-                spawn_or_run(scope, move || {
-                    part.iter().map(|&i| each(i)).collect::<Vec<_>>()
-                })
+                spawn_or_run(scope, move || part.iter().map(|&i| each(i)).collect::<Vec<_>>())
             })
             .collect();
         let mut out = Vec::with_capacity(items.len());
         for h in handles {
-            let part = h
-                .join()
-                .map_err(|()| LoadError::Io(io::Error::other("a reader thread failed")))?;
+            let part =
+                h.join().map_err(|()| LoadError::Io(io::Error::other("a reader thread failed")))?;
             for item in part {
                 out.push(item?);
             }
@@ -130,27 +123,17 @@ pub(super) const KINDS: [EnvelopeType; 10] = [
     EnvelopeType::Rewind,
     EnvelopeType::Other,
 ];
-pub(super) const ROLES: [Role; 5] = [
-    Role::System,
-    Role::User,
-    Role::Assistant,
-    Role::Tool,
-    Role::Other,
-];
+pub(super) const ROLES: [Role; 5] =
+    [Role::System, Role::User, Role::Assistant, Role::Tool, Role::Other];
 
 pub(super) fn tag_of(kind: EnvelopeType, role: Option<Role>) -> u8 {
     let k = KINDS.iter().position(|&x| x == kind).unwrap_or(9) as u8;
-    let r = role.map_or(0, |r| {
-        ROLES.iter().position(|&x| x == r).unwrap_or(4) as u8 + 1
-    });
+    let r = role.map_or(0, |r| ROLES.iter().position(|&x| x == r).unwrap_or(4) as u8 + 1);
     k | r << 4
 }
 
 pub(super) fn kind_of_tag(tag: u8) -> EnvelopeType {
-    KINDS
-        .get(usize::from(tag & 0x0F))
-        .copied()
-        .unwrap_or(EnvelopeType::Other)
+    KINDS.get(usize::from(tag & 0x0F)).copied().unwrap_or(EnvelopeType::Other)
 }
 
 pub(super) fn role_of_tag(tag: u8) -> Option<Role> {
@@ -180,8 +163,7 @@ impl Index {
         let i = self.len() as u64;
         let bump = rec.number.saturating_sub(i + 1);
         if bump != self.bumps.last().map_or(0, |b| b.1) {
-            self.bumps
-                .push((u32::try_from(i).unwrap_or(u32::MAX), bump));
+            self.bumps.push((u32::try_from(i).unwrap_or(u32::MAX), bump));
         }
         let high = rec.offset >> 32;
         while (self.highs.len() as u64) < high {
@@ -200,17 +182,14 @@ impl Index {
         let _ = self.tags.try_reserve_exact(more);
     }
 
-    /// The number of envelopes.
     pub fn len(&self) -> usize {
         self.offsets.len()
     }
 
-    /// Whether there is no envelope.
     pub fn is_empty(&self) -> bool {
         self.offsets.is_empty()
     }
 
-    /// Envelope `i`'s record.
     pub fn get(&self, i: usize) -> Option<LineRec> {
         let tag = *self.tags.get(i)?;
         let at = self.bumps.partition_point(|b| (b.0 as usize) <= i);
@@ -236,7 +215,6 @@ impl Index {
         (0..self.len()).filter_map(|i| self.get(i)).collect()
     }
 
-    /// Envelope `i`'s type.
     pub fn kind(&self, i: usize) -> Option<EnvelopeType> {
         self.tags.get(i).map(|&t| kind_of_tag(t))
     }
@@ -280,11 +258,7 @@ impl Index {
         for i in 0..self.len() {
             let name = self.type_name(i).unwrap_or("");
             let k = *at.entry(name).or_insert_with(|| {
-                totals.push(TypeTotal {
-                    name,
-                    count: 0,
-                    bytes: 0,
-                });
+                totals.push(TypeTotal { name, count: 0, bytes: 0 });
                 totals.len() - 1
             });
             totals[k].count += 1;
@@ -312,9 +286,7 @@ impl Index {
         i: u32,
         buf: &'b mut Vec<u8>,
     ) -> io::Result<&'b [u8]> {
-        let rec = self
-            .get(i as usize)
-            .ok_or_else(|| io::Error::other("no such envelope"))?;
+        let rec = self.get(i as usize).ok_or_else(|| io::Error::other("no such envelope"))?;
         buf.resize(rec.len as usize, 0);
         let mut filled = 0;
         while filled < buf.len() {
@@ -345,19 +317,14 @@ impl Index {
             let mut line = Vec::new();
             self.read_line(src, i, &mut line)?;
             let number = self.number(i as usize).unwrap_or(0);
-            let malformed = |error| LoadError::Line {
-                line: number,
-                error: LineError::Malformed(error),
-            };
+            let malformed =
+                |error| LoadError::Line { line: number, error: LineError::Malformed(error) };
             let mut spans = vec![None; keys.len()];
             if let Some(p) = member_span_at(&line, &["payload"]).map_err(malformed)? {
                 let payload = &line[p.start as usize..p.end as usize];
                 let inner = member_spans(payload, keys).map_err(malformed)?;
                 for (out, at) in spans.iter_mut().zip(inner) {
-                    *out = at.map(|m| Span {
-                        start: p.start + m.start,
-                        end: p.start + m.end,
-                    });
+                    *out = at.map(|m| Span { start: p.start + m.start, end: p.start + m.end });
                 }
             }
             Ok(Members { line, spans })

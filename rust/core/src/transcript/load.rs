@@ -86,12 +86,7 @@ where
     F: FnMut(&[u8], u64, u64, bool) -> Result<(), E>,
     G: FnMut(u64, u64, u64) -> Result<(), E>,
 {
-    let mut buf = vec![
-        0u8;
-        CHUNK
-            .min(usize::try_from(end - start).unwrap_or(CHUNK))
-            .max(4096)
-    ];
+    let mut buf = vec![0u8; CHUNK.min(usize::try_from(end - start).unwrap_or(CHUNK)).max(4096)];
     let mut have = 0; // buf[..have] holds the file from `buf_offset`
     let mut buf_offset = start;
     let mut read_to = start;
@@ -104,9 +99,7 @@ where
                 let first = buf_offset;
                 let mut stop = None;
                 while read_to < end {
-                    let want = usize::try_from(end - read_to)
-                        .unwrap_or(usize::MAX)
-                        .min(CHUNK);
+                    let want = usize::try_from(end - read_to).unwrap_or(usize::MAX).min(CHUNK);
                     read_exact_at(src, &mut buf[..want], read_to)?;
                     if let Some(i) = memchr::memchr(b'\n', &buf[..want]) {
                         stop = Some(read_to + i as u64);
@@ -141,9 +134,7 @@ where
             // time (doubling would zero, and so touch, up to twice the line's size).
             buf.resize(buf.len() + CHUNK, 0);
         }
-        let want = usize::try_from(end - read_to)
-            .unwrap_or(usize::MAX)
-            .min(buf.len() - have);
+        let want = usize::try_from(end - read_to).unwrap_or(usize::MAX).min(buf.len() - have);
         read_exact_at(src, &mut buf[have..have + want], read_to)?;
         have += want;
         read_to += want as u64;
@@ -284,19 +275,10 @@ pub(super) fn read_row(
     utf8: bool,
 ) -> Result<(), LineError> {
     let len = u32::try_from(line.len()).unwrap_or(u32::MAX);
-    let scanned = if utf8 {
-        crate::envelope::scan_utf8_line(line)
-    } else {
-        crate::envelope::scan_line(line)
-    };
+    let scanned =
+        if utf8 { crate::envelope::scan_utf8_line(line) } else { crate::envelope::scan_line(line) };
     if let Ok(s) = scanned {
-        let rec = LineRec {
-            offset,
-            len,
-            number,
-            kind: s.kind,
-            role: s.role,
-        };
+        let rec = LineRec { offset, len, number, kind: s.kind, role: s.role };
         let (mut call, mut op) = (None, NO_OP);
         if let (true, Some(id)) = (keyed, s.call) {
             if s.kind == EnvelopeType::ToolSettled {
@@ -309,27 +291,14 @@ pub(super) fn read_row(
                 call = Some((at, u32::try_from(id.len()).unwrap_or(0)));
             }
         }
-        let key = if keyed {
-            Keyed::of(s.id)
-        } else {
-            Keyed::default()
-        };
-        let item = Item::Scanned(ScannedLine {
-            key,
-            kind: s.kind,
-            sticky: s.sticky,
-            call,
-            op,
-        });
+        let key = if keyed { Keyed::of(s.id) } else { Keyed::default() };
+        let item = Item::Scanned(ScannedLine { key, kind: s.kind, sticky: s.sticky, call, op });
         seg.items.push(Row { item, rec });
         return Ok(());
     }
     let env = crate::envelope::parse_line_strict(line)?;
     let rec = LineRec::new(&env, offset, line.len(), number);
-    seg.items.push(Row {
-        item: Item::Full(Box::new(env)),
-        rec,
-    });
+    seg.items.push(Row { item: Item::Full(Box::new(env)), rec });
     Ok(())
 }
 
@@ -454,9 +423,7 @@ where
     E: From<io::Error>,
     F: FnMut(Segment) -> Result<bool, E>,
 {
-    let cores = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
     let cuts = cut_points(src, size, (size / STRETCH).max(1))?;
     if cuts.len() == 2 {
         take(parse_segment(src, 0, size, lenient, keyed)?)?;
@@ -542,10 +509,7 @@ pub fn inspect_or_stop<R: ReadAt + Sync + ?Sized>(
     size: u64,
     stop: crate::stop::Stop<'_>,
 ) -> Result<Transcript, LoadError> {
-    let t = Transcript {
-        history: Some(History::default()),
-        ..Transcript::default()
-    };
+    let t = Transcript { history: Some(History::default()), ..Transcript::default() };
     load_into(t, src, size, stop)
 }
 
@@ -570,11 +534,7 @@ pub(super) fn load_into<R: ReadAt + Sync + ?Sized>(
             if let Some(row) = rows.as_slice().get(2 * AHEAD) {
                 prefetch(row);
             }
-            if let Some(Row {
-                item: Item::Scanned(s),
-                ..
-            }) = rows.as_slice().get(AHEAD)
-            {
+            if let Some(Row { item: Item::Scanned(s), .. }) = rows.as_slice().get(AHEAD) {
                 t.ids.prefetch(s.key.hash);
                 if let Some(op) = seg.ops.get(s.op as usize) {
                     t.ids.prefetch(op.hash);
@@ -589,10 +549,7 @@ pub(super) fn load_into<R: ReadAt + Sync + ?Sized>(
             .map_err(|error| LoadError::Replay { line, error })?;
         }
         if let Some((line, error)) = seg.bad.into_iter().next() {
-            return Err(LoadError::Line {
-                line: before + line,
-                error,
-            });
+            return Err(LoadError::Line { line: before + line, error });
         }
         before += seg.lines;
         Ok(true)
@@ -647,35 +604,28 @@ pub fn peek_or_stop<R: ReadAt + Sync + ?Sized>(
 ) -> Result<Peeked, io::Error> {
     let mut p = Peeked::default();
     let mut before = 0;
-    each_segment(
-        src,
-        size,
-        true,
-        false,
-        stop,
-        |seg: Segment| -> io::Result<bool> {
-            if before == 0 {
-                p.index.reserve(estimated_lines(&seg, size));
+    each_segment(src, size, true, false, stop, |seg: Segment| -> io::Result<bool> {
+        if before == 0 {
+            p.index.reserve(estimated_lines(&seg, size));
+        }
+        for Row { item, mut rec } in seg.items {
+            rec.number += before;
+            match item {
+                Item::Scanned(_) => p.index.push_rec(rec),
+                Item::Full(env) => p.index.push(rec, &env),
             }
-            for Row { item, mut rec } in seg.items {
-                rec.number += before;
-                match item {
-                    Item::Scanned(_) => p.index.push_rec(rec),
-                    Item::Full(env) => p.index.push(rec, &env),
-                }
+        }
+        for (n, e) in seg.bad {
+            if p.skipped.len() < SKIPPED_KEPT {
+                p.skipped.push((before + n, e.to_string()));
+            } else {
+                p.skipped_more += 1;
             }
-            for (n, e) in seg.bad {
-                if p.skipped.len() < SKIPPED_KEPT {
-                    p.skipped.push((before + n, e.to_string()));
-                } else {
-                    p.skipped_more += 1;
-                }
-            }
-            p.skipped_more += seg.bad_more;
-            before += seg.lines;
-            Ok(true)
-        },
-    )?;
+        }
+        p.skipped_more += seg.bad_more;
+        before += seg.lines;
+        Ok(true)
+    })?;
     p.line_count = before;
     Ok(p)
 }

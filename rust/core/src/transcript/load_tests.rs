@@ -1,7 +1,16 @@
 //! Loading and peeking files: segments, chunks, threads, long lines.
 
-use super::replay_tests::{line, msg};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+use super::replay_tests::{line, meta, msg};
 use super::*;
+
+/// A session-meta and `n` user messages of 2 kB ids, lines joined by `sep`.
+fn big(n: usize, sep: &str) -> String {
+    let filler = "x".repeat(2000);
+    let messages = (0..n).map(|i| msg(&format!("m{i}-{filler}"), "user", ""));
+    std::iter::once(meta()).chain(messages).collect::<Vec<_>>().join(sep) + "\n"
+}
 
 #[test]
 fn lines_are_found_across_chunk_boundaries_and_blank_lines_are_counted() {
@@ -30,16 +39,8 @@ fn lines_are_found_across_chunk_boundaries_and_blank_lines_are_counted() {
 
 #[test]
 fn a_file_parsed_in_parallel_reports_the_first_damage_by_its_true_line_number() {
-    let mut lines = vec![line("meta", "session-meta", "{}")];
-    let filler = "x".repeat(2000);
-    for i in 0..12_000 {
-        lines.push(msg(&format!("m{i}-{filler}"), "user", ""));
-    }
-    let mut text = lines.join("\n\n") + "\n";
-    assert!(
-        text.len() as u64 > 3 * (8 << 20),
-        "big enough to be cut in stretches"
-    );
+    let mut text = big(12_000, "\n\n");
+    assert!(text.len() as u64 > 3 * (8 << 20), "big enough to be cut in stretches");
     let t = load(text.as_bytes(), text.len() as u64).unwrap();
     assert_eq!(t.live.len(), 12_000);
     assert_eq!(t.index.number(t.index.len() - 1), Some(2 * 12_000 + 1));
@@ -62,18 +63,13 @@ fn a_file_parsed_in_parallel_reports_the_first_damage_by_its_true_line_number() 
 fn a_load_a_read_and_a_peek_stop_at_the_stretch_their_stop_refuses() {
     // A Ctrl-C must end a GiB's load after the stretch being replayed, not at
     // its end: each asks its Stop before every stretch, and ends at a refusal.
-    let mut lines = vec![line("meta", "session-meta", "{}")];
-    let filler = "x".repeat(2000);
-    for i in 0..4_000 {
-        lines.push(msg(&format!("m{i}-{filler}"), "user", ""));
-    }
-    let text = lines.join("\n") + "\n";
+    let text = big(4_000, "\n");
     let size = text.len() as u64;
     assert!(size > 6 * STRETCH, "big enough to be cut in stretches");
     for refuse_at in [1usize, 2, 5] {
-        let asked = std::sync::atomic::AtomicUsize::new(0);
+        let asked = AtomicUsize::new(0);
         let stop = || {
-            let n = asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            let n = asked.fetch_add(1, SeqCst) + 1;
             if n == refuse_at {
                 Err(io::Error::other("stop here"))
             } else {
@@ -81,7 +77,7 @@ fn a_load_a_read_and_a_peek_stop_at_the_stretch_their_stop_refuses() {
             }
         };
         let refused = |e: &io::Error| e.to_string() == "stop here";
-        let n = || asked.swap(0, std::sync::atomic::Ordering::SeqCst);
+        let n = || asked.swap(0, SeqCst);
         assert!(
             matches!(load_or_stop(text.as_bytes(), size, &stop), Err(LoadError::Io(e)) if refused(&e))
         );
@@ -94,44 +90,28 @@ fn a_load_a_read_and_a_peek_stop_at_the_stretch_their_stop_refuses() {
         assert_eq!(n(), refuse_at);
     }
     // Asked once a stretch, and never refusing, it loads what load loads.
-    let asked = std::sync::atomic::AtomicUsize::new(0);
+    let asked = AtomicUsize::new(0);
     let count = || {
-        asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        asked.fetch_add(1, SeqCst);
         Ok(())
     };
     let t = load_or_stop(text.as_bytes(), size, &count).unwrap();
-    assert_eq!(
-        t.index.records(),
-        load(text.as_bytes(), size).unwrap().index.records()
-    );
-    let stretches = asked.load(std::sync::atomic::Ordering::SeqCst) as u64;
-    assert!(
-        stretches >= size / STRETCH / 2 && stretches <= size / STRETCH + 2,
-        "{stretches}"
-    );
+    assert_eq!(t.index.records(), load(text.as_bytes(), size).unwrap().index.records());
+    let stretches = asked.load(SeqCst) as u64;
+    assert!(stretches >= size / STRETCH / 2 && stretches <= size / STRETCH + 2, "{stretches}");
 }
 
 #[test]
 fn work_meant_for_threads_is_done_here_when_no_thread_can_start() {
-    let mut lines = vec![line("meta", "session-meta", "{}")];
-    let filler = "x".repeat(2000);
-    for i in 0..9_000 {
-        lines.push(msg(&format!("m{i}-{filler}"), "user", ""));
-    }
-    let text = lines.join("\n") + "\n";
+    let text = big(9_000, "\n");
     let size = text.len() as u64;
     let every: Vec<u32> = (0..9_001).collect();
     let alone = load(text.as_bytes(), size).unwrap();
-    let members = alone
-        .index
-        .payload_members(text.as_bytes(), &every, &["role"])
-        .unwrap();
+    let members = alone.index.payload_members(text.as_bytes(), &every, &["role"]).unwrap();
     crate::threads::fail_spawns(true);
     let loaded = load(text.as_bytes(), size);
     let peeked = peek(text.as_bytes(), size);
-    let found = alone
-        .index
-        .payload_members(text.as_bytes(), &every, &["role"]);
+    let found = alone.index.payload_members(text.as_bytes(), &every, &["role"]);
     crate::threads::fail_spawns(false);
     assert_eq!(loaded.unwrap().index.records(), alone.index.records());
     assert_eq!(peeked.unwrap().index.records(), alone.index.records());
@@ -140,7 +120,7 @@ fn work_meant_for_threads_is_done_here_when_no_thread_can_start() {
 
 #[test]
 fn peek_describes_the_first_skipped_lines_and_counts_the_rest() {
-    let mut text = line("meta", "session-meta", "{}") + "\n";
+    let mut text = meta() + "\n";
     text.push_str(&"1\n".repeat(SKIPPED_KEPT + 50));
     let p = peek(text.as_bytes(), text.len() as u64).unwrap();
     assert_eq!(p.skipped.len(), SKIPPED_KEPT);
@@ -216,10 +196,7 @@ fn lines_within(text: &[u8], max: u64) -> (Kept, TooLong) {
 fn a_line_longer_than_the_limit_is_measured_not_kept() {
     let text = b"short\nxxxxxxxxxxxxxxxxxxxx\n\nok\nyyyyyyyyyyyyyyy";
     let (kept, long) = lines_within(text, 10);
-    assert_eq!(
-        kept,
-        vec![(b"short".to_vec(), 0, 1), (b"ok".to_vec(), 28, 4)]
-    );
+    assert_eq!(kept, vec![(b"short".to_vec(), 0, 1), (b"ok".to_vec(), 28, 4)]);
     assert_eq!(long, vec![(6, 20, 2), (31, 15, 5)]);
     let (kept, long) = lines_within(text, 20);
     assert_eq!((kept.len(), long), (4, vec![]), "20 bytes is not too long");
@@ -235,17 +212,10 @@ fn a_line_longer_than_the_limit_is_measured_not_kept() {
     assert_eq!(kept.len(), 4);
     assert_eq!((kept[1].0.len(), kept[1].1, kept[1].2), (big, 2, 2));
     assert_eq!((&kept[2].0[..], kept[2].2), (&b"b"[..], 3));
-    assert_eq!(
-        (kept[3].0.len(), kept[3].2),
-        (big, 4),
-        "the last line, without its newline"
-    );
+    assert_eq!((kept[3].0.len(), kept[3].2), (big, 4), "the last line, without its newline");
     let (kept, long) = lines_within(&text, big as u64 - 1);
     assert_eq!(kept.len(), 2);
-    assert_eq!(
-        long,
-        vec![(2, big as u64, 2), (big as u64 + 5, big as u64, 4)]
-    );
+    assert_eq!(long, vec![(2, big as u64, 2), (big as u64 + 5, big as u64, 4)]);
 }
 
 #[test]
@@ -274,10 +244,9 @@ fn a_line_of_4_gib_is_damage_on_load_and_peek() {
     };
     let size = src.size();
     match load(&src, size) {
-        Err(LoadError::Line {
-            line: 2,
-            error: LineError::Invalid(why),
-        }) => assert!(why.contains("longer than 4294967295 bytes"), "{why}"),
+        Err(LoadError::Line { line: 2, error: LineError::Invalid(why) }) => {
+            assert!(why.contains("longer than 4294967295 bytes"), "{why}")
+        }
         other => panic!("{other:?}"),
     }
     let p = peek(&src, size).unwrap();
@@ -287,20 +256,9 @@ fn a_line_of_4_gib_is_damage_on_load_and_peek() {
     assert_eq!(p.skipped[0].0, 2);
     assert!(p.skipped[0].1.contains("longer than"), "{}", p.skipped[0].1);
     // The same line last, and torn: the tail check leaves it to load.
-    let last = Synthetic {
-        tail: Vec::new(),
-        ..src
-    };
+    let last = Synthetic { tail: Vec::new(), ..src };
     let (tail, read) = crate::scan::tail_scan(&last, last.size()).unwrap();
-    assert_eq!(
-        tail,
-        crate::scan::Tail::Whole {
-            missing_newline: true
-        }
-    );
+    assert_eq!(tail, crate::scan::Tail::Whole { missing_newline: true });
     // Walked back over once, 64 KiB at a time, never held whole.
-    assert!(
-        read <= MAX_LINE + (1 << 20),
-        "the tail check read {read} bytes"
-    );
+    assert!(read <= MAX_LINE + (1 << 20), "the tail check read {read} bytes");
 }

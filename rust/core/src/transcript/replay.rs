@@ -12,14 +12,13 @@ pub const WHOLE: u32 = u32::MAX;
 /// `"<compaction id>:<part>"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Source {
-    /// Index into [`Index::lines`].
+    /// The envelope's index in [`Index`].
     pub line: u32,
     /// [`WHOLE`], or the replacement message's position in its compaction.
     pub part: u32,
 }
 
 impl Source {
-    /// A whole line.
     pub fn whole(line: u32) -> Self {
         Source { line, part: WHOLE }
     }
@@ -29,7 +28,7 @@ impl Source {
 /// stubbed it, where the stub is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LiveMessage {
-    /// Index into [`Index::lines`]: the message line, or the compaction line
+    /// The envelope's index in [`Index`]: the message line, or the compaction line
     /// of a summary or a replacement message.
     pub line: u32,
     /// [`WHOLE`], or the replacement message's position in compaction `line`.
@@ -43,20 +42,11 @@ pub struct LiveMessage {
 
 impl LiveMessage {
     pub(super) fn new(line: u32, part: u32, sticky: bool) -> Self {
-        LiveMessage {
-            line,
-            part,
-            stub_at: None,
-            sticky,
-        }
+        LiveMessage { line, part, stub_at: None, sticky }
     }
 
-    /// Where it comes from.
     pub fn source(&self) -> Source {
-        Source {
-            line: self.line,
-            part: self.part,
-        }
+        Source { line: self.line, part: self.part }
     }
 
     /// The elision line whose stub replaced its content, and the stub's span
@@ -99,12 +89,8 @@ pub struct Elided {
 }
 
 impl Elided {
-    /// The message it stubbed.
     pub fn source(&self) -> Source {
-        Source {
-            line: self.line,
-            part: self.part,
-        }
+        Source { line: self.line, part: self.part }
     }
 }
 
@@ -181,12 +167,10 @@ pub struct FreshId {
 }
 
 impl FreshId {
-    /// The id's digits.
     pub fn digits(&self) -> &[u8; 32] {
         &self.id
     }
 
-    /// The id, as text.
     pub fn as_str(&self) -> &str {
         // The digits are ASCII.
         std::str::from_utf8(&self.id).unwrap_or_default()
@@ -234,20 +218,13 @@ pub(super) fn canonical_index(digits: &[u8]) -> Option<u32> {
     if !digits.iter().all(u8::is_ascii_digit) || (first == b'0' && digits.len() > 1) {
         return None;
     }
-    std::str::from_utf8(digits)
-        .ok()?
-        .parse()
-        .ok()
-        .filter(|&k| k != WHOLE)
+    std::str::from_utf8(digits).ok()?.parse().ok().filter(|&k| k != WHOLE)
 }
 
 impl Transcript {
     pub(super) fn live_position(&self, at: Source) -> Option<u32> {
         if at.part == WHOLE {
-            self.live_pos
-                .get(at.line as usize)
-                .copied()
-                .filter(|&p| p != NOT_LIVE)
+            self.live_pos.get(at.line as usize).copied().filter(|&p| p != NOT_LIVE)
         } else {
             self.part_pos.get(&at).copied()
         }
@@ -312,12 +289,6 @@ impl Transcript {
         self.position(id).is_some()
     }
 
-    /// Whether a new envelope may not take `id`: an envelope or a replacement
-    /// message has it.
-    pub fn is_taken(&self, id: impl AsRef<[u8]>) -> bool {
-        self.resolve(id).is_some()
-    }
-
     /// Checks that `env` can follow what is there; `strict` also refuses settles
     /// of unknown or settled operations (an append does; a load tolerates them).
     pub fn check(&self, env: &Envelope, strict: bool) -> Result<(), ReplayError> {
@@ -359,15 +330,9 @@ impl Transcript {
         self.check_head(env.kind, key, || env.id.clone())?;
         match &env.detail {
             Detail::Compaction { through, .. } if !self.is_live(through) => {
-                Err(ReplayError::UnknownId {
-                    id: id_text(through),
-                    by: "compaction",
-                })
+                Err(ReplayError::UnknownId { id: id_text(through), by: "compaction" })
             }
-            Detail::Compaction {
-                replacement: Some(parts),
-                ..
-            } => {
+            Detail::Compaction { replacement: Some(parts), .. } => {
                 let mut id = Vec::with_capacity(env.id.len() + 4);
                 for k in 0..parts.len() {
                     id.clear();
@@ -381,16 +346,10 @@ impl Transcript {
                 Ok(())
             }
             Detail::Rewind { through: Some(id) } if !self.is_live(id) => {
-                Err(ReplayError::UnknownId {
-                    id: id_text(id),
-                    by: "rewind",
-                })
+                Err(ReplayError::UnknownId { id: id_text(id), by: "rewind" })
             }
             Detail::Elision { items } => match items.iter().find(|(id, _)| !self.is_live(id)) {
-                Some((id, _)) => Err(ReplayError::UnknownId {
-                    id: id_text(id),
-                    by: "elision",
-                }),
+                Some((id, _)) => Err(ReplayError::UnknownId { id: id_text(id), by: "elision" }),
                 None => Ok(()),
             },
             Detail::ToolSettled { op_id } if strict => match self.line_of(op_id) {
@@ -437,11 +396,7 @@ impl Transcript {
             // 32 hex digits hold no `:`: such an id never names a replacement
             // message, so the id table alone says whether it is taken.
             if self.ids.find(&key).is_none() {
-                return FreshId {
-                    id,
-                    key,
-                    drawn_at: self.index.len(),
-                };
+                return FreshId { id, key, drawn_at: self.index.len() };
             }
         }
     }
@@ -474,11 +429,7 @@ impl Transcript {
             role: role_is,
             other_role: (role_is == Role::Other).then(|| role.into()),
             sticky,
-            tool_call_id: if role == "tool" {
-                tool_call_id.map(Into::into)
-            } else {
-                None
-            },
+            tool_call_id: if role == "tool" { tool_call_id.map(Into::into) } else { None },
         }))
     }
 
@@ -491,13 +442,7 @@ impl Transcript {
                 let (env, key) = *line;
                 self.push_checked(env, key, rec);
             }
-            AcceptedKind::Message {
-                key,
-                other_role,
-                sticky,
-                tool_call_id,
-                ..
-            } => {
+            AcceptedKind::Message { key, other_role, sticky, tool_call_id, .. } => {
                 // As push_checked adds a message envelope.
                 if let Some(name) = other_role {
                     let at = u32::try_from(self.index.len()).unwrap_or(u32::MAX);
@@ -545,13 +490,7 @@ impl Transcript {
         if let Some(call) = &call_id {
             self.awaiting.entry(call.clone()).or_default().push(index);
         }
-        self.pending.insert(
-            index,
-            PendingOp {
-                call_id,
-                result: None,
-            },
-        );
+        self.pending.insert(index, PendingOp { call_id, result: None });
     }
 
     // Settle line `index` settles the operation dispatched at `op`, if pending.
@@ -583,9 +522,7 @@ impl Transcript {
         ops: &[Keyed],
     ) -> Result<(), ReplayError> {
         self.check_head(s.kind, &s.key, || s.key.id_bytes())?;
-        let call = s
-            .call
-            .and_then(|(at, len)| calls.get(at as usize..(at + len) as usize));
+        let call = s.call.and_then(|(at, len)| calls.get(at as usize..(at + len) as usize));
         let index = self.add_line(rec, s.key);
         match s.kind {
             EnvelopeType::Message => self.add_message(index, s.sticky, call),
@@ -615,15 +552,10 @@ impl Transcript {
                     self.grants = Some(index);
                 }
             }
-            Detail::Message {
-                sticky,
-                tool_call_id,
-                ..
-            } => self.add_message(index, sticky, tool_call_id.as_deref()),
-            Detail::Compaction {
-                through,
-                replacement,
-            } => {
+            Detail::Message { sticky, tool_call_id, .. } => {
+                self.add_message(index, sticky, tool_call_id.as_deref())
+            }
+            Detail::Compaction { through, replacement } => {
                 // [m for m in live[:i+1] if m.is_sticky] + (replacement or
                 // [summary]) + live[i+1:]
                 let cut = self.position(&through).unwrap_or(0) as usize;
@@ -668,9 +600,7 @@ impl Transcript {
                 // live[:i+1], or [] for null
                 let keep = match &through {
                     None => 0,
-                    Some(id) => self
-                        .position(id)
-                        .map_or(self.live.len(), |p| p as usize + 1),
+                    Some(id) => self.position(id).map_or(self.live.len(), |p| p as usize + 1),
                 };
                 if let Some(h) = &mut self.history {
                     let dropped: Vec<Source> =
@@ -692,11 +622,7 @@ impl Transcript {
                 for (id, span) in items {
                     if let Some(pos) = self.position(&id) {
                         let m = &mut self.live[pos as usize];
-                        elided.push(Elided {
-                            line: m.line,
-                            part: m.part,
-                            stub_before: m.stub(),
-                        });
+                        elided.push(Elided { line: m.line, part: m.part, stub_before: m.stub() });
                         m.stub_at = stub_line.map(|line| (line, span));
                     }
                 }
@@ -714,9 +640,7 @@ impl Transcript {
             }
             Detail::RunContext { carried } => {
                 for digest in carried {
-                    self.sections
-                        .entry(digest.into_boxed_str())
-                        .or_insert(index);
+                    self.sections.entry(digest.into_boxed_str()).or_insert(index);
                 }
             }
         }
@@ -753,29 +677,19 @@ impl Transcript {
             let (line, found) = match e.stub_before {
                 Some((line, at)) => {
                     let bytes = self.index.read_line(src, line, &mut buf)?;
-                    let stub = bytes
-                        .get(at.start as usize..at.end as usize)
-                        .unwrap_or_default();
+                    let stub = bytes.get(at.start as usize..at.end as usize).unwrap_or_default();
                     (line, string_size(stub).map(Some))
                 }
                 None if e.part != WHOLE => {
                     let bytes = self.index.read_line(src, e.line, &mut buf)?;
-                    let at = self
-                        .part(e.line, e.part)
-                        .map(|p| p.span)
-                        .unwrap_or_default();
-                    let payload = bytes
-                        .get(at.start as usize..at.end as usize)
-                        .unwrap_or_default();
+                    let at = self.part(e.line, e.part).map(|p| p.span).unwrap_or_default();
+                    let payload = bytes.get(at.start as usize..at.end as usize).unwrap_or_default();
                     (e.line, string_size_at(payload, &["content"]))
                 }
                 None => {
                     let kind = self.index.get(e.line as usize).map(|r| r.kind);
-                    let key = if kind == Some(EnvelopeType::Compaction) {
-                        "summary"
-                    } else {
-                        "content"
-                    };
+                    let key =
+                        if kind == Some(EnvelopeType::Compaction) { "summary" } else { "content" };
                     let bytes = self.index.read_line(src, e.line, &mut buf)?;
                     (e.line, string_size_at(bytes, &["payload", key]))
                 }
