@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from agent_transcript import Message, Session
 from agent_transcript.search import Hit, grep
-from tests.cli.helpers import ANSI, one_error_line, run
+from tests.cli.helpers import ANSI, env, one_error_line, run
 
 
 def _run_file(path: Path) -> dict[str, str]:
@@ -163,3 +165,34 @@ def test_redact_prints_a_line_that_held_a_secret_redacted(tmp_path: Path) -> Non
     assert [h["matches"] is None for h in hits] == [True, False]
     assert key not in json.dumps(hits)
     assert key in path.read_text()  # the transcript is never changed
+
+
+GREP_ALONE = r"""
+import sys
+from agent_transcript import cli
+
+status = cli.main(sys.argv[1:])
+loaded = sorted(m for m in sys.modules if m.startswith("agent_transcript.cli.") or m == "agent_transcript.formats")
+print(" ".join(loaded), status)
+"""
+
+
+def test_grep_imports_no_other_command(tmp_path: Path) -> None:
+    # The interpreter's start is most of a search's time on a small file: grep loads only its modules.
+    path = tmp_path / "t.jsonl"
+    with Session.create(path) as s:
+        s.append_message(Message.user("a needle"))
+    proc = subprocess.run([sys.executable, "-c", GREP_ALONE, "grep", "-F", "needle", str(path)],
+                          capture_output=True, text=True, timeout=60, env=env())
+    assert proc.stdout.splitlines()[-1] == ("agent_transcript.cli.errors agent_transcript.cli.grep "
+                                            "agent_transcript.cli.outcome agent_transcript.cli.redact "
+                                            "agent_transcript.cli.style 0")
+    assert proc.stdout.splitlines()[0] == f"{path}:2:a needle"
+
+
+def test_grep_alone_parses_as_the_whole_command_line(tmp_path: Path) -> None:
+    for args in (["grep", "--help"], ["grep"], ["grep", "-F", "x", str(tmp_path / "none.jsonl")]):
+        alone = run(*args)
+        whole = subprocess.run([sys.executable, "-c", "import sys; from agent_transcript.cli.app import main; "
+                                "sys.exit(main(sys.argv[1:]))", *args], capture_output=True, text=True, timeout=60, env=env())
+        assert (alone.returncode, alone.stdout, alone.stderr) == (whole.returncode, whole.stdout, whole.stderr)

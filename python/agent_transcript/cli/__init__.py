@@ -14,6 +14,7 @@ Never a private name of another package (``_core``, ``_storage``, ...).
 
 from __future__ import annotations
 
+import sys
 from typing import Sequence
 
 from .errors import CliError
@@ -25,10 +26,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status.
 
     The commands are imported here, not when the package is: a Ctrl-C while
-    they load is exit 130 like one anywhere else, never a traceback.
+    they load is exit 130 like one anywhere else, never a traceback. ``grep``
+    imports only its own: a search of gigabytes does not wait on the others.
     """
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
+        if args[:1] == ["grep"]:
+            from .grep import main as grep
+
+            return grep(args[1:])
         from .app import main as run
     except KeyboardInterrupt:
         return 130
-    return run(argv)
+    return run(args)

@@ -16,31 +16,30 @@ line on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Sequence
 
-from .. import CorruptTranscript, SessionLocked, TranscriptError, UnsupportedVersion, __version__
+from .. import __version__
 from .archive import archive_arguments, cmd_archive
 from .bench import cmd_bench
 from .check import cmd_check
 from .demo import cmd_demo
 from .diff import cmd_diff, diff_arguments
 from .export import cmd_export, export_arguments
-from .errors import PROG, CliError
+from .errors import PROG
 from .follow import cmd_follow
-from .grep import cmd_grep, grep_arguments
+from .grep import GREP_DESCRIPTION, GREP_HELP, cmd_grep, grep_arguments
 from .fork import cmd_fork, fork_arguments
 from .ls import cmd_ls, ls_arguments
 from .html import cmd_html, html_arguments
 from .importer import cmd_import, import_arguments
-from .reading import describe_os_error
+from .outcome import run
 from .prices import prices_option
 from .repair import cmd_repair
 from .serve import cmd_serve, serve_arguments
 from .show import cmd_show, show_arguments
 from .stats import cmd_stats
-from .style import colour_option, escaped
+from .style import colour_option
 
 __all__ = ["main"]
 
@@ -106,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     ls_arguments(p)
     p.set_defaults(func=cmd_ls)
 
-    p = sub.add_parser("grep", help="where a pattern matches the text of transcripts (files and folders)", description="Search the text of transcripts (message content, tool calls and their arguments, tool results, compaction summaries) for PATTERN, matched against the decoded text, and print each matching line of it as path:line:text. The live messages replay gives by default; every line with --all-lines. Exit status: 0 a match, 1 none, 2 bad input or a file that could not be searched.")
+    p = sub.add_parser("grep", help=GREP_HELP, description=GREP_DESCRIPTION)
     grep_arguments(p)
     p.set_defaults(func=cmd_grep)
 
@@ -137,55 +136,12 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     args_list = list(sys.argv[1:] if argv is None else argv)
-    _quiet_stdout_errors()
-    try:
+
+    def command() -> int:
         if args_list and args_list[0] == "bench":
             return cmd_bench(args_list[1:])
         args = _parser().parse_args(args_list)
         status: int = args.func(args)
-        sys.stdout.flush()
         return status
-    except CliError as exc:
-        _error(str(exc))
-        return exc.status
-    except (SessionLocked, UnsupportedVersion, CorruptTranscript, TranscriptError) as exc:
-        _error(str(exc))
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    except RecursionError:  # not reached by anything the reader accepts; never a traceback
-        _error("a value in this transcript is nested too deeply to show")
-        return 2
-    except BrokenPipeError:
-        _devnull_stdout()
-        return 141
-    except OSError as exc:
-        _error(describe_os_error(exc, getattr(exc, "filename", None) or "?"))
-        return 2
 
-
-def _error(message: str) -> None:
-    try:
-        sys.stdout.flush()
-    except (BrokenPipeError, OSError):
-        pass
-    sys.stderr.write(f"{PROG}: {escaped(message)}\n")  # one line, whatever a file name holds
-
-
-def _quiet_stdout_errors() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            try:
-                reconfigure(errors="backslashreplace")
-            except (ValueError, OSError):
-                pass
-
-
-def _devnull_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-
+    return run(command)

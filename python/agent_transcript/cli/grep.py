@@ -7,11 +7,20 @@ import sys
 
 from ..redaction import Redactor
 from ..search import SEARCHED_TYPES, Hit, Unsearchable, grep
-from .errors import CliError
+from .errors import PROG, CliError
+from .outcome import run
 from .redact import redaction_options, redactor_of
 from .style import Style, colour_enabled, colour_option, escaped, json_text
 
-__all__ = ["cmd_grep", "grep_arguments"]
+__all__ = ["GREP_DESCRIPTION", "GREP_HELP", "cmd_grep", "grep_arguments", "main"]
+
+#: The command's one-line help in the list of commands, and its description.
+GREP_HELP = "where a pattern matches the text of transcripts (files and folders)"
+GREP_DESCRIPTION = ("Search the text of transcripts (message content, tool calls and their arguments, tool "
+                    "results, compaction summaries) for PATTERN, matched against the decoded text, and print "
+                    "each matching line of it as path:line:text. The live messages replay gives by default; "
+                    "every line with --all-lines. Exit status: 0 a match, 1 none, 2 bad input or a file that "
+                    "could not be searched.")
 
 # A text line longer than this is shown as a window around its first match.
 _WIDE = 400
@@ -32,6 +41,18 @@ def grep_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object per hit, one per line")
     colour_option(p)
     redaction_options(p)
+
+
+def main(argv: list[str]) -> int:
+    """``agent-transcript grep ARGS...`` (``argv`` without ``grep``), run without importing the
+    other commands: the same parser and exit statuses as through the whole command line."""
+
+    def command() -> int:
+        parser = argparse.ArgumentParser(prog=f"{PROG} grep", description=GREP_DESCRIPTION)
+        grep_arguments(parser)
+        return cmd_grep(parser.parse_args(argv))
+
+    return run(command)
 
 
 def cmd_grep(args: argparse.Namespace) -> int:

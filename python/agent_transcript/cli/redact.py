@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from ..inspect import describe_os_error
 from ..redaction import RedactionRulesError, Redactor
 from .errors import CliError
-from .reading import describe_os_error
 
 __all__ = ["redaction_options", "redactor_of"]
 
