@@ -230,6 +230,18 @@ def test_an_archive_lists_as_its_original(tmp_path: Path) -> None:
         {k: v for k, v in b.to_json().items() if k not in skip}
 
 
+def test_a_damaged_archive_is_unreadable(tmp_path: Path) -> None:
+    src = tmp_path / "run.jsonl"
+    src.write_bytes(meta() + user("archived") + turns(3000))
+    packed = Session.archive(src).read_bytes()
+    (tmp_path / "cut.jsonl.zst").write_bytes(packed[: len(packed) // 2])
+    (tmp_path / "junk.jsonl.zst").write_bytes(b"junk")
+    for name in ("cut.jsonl.zst", "junk.jsonl.zst"):
+        row = read_row(tmp_path / name)
+        assert (row.status, row.reason) == ("unreadable", "not a whole zstd archive"), name
+        assert Session.peek(tmp_path / name).error is not None
+
+
 def test_vanished_and_odd_paths_are_the_references(tmp_path: Path) -> None:
     (tmp_path / "dangling.jsonl").symlink_to(tmp_path / "nowhere")
     os.mkfifo(tmp_path / "fifo.jsonl")
@@ -282,6 +294,8 @@ def test_a_file_the_core_may_not_open_is_unreadable(tmp_path: Path) -> None:
 
 # --- the property: generated transcripts, random tail cuts -------------------------
 
+PROPERTY = settings(max_examples=300, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=120)
 spaces = st.sampled_from(["", " ", "\t", "\r", "\r\n", "\n", "\n\n  \n"])
 
@@ -317,8 +331,7 @@ def transcripts(draw: Any) -> bytes:
     return data if draw(st.booleans()) else data[: draw(st.integers(0, len(data)))]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                     HealthCheck.too_slow])
+@PROPERTY
 @given(data=transcripts())
 def test_the_core_agrees_with_the_reference_and_with_peek(tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "t.jsonl"
@@ -354,8 +367,7 @@ def damaged(draw: Any) -> bytes:
     return bytes(data)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                     HealthCheck.too_slow])
+@PROPERTY
 @given(data=damaged())
 def test_the_core_agrees_with_the_reference_on_damaged_files(tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "t.jsonl"

@@ -1,13 +1,14 @@
 """A folder of transcripts, one row per file, from each file's first and last lines.
 
-Nothing is replayed and no file is read whole: a row costs a ``stat``, one
-read at the file's start and one at its end, so a folder of a hundred thousand
+Nothing is replayed and no file is read whole (an archive is decompressed
+once, as a stream): a row costs a ``stat``, one read at the file's start and
+one at its end, so a folder of a hundred thousand
 files lists in about the time it takes to open them. The walk is a generator
 (one directory listing at a time, its files read in batches of
 ``BATCH``), so memory does not grow with the number of files.
 
 The core reads every row (a batch at a time, on a few threads, without the
-GIL), archives too: it decompresses them as a stream and keeps their ends. A
+GIL), an archive's from the ends of the transcript it holds. A
 line the core's strict reader refuses is one ``Session.load`` refuses too, so
 a row says what load would. Here the rows get their paths, their writers, the
 wording of an ``OSError``, and for a file that is no transcript of this
@@ -50,8 +51,8 @@ __all__ = ["TranscriptRow", "list_transcripts", "read_row", "sort_rows", "writer
 #:   settled: the run stopped mid-call (or a tool is running now);
 #: * ``torn tail``: the last line is cut short, what a crash leaves (load removes it);
 #: * ``corrupt``: the last two lines are both damaged, which load refuses;
-#: * ``unsupported version``: the session-meta's ``v`` is not 1;
-#: * ``not a transcript``: the first line is not a session-meta (an empty file too);
+#: * ``unsupported version``: the session-meta's ``v`` is an int other than 1;
+#: * ``not a transcript``: the first line is not a session-meta load reads (an empty file too);
 #: * ``claude-code``, ``codex``: another tool's transcript, which ``import`` reads;
 #: * ``unreadable``: it cannot be opened (``reason`` says why: permission, a dangling link);
 #:   a sub-folder the walk cannot list has a row of its own so.

@@ -10,7 +10,7 @@ use transcript_core::archive::decompress;
 use transcript_core::scan::ReadAt;
 use transcript_core::stop::go_on;
 
-use super::{read_ends, Ends, Status, Stop, HEAD_MAX, TAIL, TAIL_MAX};
+use super::{read_ends, Ends, Status, Stop, Unreadable, HEAD_MAX, TAIL, TAIL_MAX};
 
 // The end kept: a last line as long as the reader looks back for, and the
 // one before it.
@@ -63,9 +63,7 @@ pub(super) fn archive_ends(file: &File) -> Result<Ends, Stop> {
     let mut kept = Kept::default();
     if let Err(e) = decompress(file, &mut kept, &go_on) {
         return Err(match e.kind() {
-            io::ErrorKind::InvalidData => {
-                Stop::Not(Status::NotATranscript("not a whole zstd archive"))
-            }
+            io::ErrorKind::InvalidData => Stop::Not(Status::Unreadable(Unreadable::Archive)),
             _ => Stop::Io(e),
         });
     }

@@ -59,9 +59,10 @@ const HEAD_FIRST: usize = 4 * 1024;
 const TAIL_FIRST: usize = 4 * 1024;
 
 /// What a row says of a file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Status {
     /// A session-meta first, the last line a whole envelope.
+    #[default]
     Clean,
     /// Clean, but the last line is a tool call nothing can answer yet: a
     /// dispatch never settled (`dispatched`), or an assistant message's
@@ -120,6 +121,7 @@ impl Status {
             Status::Unreadable(Unreadable::Dangling) => "a dangling symlink",
             Status::Unreadable(Unreadable::NotRegular) => "not a regular file",
             Status::Unreadable(Unreadable::Changing) => "it changed size each time it was read",
+            Status::Unreadable(Unreadable::Archive) => "not a whole zstd archive",
         })
     }
 }
@@ -135,6 +137,8 @@ pub enum Unreadable {
     NotRegular,
     /// It kept changing size while it was read.
     Changing,
+    /// An archive that is not one whole zstd stream.
+    Archive,
 }
 
 /// Text as the file has it: WTF-8, a lone surrogate kept as its three bytes
@@ -142,7 +146,7 @@ pub enum Unreadable {
 pub type Text = Vec<u8>;
 
 /// What a row shows from a transcript's first and last lines.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Ends {
     /// What the file is.
     pub status: Status,
@@ -165,12 +169,7 @@ impl Ends {
     fn only(status: Status) -> Self {
         Ends {
             status,
-            title: None,
-            agent: None,
-            model: None,
-            started: None,
-            last_activity: None,
-            last_type: None,
+            ..Ends::default()
         }
     }
 }
