@@ -34,9 +34,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from .. import _core
 from ..formats import describe, detect_format
-from ..inspect import os_error_reason
+from ..inspect import os_error_reason, read_ends
 from ..inspect.paths import read_regular_file
 
 __all__ = ["TranscriptRow", "list_transcripts", "read_row", "sort_rows", "writer_locks", "STATUSES",
@@ -64,17 +63,6 @@ TRANSCRIPT_SUFFIXES = (".jsonl", ".jsonl.zst")
 
 #: How many files of a folder go to the core at a time.
 BATCH = 256
-
-
-def _threads() -> int:
-    try:
-        return max(1, min(2, len(os.sched_getaffinity(0))))
-    except (AttributeError, OSError):
-        return max(1, min(2, os.cpu_count() or 1))
-
-
-# How many threads the core reads a batch with: two, or one on a one-core machine.
-_THREADS = _threads()
 
 
 @dataclass(frozen=True)
@@ -253,7 +241,7 @@ def _read_batch(folder: Path, batch: list[os.DirEntry[str]],
 def _rows_of(names: list[str], paths: list[Path],
              table: dict[tuple[int, int], int] | None) -> Iterator[TranscriptRow]:
     """The rows of ``paths`` (``names`` their strings), in order, read by the core."""
-    for path, got in zip(paths, _core.list_rows(names, _THREADS)):
+    for path, got in zip(paths, read_ends(names)):
         status, reason, size, mtime, dev, ino = got[:6]
         if table is None or dev is None or ino is None:
             held = pid = None

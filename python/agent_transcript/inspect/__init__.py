@@ -3,7 +3,8 @@
 Lives here: reading a file without opening it as a session (``.reader``:
 ``read``, ``Reading``, the tail check, the replay's history as ``Later``,
 ``CompactionEffect``, ``RewindEffect``, ``LiveMessage``), the check verdict (``.check``:
-``CheckReport``, ``check_path``), the counts and sizes (``.stats``:
+``CheckReport``, ``check_path``), a listing's first and last lines of
+many files at once (``.ends``: ``read_ends``), the counts and sizes (``.stats``:
 ``Stats``, ``compute_stats``), what a payload's values say as text
 (``.values``), why a named file cannot be read (``.files``) and a
 file's rows as columns for an export (``.columns``), ``follow_file``
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 from .check import CheckReport, check_path, check_report
 from .columns import ColumnBatch, ColumnData, FileColumns, status_of
+from .ends import Ends, read_ends
 from ..follow import GrowingFile, ReadEdges, follow as follow_file, same_prefix
 from .files import Unreadable, describe_os_error, os_error_reason, require_file, walk_transcripts
 from .reader import CompactionEffect, Later, LiveMessage, Reading, Refusal, RewindEffect, Tail, excerpt, open_file, read, tail
@@ -87,4 +89,6 @@ __all__ = [
     "ColumnData",
     "FileColumns",
     "status_of",
+    "Ends",
+    "read_ends",
 ]
