@@ -136,20 +136,6 @@ def test_unreadable_file_and_folder(tmp_path: Path) -> None:
         os.chmod(tmp_path / "closed", 0o700)
 
 
-def test_an_unreadable_file_as_root_is_simulated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "a.jsonl").write_bytes(clean_bytes())
-    real_open = os.open
-
-    def refusing(path: object, flags: int, *a: object) -> int:
-        if str(path).endswith("a.jsonl"):
-            raise PermissionError(13, "Permission denied", str(path))
-        return real_open(path, flags, *a)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(os, "open", refusing)
-    r = read_row(tmp_path / "a.jsonl")
-    assert (r.status, r.reason) == ("unreadable", "permission denied")
-
-
 _LISTING_PEAKS = textwrap.dedent("""
     import json, sys, tracemalloc
     from agent_transcript.fleet import list_transcripts

@@ -1,19 +1,20 @@
-"""The core's first/last-line reader behind ``list_transcripts``, against the Python reference.
+"""The core's first/last-line reader behind ``list_transcripts``, against the Python oracle.
 
-``list_transcripts`` reads a folder's files in batches with the Rust core
-(``agent_transcript.inspect.read_ends``) and leaves the odd ones to
-``fleet.read_row``, the reference reader in Python. Every row must be the one
-``read_row`` gives, and, where the file is a transcript, say what ``Session.peek``
-says of its first and last lines. These are the edges a native reader can get
-wrong: a tail torn inside a UTF-8 character, no newline at all, a first line
-longer than the first read, a file cut short between its stat and its read,
-CRLF, and archives.
+``list_transcripts`` and ``fleet.read_row`` read every file with the Rust
+core. Where every line is JSON both read, each row must be the one the Python
+reference reader (``reference_listing``, kept here as the oracle) gives, and,
+where the file is a transcript, say what ``Session.peek`` says of its first and
+last lines. These are the edges a native reader can get wrong: a tail torn
+inside a UTF-8 character, no newline at all, a first line longer than the first
+read, a file cut short between its stat and its read, CRLF, and archives.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -27,8 +28,10 @@ from hypothesis import strategies as st
 
 from agent_transcript import Message, Session
 from agent_transcript.fleet import STATUSES, TranscriptRow, list_transcripts, read_row
-from agent_transcript.fleet.listing import _clip
-from agent_transcript.inspect import content_text, read_ends
+from agent_transcript.inspect import content_text
+
+from . import reference_listing
+from .reference_listing import _clip
 
 TS = "2026-08-09T13:10:08.542283Z"
 
@@ -57,29 +60,35 @@ def only_row(path: Path) -> TranscriptRow:
     return got[0]
 
 
-def same_as_reference(path: Path) -> TranscriptRow:
-    """The listing's row of ``path``, checked equal to the Python reader's."""
-    row = only_row(path)
-    assert row == read_row(path, {}), path.read_bytes()[-300:]
+def oracle(path: Path) -> TranscriptRow:
+    """The Python oracle's row of ``path``, where it differs from load by
+    design made load's: a session-meta whose ``v`` is no int (missing, a
+    string) is no envelope load reads, so no session-meta."""
+    row = reference_listing.read_row(path, {})
+    if row.status == "unsupported version" and not re.fullmatch(r"version -?[0-9]+", row.reason or ""):
+        return dataclasses.replace(row, status="not a transcript", reason="the first line is not a session-meta",
+                                   title=None, agent=None, model=None, started=None)
     return row
 
 
-def native(path: Path) -> bool:
-    """Whether the core answered for ``path`` (rather than leave it to read_row)."""
-    return read_ends([str(path)])[0] is not None
+def same_as_reference(path: Path) -> TranscriptRow:
+    """The listing's row of ``path``, checked equal to the Python oracle's
+    and to ``read_row``'s."""
+    row = only_row(path)
+    assert row == oracle(path), path.read_bytes()[-300:]
+    assert row == read_row(path, {})
+    return row
 
 
 def test_the_core_answers_for_an_ordinary_transcript(tmp_path: Path) -> None:
     path = tmp_path / "a.jsonl"
     path.write_bytes(meta() + user("fix  the\tbug") + turns(3))
     row = same_as_reference(path)
-    assert native(path)
     assert (row.status, row.title, row.agent, row.model, row.last_type) == (
         "clean", "fix the bug", "coder", "m-1", "message")
-    got = read_ends([str(path)])[0]
-    assert got is not None
     st_ = os.stat(path)
-    assert got[:5] == ("clean", st_.st_size, st_.st_mtime, st_.st_dev, st_.st_ino)
+    assert (row.size, row.mtime, row.held) == (st_.st_size, st_.st_mtime, False)
+    assert read_row(path, {(st_.st_dev, st_.st_ino): 7}).writer_pid == 7
 
 
 def test_a_tail_torn_inside_a_utf8_character(tmp_path: Path) -> None:
@@ -90,7 +99,6 @@ def test_a_tail_torn_inside_a_utf8_character(tmp_path: Path) -> None:
             path = tmp_path / f"cut{cut}.jsonl"
             path.write_bytes(whole[:cut])
             row = same_as_reference(path)
-            assert native(path)
             assert (row.status, row.last_activity) == ("torn tail", "2026-08-10T00:00:01.000000Z")
 
 
@@ -100,7 +108,6 @@ def test_no_newline_at_all(tmp_path: Path) -> None:
     (tmp_path / "last.jsonl").write_bytes((meta() + user("go") + turns(2))[:-1])
     for name, last in (("meta.jsonl", "session-meta"), ("big.jsonl", "session-meta"), ("last.jsonl", "message")):
         row = same_as_reference(tmp_path / name)
-        assert native(tmp_path / name)
         assert (row.status, row.last_type) == ("clean", last)
 
 
@@ -110,7 +117,6 @@ def test_a_first_line_longer_than_a_head_block(tmp_path: Path, size: int) -> Non
     path.write_bytes(meta(agent="a", notes="n" * size) + user("the task") + turns(1))
     row = same_as_reference(path)
     if size < (1 << 20):
-        assert native(path)
         assert (row.status, row.agent, row.title) == ("clean", "a", "the task")
     else:
         assert (row.status, row.reason) == ("not a transcript", "the first line is longer than 1 MiB")
@@ -122,7 +128,6 @@ def test_the_title_after_long_first_messages(tmp_path: Path, before: int) -> Non
     path.write_bytes(meta() + line("s" * 32, "message", {"role": "system", "content": "s" * before})
                      + user([{"type": "text", "text": "look"}, {"type": "image"}, {}]) + turns(2))
     row = same_as_reference(path)
-    assert native(path)
     assert row.title == ("look [image] [part]" if before < 65_000 else None)
 
 
@@ -130,27 +135,59 @@ def test_crlf(tmp_path: Path) -> None:
     path = tmp_path / "a.jsonl"
     path.write_bytes((meta() + user("go") + turns(2)).replace(b"\n", b"\r\n") + b" \r\n\r\n")
     row = same_as_reference(path)
-    assert native(path)
     assert (row.status, row.title, row.last_activity) == ("clean", "go", "2026-08-10T00:00:01.000000Z")
 
 
-def test_what_only_pythons_json_reads_is_left_to_the_reference(tmp_path: Path) -> None:
-    cases = {
+def test_a_line_only_pythons_json_reads_is_what_load_says(tmp_path: Path) -> None:
+    """The core reads lines with the strict reader load uses: a line Python's
+    ``json`` reads and load refuses (NaN, a float too big for a double, a BOM)
+    is damaged, as it is to load (a BOM: refused as damage); a version that is no int is no session-meta.
+    (The Python oracle read these as clean: it agreed with ``json``, not load.)"""
+    torn = {
         "nan.jsonl": meta() + b'{"type":"x","ts":"t","n":NaN}\n',
-        "bom.jsonl": meta() + b'\xef\xbb\xbf{"type":"x","ts":"t"}\n',
         "huge.jsonl": meta() + b'{"type":"x","ts":"t","n":1e400}\n',
-        "surrogate.jsonl": meta() + b'{"type":"\\ud800","ts":"t"}\n',
-        "v2.jsonl": line("m" * 32, "session-meta", {}, v=2),
-        "vfloat.jsonl": line("m" * 32, "session-meta", {}).replace(b'"v":1', b'"v":1.0'),
-        "bad-utf8.jsonl": meta() + b'{"id":"' + b"\xff" * 3 + b'","payload":{},"ts":"t","type":"x","v":1}\n',
-        "dict-content.jsonl": meta() + user({"a": 1}) + turns(1),
     }
-    for name, body in cases.items():
+    for name, body in torn.items():
         (tmp_path / name).write_bytes(body)
-        same_as_reference(tmp_path / name)
+        loaded = Session.peek(tmp_path / name)
+        assert any(w.startswith("line ") for w in loaded.warnings), (name, loaded.warnings)
+    (tmp_path / "bom.jsonl").write_bytes(meta() + b'\xef\xbb\xbf{"type":"x","ts":"t"}\n')
+    (tmp_path / "bad-utf8.jsonl").write_bytes(
+        meta() + b'{"id":"' + b"\xff" * 3 + b'","payload":{},"ts":"t","type":"x","v":1}\n')
+    (tmp_path / "v2.jsonl").write_bytes(line("m" * 32, "session-meta", {}, v=2))
+    (tmp_path / "vfloat.jsonl").write_bytes(line("m" * 32, "session-meta", {}).replace(b'"v":1', b'"v":1.0'))
+    (tmp_path / "vtrue.jsonl").write_bytes(line("m" * 32, "session-meta", {}).replace(b'"v":1', b'"v":true'))
     rows = {r.path.name: r for r in list_transcripts(tmp_path)}
-    assert (rows["nan.jsonl"].status, rows["nan.jsonl"].last_type) == ("clean", "x")
-    assert rows["vfloat.jsonl"].status == "clean" and rows["v2.jsonl"].status == "unsupported version"
+    for name in torn:
+        assert (rows[name].status, rows[name].last_type, rows[name].reason) == \
+            ("torn tail", "session-meta", "the last line is cut short"), name
+    # A canonical end is read without parsing the line (as the oracle reads it).
+    assert rows["bad-utf8.jsonl"].status == "clean"
+    # Damage that does not begin with '{' is no torn write: load refuses it.
+    assert (rows["bom.jsonl"].status, rows["bom.jsonl"].reason) == \
+        ("corrupt", "the last line is damaged and does not begin with '{'")
+    assert (rows["v2.jsonl"].status, rows["v2.jsonl"].reason) == ("unsupported version", "version 2")
+    for name in ("vfloat.jsonl", "vtrue.jsonl"):
+        assert (rows[name].status, rows[name].reason) == ("not a transcript", "the first line is not a session-meta")
+        with pytest.raises(Exception):
+            Session.load(tmp_path / name).close()
+
+
+def test_lone_surrogates_and_odd_content_are_read(tmp_path: Path) -> None:
+    """A lone surrogate in a shown field comes back as itself; content that is
+    no string nor list of parts is shown as its JSON."""
+    (tmp_path / "s.jsonl").write_bytes(
+        b'{"id":"m","payload":{"agent":"a\\ud800b"},"ts":"t","type":"session-meta","v":1}\n'
+        b'{"id":"u","payload":{"content":"hi \\udc00  there","role":"user"},"ts":"t","type":"message","v":1}\n'
+        b'{"id":"x","payload":{},"ts":"t\\ud800","type":"x","v":1}\n')
+    (tmp_path / "dict.jsonl").write_bytes(meta() + user({"a": 1}) + turns(1))
+    (tmp_path / "parts.jsonl").write_bytes(meta() + user(["plain", {"type": "text", "text": "t"}]) + turns(1))
+    rows = {r.path.name: r for r in list_transcripts(tmp_path)}
+    s = rows["s.jsonl"]
+    assert (s.status, s.agent, s.title, s.last_activity) == ("clean", "a\ud800b", "hi \udc00 there", "t\ud800")
+    assert rows["dict.jsonl"].title == '{"a":1}'
+    assert rows["parts.jsonl"].title == '"plain" t'
+
 
 
 def test_a_file_cut_short_while_it_is_listed(tmp_path: Path) -> None:
@@ -188,22 +225,36 @@ def test_an_archive_lists_as_its_original(tmp_path: Path) -> None:
     src.write_bytes(meta() + user("archived") + turns(5) + b'{"id":"tor')
     packed = Session.archive(src, keep=True)
     a, b = only_row(src), only_row(packed)
-    assert not native(packed)
-    skip = {"path", "size", "mtime", "reason"}
+    skip = {"path", "size", "mtime"}
     assert {k: v for k, v in a.to_json().items() if k not in skip} == \
         {k: v for k, v in b.to_json().items() if k not in skip}
+
+
+def test_a_damaged_archive_is_unreadable(tmp_path: Path) -> None:
+    src = tmp_path / "run.jsonl"
+    src.write_bytes(meta() + user("archived") + turns(3000))
+    packed = Session.archive(src).read_bytes()
+    (tmp_path / "cut.jsonl.zst").write_bytes(packed[: len(packed) // 2])
+    (tmp_path / "junk.jsonl.zst").write_bytes(b"junk")
+    for name in ("cut.jsonl.zst", "junk.jsonl.zst"):
+        row = read_row(tmp_path / name)
+        assert (row.status, row.reason) == ("unreadable", "not a whole zstd archive"), name
+        assert Session.peek(tmp_path / name).error is not None
 
 
 def test_vanished_and_odd_paths_are_the_references(tmp_path: Path) -> None:
     (tmp_path / "dangling.jsonl").symlink_to(tmp_path / "nowhere")
     os.mkfifo(tmp_path / "fifo.jsonl")
     (tmp_path / "dir.jsonl").mkdir()
-    assert read_ends([str(tmp_path / n) for n in ("dangling.jsonl", "fifo.jsonl", "dir.jsonl", "gone.jsonl")]) \
-        == [None] * 4
     rows = {r.path.name: r for r in list_transcripts(tmp_path)}
+    for name in ("dangling.jsonl", "fifo.jsonl"):
+        assert rows[name] == reference_listing.read_row(tmp_path / name, {})
     assert rows["dangling.jsonl"].reason == "a dangling symlink"
     assert rows["fifo.jsonl"].reason == "not a regular file"
     assert "dir.jsonl" not in rows
+    for name in ("dir.jsonl", "gone.jsonl"):
+        assert read_row(tmp_path / name) == reference_listing.read_row(tmp_path / name)
+    assert read_row(tmp_path / "gone.jsonl").reason == "no such file"
 
 
 NOBODY_LS = textwrap.dedent("""
@@ -243,6 +294,8 @@ def test_a_file_the_core_may_not_open_is_unreadable(tmp_path: Path) -> None:
 
 # --- the property: generated transcripts, random tail cuts -------------------------
 
+PROPERTY = settings(max_examples=300, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=120)
 spaces = st.sampled_from(["", " ", "\t", "\r", "\r\n", "\n", "\n\n  \n"])
 
@@ -278,8 +331,7 @@ def transcripts(draw: Any) -> bytes:
     return data if draw(st.booleans()) else data[: draw(st.integers(0, len(data)))]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                     HealthCheck.too_slow])
+@PROPERTY
 @given(data=transcripts())
 def test_the_core_agrees_with_the_reference_and_with_peek(tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "t.jsonl"
@@ -305,10 +357,27 @@ def test_the_core_agrees_with_the_reference_and_with_peek(tmp_path: Path, data: 
         assert row.title == _clip(next((t for t in texts_ if t is not None), None))
 
 
+@st.composite
+def damaged(draw: Any) -> bytes:
+    """A generated transcript with odd bytes written over a few of its bytes."""
+    data = bytearray(draw(transcripts()))
+    for _ in range(draw(st.integers(1, 4)) if data else 0):
+        at = draw(st.integers(0, len(data) - 1))
+        data[at:at + 1] = draw(st.sampled_from([b"\xff", b"\x00", b"{", b"}", b'"', b"\n", b"\\", b" ", b"\xc3"]))
+    return bytes(data)
+
+
+@PROPERTY
+@given(data=damaged())
+def test_the_core_agrees_with_the_reference_on_damaged_files(tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(data)
+    same_as_reference(path)
+
+
 def test_a_file_name_that_is_not_utf8(tmp_path: Path) -> None:
     path = tmp_path / os.fsdecode(b"caf\xe9.jsonl")
     path.write_bytes(meta() + user("hi"))
-    assert native(path)
     row = same_as_reference(path)
     assert (row.path, row.title) == (path, "hi")
 
@@ -345,9 +414,9 @@ def test_a_run_killed_mid_tool_is_pending_until_answered(tmp_path: Path) -> None
         s.append_message(Message.user("go"))
         s.append_message(Message.assistant(None, [{"id": "c1", "type": "function",
                                                    "function": {"name": "run", "arguments": "{}"}}]))
-        assert only_row(path).status == read_row(path).status == "pending"   # held: a tool may run now
+        assert only_row(path).status == reference_listing.read_row(path).status == "pending"  # a tool may run now
         s.append_tool_dispatched("c1", "run", {})
-        assert only_row(path).status == read_row(path).status == "pending"
+        assert only_row(path).status == reference_listing.read_row(path).status == "pending"
         s.answer_unanswered_tool_calls()
     assert same_as_reference(path).status == "clean"
     stopped = tmp_path / "stopped" / "run.jsonl"

@@ -1,12 +1,9 @@
 """The first and last lines of many files at once, read by the core: what a listing shows.
 
-``read_ends`` is the fast path of ``agent_transcript.fleet.list_transcripts``:
+``read_ends`` is the reader of ``agent_transcript.fleet.list_transcripts``:
 a batch of paths goes to the Rust core, which reads a block at each file's start
-and a block at its end on a few threads, without the GIL. The reference for
-every answer is the fleet's own Python reader (``fleet.read_row``): where a file
-is out of the ordinary (unreadable, not a regular file, an archive, not a
-version 1 transcript, a line that only Python's ``json`` might read), the
-answer is None and the caller reads that file with it.
+and a block at its end (an archive's: of the transcript it holds) on a few
+threads, without the GIL, and answers every path.
 """
 
 from __future__ import annotations
@@ -18,13 +15,14 @@ from .. import _core
 
 __all__ = ["Ends", "read_ends", "READ_THREADS"]
 
-#: ``(status, size, mtime, st_dev, st_ino, title, agent, model, started,
-#: last_activity, last_type)``: ``status`` is ``clean``, ``torn tail`` or
-#: ``corrupt``; ``size``, ``mtime``, ``st_dev`` and ``st_ino`` are the file's
-#: ``os.stat``; the rest are what the first and last lines say, as
-#: ``fleet.TranscriptRow`` holds them.
-Ends = tuple[str, int, float, int, int, "str | None", "str | None", "str | None", "str | None",
-             "str | None", "str | None"]
+#: ``(status, reason, size, mtime, st_dev, st_ino, title, agent, model,
+#: started, last_activity, last_type)``: ``status`` and ``reason`` as
+#: ``fleet.TranscriptRow`` holds them, but ``reason`` is an errno when an
+#: ``OSError`` made the file unreadable; ``size``, ``mtime``, ``st_dev`` and
+#: ``st_ino`` are the file's ``os.stat`` (the last two None when it failed);
+#: the rest are what the first and last lines say.
+Ends = tuple[str, "str | int | None", int, float, "int | None", "int | None", "str | None", "str | None",
+             "str | None", "str | None", "str | None", "str | None"]
 
 
 def _threads() -> int:
@@ -38,9 +36,8 @@ def _threads() -> int:
 READ_THREADS = _threads()
 
 
-def read_ends(paths: Sequence[str | os.PathLike[str]], *, threads: int = READ_THREADS) -> list[Ends | None]:
-    """For each path, in order, what its first and last lines say
-    (``Ends``), or None where the caller's own reader is to read it.
+def read_ends(paths: Sequence[str | os.PathLike[str]], *, threads: int = READ_THREADS) -> list[Ends]:
+    """For each path, in order, what its first and last lines say (``Ends``).
 
-    Never raises for a file: an unreadable or vanishing one is None."""
+    Never raises for a file: an unreadable or vanishing one says why."""
     return _core.list_rows(list(paths), threads)

@@ -5,14 +5,16 @@ use std::path::PathBuf;
 
 use pyo3::prelude::*;
 use pyo3::types::PyList;
-use pyo3::{intern, IntoPyObjectExt};
-use transcript_tools::listing::{self, Status};
+use pyo3::IntoPyObjectExt;
+use transcript_tools::listing::{self, Status, Text, Unreadable};
 
-/// `list_rows(paths, threads, /)`: for each path, in order, `(status, size,
-/// mtime, dev, ino, title, agent, model, started, last_activity, last_type)`,
-/// or None where Python's own reader is to read the file (it cannot be read,
-/// is not a regular file or not a version 1 transcript, is an archive, or is
-/// otherwise out of the ordinary). Never raises for a file.
+use crate::decode::str_from_wtf8;
+
+/// `list_rows(paths, threads, /)`: for each path, in order, `(status, reason,
+/// size, mtime, dev, ino, title, agent, model, started, last_activity,
+/// last_type)`; `reason` is an errno (an int) when an `OSError` made the file
+/// unreadable; `dev` and `ino` are None when `stat` failed. Never raises for
+/// a file.
 #[pyfunction]
 #[pyo3(signature = (paths, threads, /))]
 pub fn list_rows<'py>(
@@ -21,35 +23,29 @@ pub fn list_rows<'py>(
     threads: usize,
 ) -> PyResult<Bound<'py, PyList>> {
     let rows = py.detach(|| listing::read_rows(&paths, threads));
+    let text = |t: Option<Text>| t.map(|t| str_from_wtf8(py, &t)).transpose();
     let mut out = Vec::with_capacity(rows.len());
-    for row in rows {
-        let item = match row {
-            None => py.None().into_bound(py),
-            Some(r) => {
-                let status = match r.ends.status {
-                    Status::Clean => intern!(py, "clean"),
-                    Status::TornTail => intern!(py, "torn tail"),
-                    Status::Corrupt => intern!(py, "corrupt"),
-                    Status::DamagedEnd => intern!(py, "damaged end"),
-                };
-                let e = r.ends;
-                (
-                    status,
-                    r.size,
-                    r.mtime,
-                    r.dev,
-                    r.ino,
-                    e.title,
-                    e.agent,
-                    e.model,
-                    e.started,
-                    e.last_activity,
-                    e.last_type,
-                )
-                    .into_bound_py_any(py)?
-            }
+    for r in rows {
+        let reason = match r.ends.status {
+            Status::Unreadable(Unreadable::Errno(e)) => e.into_bound_py_any(py)?,
+            ref s => s.reason().into_bound_py_any(py)?,
         };
-        out.push(item);
+        let e = r.ends;
+        let item = (
+            e.status.name(),
+            reason,
+            r.size,
+            r.mtime,
+            r.file_id.map(|(dev, _)| dev),
+            r.file_id.map(|(_, ino)| ino),
+            text(e.title)?,
+            text(e.agent)?,
+            text(e.model)?,
+            text(e.started)?,
+            text(e.last_activity)?,
+            text(e.last_type)?,
+        );
+        out.push(item.into_bound_py_any(py)?);
     }
     PyList::new(py, out)
 }

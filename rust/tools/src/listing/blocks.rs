@@ -5,7 +5,7 @@ use std::io;
 
 use transcript_core::scan::ReadAt;
 
-use super::lines::{canonical_end, last_line, parsed_or_defer};
+use super::lines::{canonical_end, last_line, makes_calls, parsed};
 use super::{LastLine, Stop, TAIL, TAIL_FIRST, TAIL_MAX};
 
 /// Reads `buf.len()` bytes at `offset`, fewer only at the end of the file.
@@ -86,9 +86,9 @@ impl<'f, R: ReadAt + ?Sized> Back<'f, R> {
         }
         if head.len() as u64 >= size {
             let from = floor.max(size.saturating_sub(TAIL as u64));
-            let lo = usize::try_from(from).map_err(|_| Stop::Defer)?;
-            let hi = usize::try_from(size).map_err(|_| Stop::Defer)?;
-            back.data = head.get(lo..hi).ok_or(Stop::Defer)?.to_vec();
+            let lo = usize::try_from(from).map_err(|_| Stop::Changed)?;
+            let hi = usize::try_from(size).map_err(|_| Stop::Changed)?;
+            back.data = head.get(lo..hi).ok_or(Stop::Changed)?.to_vec();
             back.start = from;
         } else {
             back.grow_toward(floor.max(size.saturating_sub(TAIL_FIRST as u64)))?;
@@ -105,7 +105,7 @@ impl<'f, R: ReadAt + ?Sized> Back<'f, R> {
         }
         let step = (self.data.len() as u64).max(TAIL_FIRST as u64);
         let from = lo.max(self.start.saturating_sub(step));
-        let n = usize::try_from(self.start - from).map_err(|_| Stop::Defer)?;
+        let n = usize::try_from(self.start - from).map_err(|_| Stop::Changed)?;
         let mut fresh = vec![0u8; n + self.data.len()];
         let got = match fresh.get_mut(..n) {
             Some(part) => read_full_at(self.file, part, from)?,
@@ -125,10 +125,10 @@ impl<'f, R: ReadAt + ?Sized> Back<'f, R> {
     fn slice(&self, lo: u64, hi: u64) -> Result<&[u8], Stop> {
         let base = self.start;
         if lo < base || hi < lo {
-            return Err(Stop::Defer);
+            return Err(Stop::Changed);
         }
-        let a = usize::try_from(lo - base).map_err(|_| Stop::Defer)?;
-        let b = usize::try_from(hi - base).map_err(|_| Stop::Defer)?;
+        let a = usize::try_from(lo - base).map_err(|_| Stop::Changed)?;
+        let b = usize::try_from(hi - base).map_err(|_| Stop::Changed)?;
         self.data.get(a..b).ok_or(Stop::Changed)
     }
 
@@ -173,15 +173,17 @@ impl<'f, R: ReadAt + ?Sized> Back<'f, R> {
     }
 
     /// The last line, and the one before it when the last is damaged
-    /// (each None when there is no such line after the first line), and
-    /// whether the last line begins with `{` (as a torn write of this
-    /// library's does; true when its start was not found).
+    /// (each None when there is no such line after the first line), whether
+    /// the last line begins with `{` (as a torn write of this library's does;
+    /// true when its start was not found), and where the last line lies.
+    #[allow(clippy::type_complexity)]
     pub(super) fn last_lines(
         &mut self,
-    ) -> Result<(Option<LastLine>, Option<LastLine>, bool), Stop> {
+    ) -> Result<(Option<LastLine>, Option<LastLine>, bool, Option<(u64, u64)>), Stop> {
         let mut end = self.end;
         let mut out: Vec<LastLine> = Vec::with_capacity(2);
         let mut brace = true;
+        let mut span = None;
         while out.len() < 2 && !matches!(out.first(), Some(Some(_))) {
             end = self.skip_blank_back(end)?;
             if end <= self.floor {
@@ -194,23 +196,27 @@ impl<'f, R: ReadAt + ?Sized> Back<'f, R> {
                 let raw = self.slice(start, end)?;
                 if out.is_empty() {
                     brace = raw.first() == Some(&b'{');
+                    span = Some((start, end));
                 }
-                out.push(last_line(raw)?);
+                out.push(last_line(raw));
                 end = start;
                 continue;
             }
             // A line longer than TAIL: its end is enough for a canonical one.
             let least = self.floor.max(end.saturating_sub(TAIL_MAX as u64));
             let start = self.rfind_newline(least, end)?.map_or(least, |i| i + 1);
-            let fields = match canonical_end(self.slice(block_lo, end)?)? {
+            let fields = match canonical_end(self.slice(block_lo, end)?) {
                 Some(f) => Some(f),
                 None if end - start <= TAIL_MAX as u64 => {
                     self.grow_toward(start)?;
-                    parsed_or_defer(self.slice(start, end)?)?
+                    parsed(self.slice(start, end)?)
                 }
                 None => None,
             };
             let first = out.is_empty();
+            if first {
+                span = Some((start, end));
+            }
             out.push(fields);
             if start > self.floor {
                 self.grow_toward(start - 1)?;
@@ -225,6 +231,18 @@ impl<'f, R: ReadAt + ?Sized> Back<'f, R> {
             end = start;
         }
         let mut it = out.into_iter();
-        Ok((it.next(), it.next(), brace))
+        Ok((it.next(), it.next(), brace, span))
+    }
+
+    /// Whether the line `[lo, hi)` (read whole when at most [`TAIL_MAX`]
+    /// long) makes a tool call; parsed only when it names `tool_calls`.
+    pub(super) fn makes_calls(&mut self, lo: u64, hi: u64) -> Result<bool, Stop> {
+        if hi - lo > TAIL_MAX as u64 {
+            return Ok(false);
+        }
+        self.grow_toward(lo)?;
+        let raw = self.slice(lo, hi)?;
+        Ok(memchr::memmem::find(raw, br#""tool_calls""#).is_some()
+            && makes_calls(raw).unwrap_or(false))
     }
 }

@@ -1,93 +1,59 @@
 //! What a first or last line says: the session-meta's fields, an envelope's
 //! `ts` and `type` (from the canonical end of a line this library wrote, read
-//! without parsing, or from the line parsed), and whether Python's `json`
-//! might read a line this reader refuses.
+//! without parsing, or from the line parsed by the strict reader load uses:
+//! a line it refuses is damaged here as it is to load), and whether a last
+//! line makes a tool call.
 
-use transcript_core::json::{JStr, Kind, Number, Reader};
+use transcript_core::json::{JsonError, Kind, Number, Reader};
 
-use super::blocks::is_blank_byte;
-use super::{Bad, Fields, LastLine, Meta, Stop};
+use super::{Fields, LastLine, Meta, Text};
 
 /// A last line that starts within [`TAIL`](super::TAIL) of its end: the
 /// canonical end of a line this library wrote, else the line parsed.
-pub(super) fn last_line(raw: &[u8]) -> Result<LastLine, Stop> {
+pub(super) fn last_line(raw: &[u8]) -> LastLine {
     if raw.starts_with(br#"{"id":""#) {
-        if let Some(fields) = canonical_end(raw)? {
-            return Ok(Some(fields));
+        if let Some(fields) = canonical_end(raw) {
+            return Some(fields);
         }
     }
-    parsed_or_defer(raw)
+    parsed(raw)
 }
 
 /// The line's `ts` and `type` when it is a JSON object, None when it is
-/// another value or no JSON; deferred when Python's `json` might read what
-/// this reader refuses.
-pub(super) fn parsed_or_defer(raw: &[u8]) -> Result<LastLine, Stop> {
-    match envelope_fields(raw) {
-        Ok(fields) => Ok(fields),
-        Err(Bad::Invalid) if !python_might_read(raw) => Ok(None),
-        Err(_) => Err(Stop::Defer),
-    }
-}
-
-/// Whether Python's `json.loads(raw)` might read a dict where this reader
-/// refuses one: the value ends with `}` (and held `NaN`, a lone surrogate's
-/// UTF-8, a float too big for a double, deeper nesting than ours…), or the
-/// bytes start as `json.loads` takes for UTF-16, UTF-32 or a BOM.
-pub(super) fn python_might_read(raw: &[u8]) -> bool {
-    let trimmed = raw
-        .iter()
-        .rposition(|&b| !is_blank_byte(b))
-        .and_then(|i| raw.get(..=i))
-        .unwrap_or(&[]);
-    trimmed.last() == Some(&b'}')
-        || raw.iter().take(4).any(|&b| b == 0)
-        || matches!(raw.first(), Some(0xEF | 0xFE | 0xFF))
+/// another value or no JSON.
+pub(super) fn parsed(raw: &[u8]) -> LastLine {
+    envelope_fields(raw).ok().flatten()
 }
 
 /// The `ts` and `type` of a line that ends `"ts":"…","type":"…","v":N}`, the
 /// end of every line this library writes (the canonical key order puts them
 /// last), read without parsing the line; None for any other ending.
-pub(super) fn canonical_end(raw: &[u8]) -> Result<Option<Fields>, Stop> {
-    let mut end = raw.len();
+pub(super) fn canonical_end(raw: &[u8]) -> Option<Fields> {
     // `[ \t\r]*` after the brace.
-    while end > 0 && matches!(raw.get(end - 1), Some(b' ' | b'\t' | b'\r')) {
-        end -= 1;
-    }
-    let Some(rest) = raw.get(..end).and_then(|r| r.strip_suffix(b"}")) else {
-        return Ok(None);
-    };
+    let end = raw
+        .iter()
+        .rposition(|b| !matches!(b, b' ' | b'\t' | b'\r'))
+        .map_or(0, |i| i + 1);
+    let rest = raw.get(..end)?.strip_suffix(b"}")?;
     let digits = rest.iter().rev().take_while(|b| b.is_ascii_digit()).count();
     if digits == 0 {
-        return Ok(None);
+        return None;
     }
-    let Some(rest) = rest
-        .get(..rest.len() - digits)
-        .and_then(|r| r.strip_suffix(br#"","v":"#))
-    else {
-        return Ok(None);
-    };
-    let Some((rest, type_)) = quoted_tail(rest) else {
-        return Ok(None);
-    };
-    let Some(rest) = rest.strip_suffix(br#"","type":"#) else {
-        return Ok(None);
-    };
-    let Some((rest, ts)) = quoted_tail(rest) else {
-        return Ok(None);
-    };
-    if !rest.ends_with(br#""ts":"#) {
-        return Ok(None);
+    let rest = rest
+        .get(..rest.len() - digits)?
+        .strip_suffix(b"\",\"v\":")?;
+    // `quoted_tail` leaves each value's opening quote on what comes before.
+    let (rest, type_) = quoted_tail(rest)?;
+    let (rest, ts) = quoted_tail(rest.strip_suffix(b"\",\"type\":\"")?)?;
+    if !rest.ends_with(b"\"ts\":\"") {
+        return None;
     }
-    let text = |b: &[u8]| {
-        std::str::from_utf8(b)
-            .map(str::to_owned)
-            .map_err(|_| Stop::Defer)
-    };
-    Ok(Some(Fields {
+    // Bytes that are not UTF-8 are for the strict reader to refuse.
+    let text = |b: &[u8]| simdutf8::basic::from_utf8(b).is_ok().then(|| b.to_vec());
+    Some(Fields {
         ts: Some(text(ts)?),
         type_: Some(text(type_)?),
-    }))
+    })
 }
 
 /// Splits `bytes` before its trailing run of bytes that are neither `"` nor
@@ -103,14 +69,10 @@ fn quoted_tail(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
     Some((bytes.get(..at)?, bytes.get(at..)?))
 }
 
-/// A string value as an owned `String`, `None` for any other value (skipped);
-/// a lone surrogate defers.
-fn string_or_none(r: &mut Reader<'_>, scratch: &mut Vec<u8>) -> Result<Option<String>, Bad> {
+/// A string value as its WTF-8 bytes, `None` for any other value (skipped).
+fn string_or_none(r: &mut Reader<'_>, scratch: &mut Vec<u8>) -> Result<Option<Text>, JsonError> {
     if r.peek()? == Kind::String {
-        match r.string(scratch)? {
-            JStr::Text(s) => Ok(Some(s.to_owned())),
-            JStr::Wtf8(_) => Err(Bad::Defer),
-        }
+        Ok(Some(r.string(scratch)?.as_bytes().to_vec()))
     } else {
         r.skip_value()?;
         Ok(None)
@@ -122,9 +84,9 @@ pub(super) fn string_is(
     r: &mut Reader<'_>,
     scratch: &mut Vec<u8>,
     want: &str,
-) -> Result<bool, Bad> {
+) -> Result<bool, JsonError> {
     if r.peek()? == Kind::String {
-        Ok(matches!(r.string(scratch)?, JStr::Text(s) if s == want))
+        Ok(r.string(scratch)?.as_bytes() == want.as_bytes())
     } else {
         r.skip_value()?;
         Ok(false)
@@ -133,7 +95,7 @@ pub(super) fn string_is(
 
 /// The `ts` and `type` of a line that is a JSON object; None when it is
 /// another JSON value.
-fn envelope_fields(raw: &[u8]) -> Result<LastLine, Bad> {
+fn envelope_fields(raw: &[u8]) -> Result<LastLine, JsonError> {
     let mut r = Reader::from_bytes(raw)?;
     if r.peek()? != Kind::Object {
         r.skip_value()?;
@@ -158,18 +120,27 @@ fn envelope_fields(raw: &[u8]) -> Result<LastLine, Bad> {
     Ok(Some(fields))
 }
 
-/// The first line as a version 1 session-meta (with an `id`); anything else
-/// is for the reference reader.
-pub(super) fn session_meta(raw: &[u8]) -> Result<Meta, Bad> {
+/// The first line as a session-meta (with an `id`), the way load reads it:
+/// `v` an int (its version), else the line is no envelope. None for any
+/// other line.
+pub(super) fn session_meta(raw: &[u8]) -> Option<Meta> {
+    read_meta(raw).ok().flatten()
+}
+
+fn read_meta(raw: &[u8]) -> Result<Option<Meta>, JsonError> {
     let mut r = Reader::from_bytes(raw)?;
     let mut meta = Meta {
+        version: Ok(()),
         ts: None,
         agent: None,
         model: None,
     };
-    let (mut is_meta, mut has_id, mut v1) = (false, false, false);
+    let (mut is_meta, mut has_id, mut version) = (false, false, None);
     let mut scratch = Vec::new();
     let mut value_scratch = Vec::new();
+    if r.peek()? != Kind::Object {
+        return Ok(None);
+    }
     r.begin_object()?;
     while let Some(key) = r.next_key(&mut scratch)? {
         match key.as_bytes() {
@@ -178,19 +149,18 @@ pub(super) fn session_meta(raw: &[u8]) -> Result<Meta, Bad> {
                 r.skip_value()?;
             }
             b"type" => {
-                is_meta =
-                    string_or_none(&mut r, &mut value_scratch)?.as_deref() == Some("session-meta")
+                is_meta = string_is(&mut r, &mut value_scratch, "session-meta")?;
             }
             b"ts" => meta.ts = string_or_none(&mut r, &mut value_scratch)?,
+            // An int; a float or a bool (1.0, true) makes no envelope to load.
             b"v" => {
-                // Only the int 1 here: whatever else it is (1.0 and true equal
-                // 1 in Python), the reference decides.
-                v1 = if r.peek()? == Kind::Number {
-                    r.checked_number()? == Number::Int("1")
-                } else {
-                    r.skip_value()?;
-                    false
-                };
+                version = match r.peek()? {
+                    Kind::Number => match r.checked_number()? {
+                        Number::Int(v) => Some(v.to_owned()),
+                        Number::Float(_) => None,
+                    },
+                    _ => r.skip_value().map(|()| None)?,
+                }
             }
             b"payload" => {
                 meta.agent = None;
@@ -213,9 +183,74 @@ pub(super) fn session_meta(raw: &[u8]) -> Result<Meta, Bad> {
         }
     }
     r.finish()?;
-    if is_meta && has_id && v1 {
-        Ok(meta)
-    } else {
-        Err(Bad::Defer)
+    let Some(v) = version.filter(|_| is_meta && has_id) else {
+        return Ok(None);
+    };
+    meta.version = if v == "1" { Ok(()) } else { Err(v) };
+    Ok(Some(meta))
+}
+
+/// Whether a last line is an assistant message making a tool call: an entry
+/// of its payload's `tool_calls` with a string `id`, which no tool message
+/// answers when it is the last line. Duplicate keys: the last one counts, as
+/// in load.
+pub(super) fn makes_calls(raw: &[u8]) -> Result<bool, JsonError> {
+    let mut r = Reader::from_bytes(raw)?;
+    let (mut keys, mut inner, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
+    let mut calls = false;
+    if r.peek()? != Kind::Object {
+        return Ok(false);
     }
+    r.begin_object()?;
+    while let Some(key) = r.next_key(&mut keys)? {
+        if key.as_bytes() != b"payload" {
+            r.skip_value()?;
+            continue;
+        }
+        if r.peek()? != Kind::Object {
+            calls = false; // a later payload replaces an earlier one
+            r.skip_value()?;
+            continue;
+        }
+        let (mut assistant, mut any) = (false, false);
+        r.begin_object()?;
+        while let Some(k) = r.next_key(&mut inner)? {
+            match k.as_bytes() {
+                b"role" => assistant = string_is(&mut r, &mut scratch, "assistant")?,
+                b"tool_calls" if r.peek()? == Kind::Array => {
+                    any = false;
+                    r.begin_array()?;
+                    while r.next_item()? {
+                        any |= call_has_id(&mut r)?;
+                    }
+                }
+                b"tool_calls" => {
+                    any = false;
+                    r.skip_value()?;
+                }
+                _ => r.skip_value()?,
+            }
+        }
+        calls = assistant && any;
+    }
+    r.finish()?;
+    Ok(calls)
+}
+
+/// Whether the next value is an object whose `id` is a string.
+fn call_has_id(r: &mut Reader<'_>) -> Result<bool, JsonError> {
+    if r.peek()? != Kind::Object {
+        r.skip_value()?;
+        return Ok(false);
+    }
+    let mut has = false;
+    r.begin_object()?;
+    let mut key_buf = Vec::new();
+    while let Some(k) = r.next_key(&mut key_buf)? {
+        if k.as_bytes() == b"id" {
+            has = r.peek()? == Kind::String;
+        }
+        r.skip_value()?;
+    }
+    Ok(has)
 }

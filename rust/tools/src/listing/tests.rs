@@ -59,25 +59,28 @@ fn answer(bytes: &[u8]) -> Ends {
     }
 }
 
-fn deferred(bytes: &[u8]) -> bool {
-    matches!(ends(bytes), Err(Stop::Defer))
+fn s(text: &Option<Text>) -> Option<&str> {
+    text.as_deref()
+        .map(|t| std::str::from_utf8(t).unwrap_or("not UTF-8"))
+}
+
+/// Why the file is not a transcript, if it is not.
+fn not_one(bytes: &[u8]) -> Option<Status> {
+    match ends(bytes) {
+        Err(Stop::Not(status)) => Some(status),
+        _ => None,
+    }
 }
 
 #[test]
 fn a_clean_transcript() {
     let e = answer(transcript(3).as_bytes());
     assert_eq!(e.status, Status::Clean);
-    assert_eq!(e.title.as_deref(), Some("fix the bug"));
-    assert_eq!(
-        (e.agent.as_deref(), e.model.as_deref()),
-        (Some("coder"), Some("m-1"))
-    );
-    assert_eq!(e.started.as_deref(), Some(TS));
-    assert_eq!(
-        e.last_activity.as_deref(),
-        Some("2026-08-10T00:00:02.000000Z")
-    );
-    assert_eq!(e.last_type.as_deref(), Some("message"));
+    assert_eq!(s(&e.title), Some("fix the bug"));
+    assert_eq!((s(&e.agent), s(&e.model)), (Some("coder"), Some("m-1")));
+    assert_eq!(s(&e.started), Some(TS));
+    assert_eq!(s(&e.last_activity), Some("2026-08-10T00:00:02.000000Z"));
+    assert_eq!(s(&e.last_type), Some("message"));
 }
 
 #[test]
@@ -85,10 +88,7 @@ fn a_torn_tail_and_two_damaged_lines() {
     let torn = transcript(3) + r#"{"id":"cut"#;
     let e = answer(torn.as_bytes());
     assert_eq!(e.status, Status::TornTail);
-    assert_eq!(
-        e.last_activity.as_deref(),
-        Some("2026-08-10T00:00:02.000000Z")
-    );
+    assert_eq!(s(&e.last_activity), Some("2026-08-10T00:00:02.000000Z"));
     for end in [" {", "\r{", "\t{\"id", " garbage", "garbage"] {
         let damaged = transcript(3) + end;
         assert_eq!(
@@ -103,7 +103,7 @@ fn a_torn_tail_and_two_damaged_lines() {
     // Only the session-meta before a torn line: the meta is the last whole one.
     let e = answer(format!("{}\n{{\"id\":", meta()).as_bytes());
     assert_eq!(
-        (e.status, e.last_type.as_deref()),
+        (e.status, s(&e.last_type)),
         (Status::TornTail, Some("session-meta"))
     );
 }
@@ -117,10 +117,7 @@ fn a_last_line_torn_inside_a_utf8_character() {
     for cut in euro + 1..euro + 3 {
         let e = answer(&bytes[..cut]);
         assert_eq!(e.status, Status::TornTail, "cut at {cut}");
-        assert_eq!(
-            e.last_activity.as_deref(),
-            Some("2026-08-10T00:00:01.000000Z")
-        );
+        assert_eq!(s(&e.last_activity), Some("2026-08-10T00:00:01.000000Z"));
     }
 }
 
@@ -128,7 +125,7 @@ fn a_last_line_torn_inside_a_utf8_character() {
 fn no_newline_at_all() {
     let e = answer(meta().as_bytes());
     assert_eq!(
-        (e.status, e.last_type.as_deref(), e.title),
+        (e.status, s(&e.last_type), e.title),
         (Status::Clean, Some("session-meta"), None)
     );
     // A first line without its newline that is longer than the first read.
@@ -144,7 +141,7 @@ fn no_newline_at_all() {
     let t = transcript(1);
     let e = answer(t.trim_end().as_bytes());
     assert_eq!(
-        (e.status, e.last_type.as_deref()),
+        (e.status, s(&e.last_type)),
         (Status::Clean, Some("message"))
     );
 }
@@ -163,14 +160,14 @@ fn a_first_line_longer_than_the_head() {
         )
     );
     let e = answer(long.as_bytes());
-    assert_eq!(
-        (e.agent.as_deref(), e.title.as_deref()),
-        (Some("a"), Some("the task"))
-    );
+    assert_eq!((s(&e.agent), s(&e.title)), (Some("a"), Some("the task")));
     let payload = format!(r#"{{"notes":"{}"}}"#, "n".repeat(HEAD_MAX));
-    assert!(deferred(
-        format!("{}\n", line("m", "session-meta", &payload, TS)).as_bytes()
-    ));
+    assert_eq!(
+        not_one(format!("{}\n", line("m", "session-meta", &payload, TS)).as_bytes()),
+        Some(Status::NotATranscript(
+            "the first line is longer than 1 MiB"
+        ))
+    );
 }
 
 #[test]
@@ -194,10 +191,7 @@ fn the_title_after_a_long_first_message() {
             TS
         )
     );
-    assert_eq!(
-        answer(t.as_bytes()).title.as_deref(),
-        Some("look [image] [part]")
-    );
+    assert_eq!(s(&answer(t.as_bytes()).title), Some("look [image] [part]"));
     // A user message cut by the end of the head is not whole there: no title.
     let t = format!(
         "{}\n{}\n{}\n",
@@ -229,10 +223,10 @@ fn a_file_shorter_than_its_stat_said() {
         read_ends(bytes, bytes.len() as u64 + 10_000),
         Err(Stop::Changed)
     ));
-    // Cut to nothing: nothing to read, for the reference reader.
+    // Cut to nothing: an empty file.
     assert!(matches!(
         read_ends(&bytes[..0], bytes.len() as u64),
-        Err(Stop::Defer)
+        Err(Stop::Not(Status::NotATranscript("the file is empty")))
     ));
     // Grown since: what was there at the stat's size is read.
     let grown =
@@ -241,7 +235,7 @@ fn a_file_shorter_than_its_stat_said() {
         Ok(e) => e,
         Err(e) => panic!("{e:?}"),
     };
-    assert_eq!(e.last_type.as_deref(), Some("message"));
+    assert_eq!(s(&e.last_type), Some("message"));
 }
 
 #[test]
@@ -249,16 +243,22 @@ fn crlf_lines() {
     let t = transcript(2).replace('\n', "\r\n");
     let e = answer(t.as_bytes());
     assert_eq!(e.status, Status::Clean);
-    assert_eq!(e.title.as_deref(), Some("fix the bug"));
-    assert_eq!(
-        e.last_activity.as_deref(),
-        Some("2026-08-10T00:00:01.000000Z")
-    );
+    assert_eq!(s(&e.title), Some("fix the bug"));
+    assert_eq!(s(&e.last_activity), Some("2026-08-10T00:00:01.000000Z"));
     let e = answer((t + "\r\n \r\n\t").as_bytes());
     assert_eq!(
-        (e.status, e.last_type.as_deref()),
+        (e.status, s(&e.last_type)),
         (Status::Clean, Some("message"))
     );
+}
+
+#[test]
+fn a_canonical_end_is_read_without_parsing() {
+    let fields =
+        lines::canonical_end(br#"{"id":"x","payload":{"a":[}],"ts":"t2","type":"m","v":1} "#);
+    let got = fields.map(|f| (f.ts, f.type_));
+    assert_eq!(got, Some((Some(b"t2".to_vec()), Some(b"m".to_vec()))));
+    assert!(lines::canonical_end(br#"{"id":"x","ts":"t\"","type":"m","v":1}"#).is_none());
 }
 
 #[test]
@@ -272,13 +272,13 @@ fn a_long_last_line() {
     let t = transcript(0) + &big + "\n";
     let e = answer(t.as_bytes());
     assert_eq!(
-        (e.status, e.last_activity.as_deref()),
+        (e.status, s(&e.last_activity)),
         (Status::Clean, Some("2026-09-01T00:00:00.000000Z"))
     );
     let torn = t.clone() + &big[..1000];
     let e = answer(torn.as_bytes());
     assert_eq!(
-        (e.status, e.last_activity.as_deref()),
+        (e.status, s(&e.last_activity)),
         (Status::TornTail, Some("2026-09-01T00:00:00.000000Z"))
     );
     // Not canonical, and long: parsed whole.
@@ -287,56 +287,115 @@ fn a_long_last_line() {
         "p".repeat(50_000)
     );
     let e = answer((transcript(0) + &odd + "\n\n").as_bytes());
+    assert_eq!((e.status, s(&e.last_type)), (Status::Clean, Some("grants")));
+}
+
+#[test]
+fn a_line_load_refuses_is_damaged() {
+    // What Python's `json` reads and load's strict reader does not.
+    for last in [r#"{"type":"x","n":NaN}"#, r#"{"type":"x","n":1e400}"#] {
+        let e = answer((transcript(1) + last + "\n").as_bytes());
+        assert_eq!(e.status, Status::TornTail, "{last}");
+    }
+    let last = line("xy", "message", "{}", "t2");
+    let mut bad = (transcript(1) + &last).into_bytes();
+    let at = bad.len() - last.len() + 7;
+    bad[at] = 0xff; // inside the id: not UTF-8, but a canonical end is trusted
+    assert_eq!(answer(&bad).status, Status::Clean);
+    bad[at - 1] = b' '; // no canonical start: parsed, and refused
+    assert_eq!(answer(&bad).status, Status::TornTail);
+    // A lone surrogate is read, as WTF-8.
+    let e = answer((transcript(1) + r#"{"type":"\ud800","ts":"t"}"#).as_bytes());
+    assert_eq!(e.last_type, Some(vec![0xED, 0xA0, 0x80]));
+}
+
+#[test]
+fn what_is_not_a_transcript_says_why() {
+    let not_meta = Status::NotATranscript(NOT_META);
+    for (first, status) in [
+        (
+            line("m", "session-meta", "{}", TS).replace("\"v\":1", "\"v\":2"),
+            Status::UnsupportedVersion("version 2".into()),
+        ),
+        (
+            line("m", "session-meta", "{}", TS).replace("\"v\":1", "\"v\":1.0"),
+            not_meta.clone(),
+        ),
+        (line("m", "message", "{}", TS), not_meta.clone()),
+        (
+            r#"{"type":"session-meta","v":1}"#.to_owned(),
+            not_meta.clone(),
+        ),
+        ("hello".to_owned(), not_meta.clone()),
+        (
+            "  \n\n".to_owned(),
+            Status::NotATranscript("the first line is blank as far as it was read"),
+        ),
+    ] {
+        let bytes = format!("{first}\n");
+        let got = match ends(bytes.as_bytes()) {
+            Ok(e) => e.status,
+            Err(Stop::Not(status)) => status,
+            Err(e) => panic!("{e:?}"),
+        };
+        assert_eq!(got, status, "{first}");
+    }
     assert_eq!(
-        (e.status, e.last_type.as_deref()),
-        (Status::Clean, Some("grants"))
+        not_one(b""),
+        Some(Status::NotATranscript("the file is empty"))
     );
 }
 
 #[test]
-fn what_python_might_read_is_deferred() {
-    for last in [
-        r#"{"type":"x","n":NaN}"#,
-        "\u{feff}{\"type\":\"x\"}",
-        r#"{"type":"x","n":1e400}"#,
-    ] {
-        assert!(deferred((transcript(1) + last + "\n").as_bytes()), "{last}");
-    }
-    // A lone surrogate in a field the row shows.
-    assert!(deferred(
-        (transcript(1) + r#"{"type":"\ud800"}"#).as_bytes()
-    ));
-    // Not a version 1 session-meta, empty, blank.
-    for first in [
-        line("m", "session-meta", "{}", TS).replace("\"v\":1", "\"v\":2"),
-        line("m", "message", "{}", TS),
-        r#"{"type":"session-meta","v":1}"#.to_owned(),
-        "hello".to_owned(),
-        String::new(),
-        "  \n\n".to_owned(),
-    ] {
-        assert!(
-            deferred(format!("{first}\n").as_bytes()) || first.is_empty(),
-            "{first}"
-        );
-    }
-    assert!(deferred(b""));
+fn a_run_ending_in_a_call_is_pending() {
+    let call = |id: &str| {
+        line(
+            "a",
+            "message",
+            &format!(r#"{{"content":null,"role":"assistant","tool_calls":[{{"id":{id}}}]}}"#),
+            TS,
+        ) + "\n"
+    };
+    let status = |tail: &str| answer((transcript(1) + tail).as_bytes()).status;
+    assert_eq!(
+        status(&call(r#""c1""#)),
+        Status::Pending { dispatched: false }
+    );
+    assert_eq!(status(&call("7")), Status::Clean);
+    assert_eq!(
+        status(&(line("d", "tool-dispatched", "{}", TS) + "\n")),
+        Status::Pending { dispatched: true }
+    );
+    let long = call(&format!(r#""c1","x":"{}""#, "x".repeat(3 * TAIL)));
+    assert_eq!(status(&long), Status::Pending { dispatched: false });
+}
+
+fn clipped(text: &str) -> String {
+    String::from_utf8(clip(text.as_bytes())).unwrap_or_default()
 }
 
 #[test]
 fn clip_is_pythons_split_and_join() {
-    assert_eq!(clip("  a\u{2003}b\x1c\tc \u{3000}"), "a b c");
-    assert_eq!(clip(""), "");
+    assert_eq!(clipped("  a\u{2003}b\x1c\tc \u{3000}"), "a b c");
+    assert_eq!(clipped(""), "");
     let eighty = "é".repeat(80);
-    assert_eq!(clip(&eighty), eighty);
-    let clipped = clip(&"word ".repeat(40));
-    assert_eq!(clipped.chars().count(), 80);
-    assert!(clipped.ends_with('…'));
-    assert_eq!(clip(&format!("{} b", "a".repeat(79))).chars().count(), 80);
+    assert_eq!(clipped(&eighty), eighty);
+    let c = clipped(&"word ".repeat(40));
+    assert_eq!(c.chars().count(), 80);
+    assert!(c.ends_with('…'));
     assert_eq!(
-        clip(&format!("{} bc", "a".repeat(79))),
+        clipped(&format!("{} b", "a".repeat(79))).chars().count(),
+        80
+    );
+    assert_eq!(
+        clipped(&format!("{} bc", "a".repeat(79))),
         format!("{}…", "a".repeat(79))
     );
+    // A lone surrogate (WTF-8) is one character.
+    let mut wtf8 = [0xED, 0xA0, 0x80].repeat(81);
+    wtf8.insert(0, b' ');
+    let out = clip(&wtf8);
+    assert_eq!(out.len(), 79 * 3 + "…".len());
 }
 
 #[test]
@@ -378,14 +437,15 @@ fn rows_in_order(name: &str) {
     }
     paths.push(dir.join("missing.jsonl"));
     paths.push(dir.clone());
-    paths.push(dir.join("r1.jsonl.zst"));
     let rows = read_rows(&paths, 2);
-    assert_eq!(rows.len(), 43);
+    assert_eq!(rows.len(), 42);
     for (i, row) in rows.iter().take(40).enumerate() {
-        let row = row.as_ref().unwrap();
         assert_eq!(row.size, transcript(i).len() as u64);
-        assert_eq!(row.ends.last_type.as_deref(), Some("message"));
+        assert_eq!(s(&row.ends.last_type), Some("message"));
     }
-    assert!(rows.iter().skip(40).all(Option::is_none));
+    let errno = Status::Unreadable(Unreadable::Errno(libc::ENOENT));
+    assert_eq!((&rows[40].ends.status, rows[40].file_id), (&errno, None));
+    let not_regular = Status::Unreadable(Unreadable::NotRegular);
+    assert_eq!(rows[41].ends.status, not_regular);
     std::fs::remove_dir_all(&dir).unwrap();
 }

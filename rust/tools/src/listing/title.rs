@@ -1,139 +1,105 @@
 //! A listing's title: the first user message among the file's first lines,
-//! its content made text as the reference reader makes it, then clipped as
-//! Python's `" ".join(text.split())` and cut to [`TITLE_CHARS`] characters.
+//! its content made text (as `content_text` in `agent_transcript.inspect`
+//! makes it, but for content that is neither a string nor a list of parts,
+//! shown as its JSON as the file has it), then clipped as Python's
+//! `" ".join(text.split())` and cut to [`TITLE_CHARS`] characters.
 
 use std::sync::OnceLock;
 
-use transcript_core::json::{JStr, Kind, Reader};
+use transcript_core::json::{JsonError, Kind, Reader};
 
-use super::lines::{python_might_read, string_is};
-use super::{Bad, Stop, TITLE_CHARS};
+use super::lines::string_is;
+use super::{Text, TITLE_CHARS};
 
 /// The first user message's text among the whole lines of `head` after the
 /// first line (which ends at `first_end`), clipped; None when none is whole
-/// there. Only the lines that hold `"user"` are parsed.
-pub(super) fn find_title(head: &[u8], first_end: usize) -> Result<Option<String>, Stop> {
+/// there. Only the lines that hold `"user"` are parsed; a line load would
+/// refuse is no message.
+pub(super) fn find_title(head: &[u8], first_end: usize) -> Option<Text> {
     static FINDER: OnceLock<memchr::memmem::Finder<'static>> = OnceLock::new();
     let finder = FINDER.get_or_init(|| memchr::memmem::Finder::new(br#""user""#));
     let mut at = first_end + 1;
     loop {
-        let Some(hit) = head
-            .get(at..)
-            .and_then(|rest| finder.find(rest))
-            .map(|i| at + i)
-        else {
-            return Ok(None);
-        };
+        let hit = at + finder.find(head.get(at..)?)?;
         let before = head.get(..hit).unwrap_or(&[]);
         let start = memchr::memrchr(b'\n', before).map_or(0, |i| i + 1);
-        let Some(end) = head
-            .get(hit..)
-            .and_then(|r| memchr::memchr(b'\n', r))
-            .map(|i| hit + i)
-        else {
-            return Ok(None); // the line goes on past the head: not whole here
-        };
+        // None when the line goes on past the head: not whole here.
+        let end = hit + memchr::memchr(b'\n', head.get(hit..)?)?;
         at = end + 1;
-        let line = head.get(start..end).unwrap_or(&[]);
-        match user_text(line) {
-            Ok(Some(text)) => return Ok(Some(clip(&text))),
-            Ok(None) => {}
-            Err(Bad::Invalid) if !python_might_read(line) => {}
-            Err(_) => return Err(Stop::Defer),
+        if let Ok(Some(text)) = user_text(head.get(start..end).unwrap_or(&[])) {
+            return Some(clip(&text));
         }
     }
 }
 
-/// A message's content as `content_text` in `agent_transcript.inspect` makes
-/// it: a string as it is; a list's text parts joined with newlines, other
-/// parts named `[type]`. What else it may be is for the reference reader.
-enum Content {
-    Missing,
-    Text(String),
-    Other,
+/// The JSON of the next value as the line has it.
+fn raw_value<'a>(r: &mut Reader<'a>, line: &'a [u8]) -> Result<&'a [u8], JsonError> {
+    r.peek()?; // past the blanks before it
+    let from = r.offset();
+    r.skip_value()?;
+    Ok(line.get(from..r.offset()).unwrap_or(&[]))
 }
 
-fn content(r: &mut Reader<'_>) -> Result<Content, Bad> {
+/// A message's content as text: a string as it is; a list's text parts
+/// joined with newlines, other parts named `[type]`; None for null.
+fn content<'a>(r: &mut Reader<'a>, line: &'a [u8]) -> Result<Option<Text>, JsonError> {
     let mut scratch = Vec::new();
     match r.peek()? {
-        Kind::Null => {
-            r.null()?;
-            Ok(Content::Missing)
-        }
-        Kind::String => match r.string(&mut scratch)? {
-            JStr::Text(s) => Ok(Content::Text(s.to_owned())),
-            JStr::Wtf8(_) => Ok(Content::Other),
-        },
+        Kind::Null => r.null().map(|()| None),
+        Kind::String => Ok(Some(r.string(&mut scratch)?.as_bytes().to_vec())),
         Kind::Array => {
-            let mut pieces: Vec<String> = Vec::new();
-            let mut plain = true;
+            let mut out: Text = Vec::new();
             r.begin_array()?;
+            let mut first = true;
             while r.next_item()? {
+                if !std::mem::take(&mut first) {
+                    out.push(b'\n');
+                }
                 if r.peek()? != Kind::Object {
-                    plain = false; // a part that is not an object is shown as JSON
-                    r.skip_value()?;
+                    out.extend_from_slice(raw_value(r, line)?);
                     continue;
                 }
-                let (mut kind, mut text) = (Some(None::<String>), None::<String>);
+                let (mut kind, mut text) = (None::<Text>, None::<Text>);
                 r.begin_object()?;
                 let mut key_scratch = Vec::new();
                 while let Some(key) = r.next_key(&mut key_scratch)? {
-                    match key.as_bytes() {
-                        b"type" => {
-                            kind = match r.peek()? {
-                                Kind::Null => r.null().map(|()| Some(None))?,
-                                Kind::String => match r.string(&mut scratch)? {
-                                    JStr::Text(s) => Some(Some(s.to_owned())),
-                                    JStr::Wtf8(_) => None,
-                                },
-                                _ => r.skip_value().map(|()| None)?,
-                            }
+                    let field = match key.as_bytes() {
+                        b"type" => &mut kind,
+                        b"text" => &mut text,
+                        _ => {
+                            r.skip_value()?;
+                            continue;
                         }
-                        b"text" => {
-                            text = match r.peek()? {
-                                Kind::String => match r.string(&mut scratch)? {
-                                    JStr::Text(s) => Some(s.to_owned()),
-                                    JStr::Wtf8(_) => {
-                                        plain = false;
-                                        None
-                                    }
-                                },
-                                _ => r.skip_value().map(|()| None)?,
-                            }
-                        }
-                        _ => r.skip_value()?,
-                    }
+                    };
+                    *field = match r.peek()? {
+                        Kind::String => Some(r.string(&mut scratch)?.as_bytes().to_vec()),
+                        _ => r.skip_value().map(|()| None)?,
+                    };
                 }
-                match (kind, text) {
-                    (Some(Some(k)), Some(t)) if k == "text" => pieces.push(t),
-                    (Some(Some(k)), _) if !k.is_empty() => pieces.push(format!("[{k}]")),
-                    (Some(_), _) => pieces.push("[part]".to_owned()),
-                    (None, _) => plain = false, // a type that is neither a string nor null
+                match (kind.as_deref(), text) {
+                    (Some(b"text"), Some(t)) => out.extend_from_slice(&t),
+                    (Some(k), _) if !k.is_empty() => {
+                        out.push(b'[');
+                        out.extend_from_slice(k);
+                        out.push(b']');
+                    }
+                    _ => out.extend_from_slice(b"[part]"),
                 }
             }
-            Ok(if plain {
-                Content::Text(pieces.join("\n"))
-            } else {
-                Content::Other
-            })
+            Ok(Some(out))
         }
-        _ => {
-            r.skip_value()?;
-            Ok(Content::Other)
-        }
+        _ => Ok(Some(raw_value(r, line)?.to_vec())),
     }
 }
 
 /// The content text of a line that is a user message, None for any other line.
-fn user_text(line: &[u8]) -> Result<Option<String>, Bad> {
+fn user_text(line: &[u8]) -> Result<Option<Text>, JsonError> {
     let mut r = Reader::from_bytes(line)?;
     if r.peek()? != Kind::Object {
-        r.skip_value()?;
-        r.finish()?;
         return Ok(None);
     }
     let mut is_message = false;
-    let mut user: Option<Content> = None; // the payload's content when its role is user
+    let mut user: Option<Option<Text>> = None; // the payload's content when its role is user
     let mut scratch = Vec::new();
     let mut value_scratch = Vec::new();
     r.begin_object()?;
@@ -143,13 +109,13 @@ fn user_text(line: &[u8]) -> Result<Option<String>, Bad> {
             b"payload" => {
                 user = None;
                 if r.peek()? == Kind::Object {
-                    let (mut role_user, mut body) = (false, Content::Missing);
+                    let (mut role_user, mut body) = (false, None);
                     r.begin_object()?;
                     let mut inner = Vec::new();
                     while let Some(k) = r.next_key(&mut inner)? {
                         match k.as_bytes() {
                             b"role" => role_user = string_is(&mut r, &mut value_scratch, "user")?,
-                            b"content" => body = content(&mut r)?,
+                            b"content" => body = content(&mut r, line)?,
                             _ => r.skip_value()?,
                         }
                     }
@@ -164,11 +130,7 @@ fn user_text(line: &[u8]) -> Result<Option<String>, Bad> {
         }
     }
     r.finish()?;
-    match (is_message, user) {
-        (true, Some(Content::Text(t))) => Ok(Some(t)),
-        (true, Some(Content::Other)) => Err(Bad::Defer),
-        _ => Ok(None),
-    }
+    Ok(user.flatten().filter(|_| is_message))
 }
 
 /// Python's `str.isspace()`, which `str.split()` splits on.
@@ -190,35 +152,44 @@ pub(super) fn is_python_space(c: char) -> bool {
     )
 }
 
-/// `" ".join(text.split())`, clipped to [`TITLE_CHARS`] characters, the last
-/// one `…` when it was longer.
-pub fn clip(text: &str) -> String {
-    let mut out = String::with_capacity(text.len().min(4 * TITLE_CHARS + 4));
-    let mut n = 0usize;
-    let mut gap = false; // a space is owed before the next character
-    for c in text.chars() {
-        if is_python_space(c) {
+/// `" ".join(text.split())` of WTF-8 `text`, clipped to [`TITLE_CHARS`]
+/// characters, the last one `…` when it was longer. A lone surrogate is one
+/// character, and no space.
+pub fn clip(text: &[u8]) -> Text {
+    let mut out = Vec::with_capacity(text.len().min(4 * TITLE_CHARS + 4));
+    let (mut n, mut gap, mut i) = (0usize, false, 0usize); // gap: a space is owed
+    let mut cut = 0; // where the `…` goes if it comes to that
+    while let Some(&lead) = text.get(i) {
+        let len = match lead {
+            0..=0x7F => 1,
+            0x80..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            _ => 4,
+        };
+        let unit = text.get(i..i + len).unwrap_or(&[]);
+        i += len;
+        let c = std::str::from_utf8(unit)
+            .ok()
+            .and_then(|s| s.chars().next());
+        if c.is_some_and(is_python_space) {
             gap = n > 0;
             continue;
         }
-        if gap {
-            out.push(' ');
+        for piece in [&b" "[..], unit] {
+            if piece == b" " && !std::mem::take(&mut gap) {
+                continue;
+            }
+            if n == TITLE_CHARS - 1 {
+                cut = out.len();
+            }
+            if n == TITLE_CHARS {
+                out.truncate(cut);
+                out.extend_from_slice("…".as_bytes());
+                return out;
+            }
+            out.extend_from_slice(piece);
             n += 1;
-            gap = false;
-        }
-        if n > TITLE_CHARS {
-            break;
-        }
-        out.push(c);
-        n += 1;
-        if n > TITLE_CHARS {
-            break;
         }
     }
-    if n <= TITLE_CHARS {
-        return out;
-    }
-    let mut clipped: String = out.chars().take(TITLE_CHARS - 1).collect();
-    clipped.push('…');
-    clipped
+    out
 }
