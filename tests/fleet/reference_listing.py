@@ -274,9 +274,12 @@ def _parse_line(raw: bytes) -> dict[str, Any] | None:
     return _parse(raw)
 
 
-def _fields(m: re.Match[bytes]) -> dict[str, Any]:
-    return {"ts": m.group(1).decode(errors="replace"), "type": m.group(2).decode(errors="replace"),
-            "v": int(m.group(3))}
+def _fields(m: re.Match[bytes]) -> dict[str, Any] | None:
+    """A canonical end's members; None when one is not UTF-8, a line load refuses."""
+    try:
+        return {"ts": m.group(1).decode(), "type": m.group(2).decode(), "v": int(m.group(3))}
+    except UnicodeDecodeError:
+        return None
 
 
 def _parse(raw: bytes) -> dict[str, Any] | None:
