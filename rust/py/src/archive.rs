@@ -6,6 +6,7 @@ use std::os::fd::RawFd;
 
 use pyo3::prelude::*;
 use transcript_core::archive;
+use transcript_core::stop::Stop;
 
 use crate::errors::pass_error;
 use crate::fds::dup;
@@ -23,12 +24,9 @@ pub fn zstd_compress(
     dst_fd: RawFd,
     level: i32,
 ) -> PyResult<u64> {
-    let src = dup(src_fd)?;
-    let mut dst = dup(dst_fd)?;
-    let signals = Signals::new(py);
-    let stop = || signals.check();
-    py.detach(|| archive::compress(&src, length, &mut dst, level, &stop))
-        .map_err(|e| signals.raised(&e, pass_error))
+    let (src, mut dst) = (dup(src_fd)?, dup(dst_fd)?);
+    let pass = |stop: Stop<'_>| archive::compress(&src, length, &mut dst, level, stop);
+    Signals::run(py, pass, pass_error)
 }
 
 /// `zstd_decompress(src_fd, dst_fd, /)`: the zstd stream that is all of
@@ -39,14 +37,11 @@ pub fn zstd_compress(
 pub fn zstd_decompress(py: Python<'_>, src_fd: RawFd, dst_fd: RawFd) -> PyResult<u64> {
     let src = dup(src_fd)?;
     let mut dst = io::BufWriter::with_capacity(1 << 20, dup(dst_fd)?);
-    let signals = Signals::new(py);
-    let stop = || signals.check();
-    py.detach(|| {
-        let n = archive::decompress(&src, &mut dst, &stop)?;
-        io::Write::flush(&mut dst)?;
-        Ok::<u64, io::Error>(n)
-    })
-    .map_err(|e| signals.raised(&e, pass_error))
+    let pass = |stop: Stop<'_>| {
+        let n = archive::decompress(&src, &mut dst, stop)?;
+        io::Write::flush(&mut dst).map(|()| n)
+    };
+    Signals::run(py, pass, pass_error)
 }
 
 /// `zstd_matches(archive_fd, original_fd, length, /)`: whether the archive
@@ -59,12 +54,9 @@ pub fn zstd_matches(
     original_fd: RawFd,
     length: u64,
 ) -> PyResult<bool> {
-    let packed = dup(archive_fd)?;
-    let original = dup(original_fd)?;
-    let signals = Signals::new(py);
-    let stop = || signals.check();
-    py.detach(|| archive::matches(&packed, &original, length, &stop))
-        .map_err(|e| signals.raised(&e, pass_error))
+    let (packed, original) = (dup(archive_fd)?, dup(original_fd)?);
+    let pass = |stop: Stop<'_>| archive::matches(&packed, &original, length, stop);
+    Signals::run(py, pass, pass_error)
 }
 
 /// The level `archive` writes.

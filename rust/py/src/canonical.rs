@@ -33,7 +33,6 @@ use pyo3::types::{PyBytes, PyInt, PyString};
 use transcript_core::canonical::{self as wire, MAX_DEPTH};
 use transcript_core::json::MAX_INT_DIGITS;
 
-/// `canonical_json(value)`: see `agent_transcript.canonical_json`.
 #[pyfunction]
 #[pyo3(signature = (value, /))]
 pub fn canonical_json<'py>(
@@ -52,9 +51,7 @@ pub fn canonical_json<'py>(
     })
 }
 
-/// `envelope_line(id, payload, ts, type)`: one whole envelope line, `\n`
-/// included, as bytes:
-/// `{"id":…,"payload":<canonical payload>,"ts":…,"type":…,"v":1}\n`.
+/// One whole envelope line, `\n` included.
 #[pyfunction]
 #[pyo3(signature = (id, payload, ts, r#type, /))]
 pub fn envelope_line<'py>(
@@ -71,8 +68,7 @@ pub fn envelope_line<'py>(
     })
 }
 
-/// Appends the envelope line of `payload` to `out`, `\n` included. This is
-/// every append's serialisation, so it writes straight into the caller's buffer.
+/// Every append's serialisation: it writes straight into the caller's buffer.
 pub fn write_envelope(
     py: Python<'_>,
     out: &mut Vec<u8>,
@@ -108,8 +104,7 @@ pub struct MessageRead<'py> {
 }
 
 impl<'py> MessageRead<'py> {
-    /// What a reader reads back from a message payload that holds these
-    /// fields of a `Message` (`sticky`: its `is_sticky`).
+    /// `sticky`: the `Message`'s `is_sticky`.
     pub fn new(role: Bound<'py, PyAny>, tool_call_id: Bound<'py, PyAny>, sticky: bool) -> Self {
         MessageRead {
             role,
@@ -205,11 +200,10 @@ pub fn write_message_envelope<'py>(
     })
 }
 
-/// A buffer this large or larger is not kept for the next call.
+// A buffer this large or larger is not kept for the next call.
 const KEPT_CAPACITY: usize = 1 << 20;
 
 thread_local! {
-    /// The output buffer, reused from call to call on this thread.
     static BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -235,8 +229,8 @@ fn with_buffer<R>(write: impl FnOnce(&mut Vec<u8>) -> PyResult<R>) -> PyResult<R
     }
 }
 
-/// The item at `index` of `list`, owned (`PyList_GetItemRef`: never a
-/// borrowed pointer another thread could free), or None past its end.
+/// Owned (`PyList_GetItemRef`: never a borrowed pointer another thread could
+/// free), or None past the end.
 fn list_item<'py>(
     py: Python<'py>,
     list: &Bound<'py, PyAny>,
@@ -278,7 +272,7 @@ struct Key<'py> {
 }
 
 impl<'py> Key<'py> {
-    /// A key whose bytes are not read yet (and read as empty until then).
+    /// Its bytes read as empty until they are read.
     fn unread(key: Bound<'py, PyAny>) -> Self {
         Key {
             key,
@@ -297,7 +291,7 @@ impl<'py> Key<'py> {
     }
 }
 
-/// One dict item, collected before the dict's keys are sorted.
+// One dict item, collected before the dict's keys are sorted.
 struct Entry<'py> {
     key: Key<'py>,
     value: Bound<'py, PyAny>,
@@ -313,7 +307,6 @@ enum Frame<'py> {
         list: Bound<'py, PyAny>,
         next: ffi::Py_ssize_t,
     },
-    /// A tuple, which never changes.
     Tuple {
         tuple: Bound<'py, PyAny>,
         next: ffi::Py_ssize_t,
@@ -368,7 +361,6 @@ impl<'py, 'b> Walker<'py, 'b> {
         }
     }
 
-    /// Writes `value` and everything in it.
     fn write(&mut self, value: &Bound<'py, PyAny>) -> PyResult<()> {
         self.write_item(value.as_ptr())?;
         while let Some(step) = self.next_step()? {
@@ -505,7 +497,6 @@ impl<'py, 'b> Walker<'py, 'b> {
         }
     }
 
-    /// Refuses to open one more container when that would nest too deep.
     fn check_depth(&self) -> PyResult<()> {
         let open = self.frames.len() + self.outer_depth;
         if self.in_envelope && open >= MAX_DEPTH - 1 {
@@ -526,7 +517,6 @@ impl<'py, 'b> Walker<'py, 'b> {
         Ok(())
     }
 
-    /// Writes a str (or str subclass) object.
     fn write_string(&mut self, obj: *mut ffi::PyObject) -> PyResult<()> {
         // SAFETY: `obj` is a live str; the bytes `utf8` returns live as long
         // as it, and are copied out before anything else runs.
@@ -602,7 +592,7 @@ impl<'py, 'b> Walker<'py, 'b> {
         })
     }
 
-    /// Opens an exact list (or the list made from a list or tuple subclass).
+    /// An exact list (or the list made from a list or tuple subclass).
     fn open_list(&mut self, list: Bound<'py, PyAny>) -> PyResult<()> {
         self.check_depth()?;
         self.out.push(b'[');
@@ -610,7 +600,6 @@ impl<'py, 'b> Walker<'py, 'b> {
         Ok(())
     }
 
-    /// Opens an exact tuple, written as a list.
     fn open_tuple(&mut self, tuple: Bound<'py, PyAny>) -> PyResult<()> {
         self.check_depth()?;
         // SAFETY: `tuple` is a live tuple.
@@ -624,7 +613,6 @@ impl<'py, 'b> Walker<'py, 'b> {
         Ok(())
     }
 
-    /// Opens an exact dict: takes its items, sorts them by key.
     fn open_dict(&mut self, dict: *mut ffi::PyObject) -> PyResult<()> {
         self.check_depth()?;
         let start = self.entries.len();
@@ -795,7 +783,6 @@ fn refuse_surrogate_pair(refuse: bool, wtf8: &[u8]) -> PyResult<()> {
     Ok(())
 }
 
-/// `type(obj).__name__`, for error messages.
 fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type()
         .name()

@@ -21,32 +21,31 @@ pyo3::import_exception!(agent_transcript.errors, SessionClosed);
 pyo3::import_exception!(agent_transcript.errors, UnknownId);
 pyo3::import_exception!(agent_transcript.errors, ToolOperationError);
 
-// `strerror` as Python's own says it, without Rust's " (os error N)".
-fn strerror(text: &str, code: i32) -> &str {
-    text.strip_suffix(&format!(" (os error {code})"))
-        .unwrap_or(text)
-}
-
 /// An `OSError` that keeps errno, so Python picks the right subclass, and says
-/// what Python's own would (`strerror`).
+/// what Python's own would (`strerror`, without Rust's " (os error N)").
 pub fn os_error(e: &io::Error) -> PyErr {
-    let text = e.to_string();
-    match e.raw_os_error() {
-        Some(code) => PyOSError::new_err((code, strerror(&text, code).to_owned())),
-        None => PyOSError::new_err(text),
-    }
+    named_os_error(e, None)
 }
 
 /// [`os_error`] of a call on `path`, which Python keeps as `.filename`.
 pub fn os_error_at(e: &io::Error, path: &Path) -> PyErr {
+    named_os_error(e, Some(path))
+}
+
+fn named_os_error(e: &io::Error, path: Option<&Path>) -> PyErr {
     let text = e.to_string();
-    match e.raw_os_error() {
-        Some(code) => PyOSError::new_err((
-            code,
-            strerror(&text, code).to_owned(),
-            path.to_path_buf().into_os_string(),
-        )),
-        None => PyOSError::new_err(format!("{}: {text}", path.display())),
+    let Some(code) = e.raw_os_error() else {
+        return match path {
+            Some(path) => PyOSError::new_err(format!("{}: {text}", path.display())),
+            None => PyOSError::new_err(text),
+        };
+    };
+    let text = text
+        .strip_suffix(&format!(" (os error {code})"))
+        .unwrap_or(&text);
+    match path {
+        Some(path) => PyOSError::new_err((code, text.to_owned(), path.as_os_str().to_owned())),
+        None => PyOSError::new_err((code, text.to_owned())),
     }
 }
 

@@ -6,90 +6,221 @@ use std::fs::File;
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use transcript_core::envelope::{member_spans, EnvelopeType, Span};
-use transcript_core::transcript::{self as core, Source, WHOLE};
+use transcript_core::envelope::{member_span_at, member_spans, EnvelopeType, Span};
+use transcript_core::transcript::{self as core, Index, LineRec, LiveMessage, Source, WHOLE};
 
+use crate::decode::{loads, DecodeError};
 use crate::errors::{corrupt_at, load_error};
-use crate::lines::{
-    decode_at, decode_bytes, message_dict, message_id, place, places, rec_at, ElisionRow, Later,
-    Lines, Place,
-};
+use crate::lines::{read_line_into, rec_at};
+
+/// Where a message comes from, for Python: `(envelope index, replacement
+/// position or None)`.
+pub(crate) type Place = (u32, Option<u32>);
+
+/// What `later` answers: four line indices, each or None.
+pub(crate) type Later = (Option<u32>, Option<u32>, Option<u32>, Option<u32>);
+
+/// What `show` says of one message an elision stubbed: its line index, role,
+/// `tool_call_id` and the size of the content it had.
+pub(crate) type ElisionRow<'py> = (u32, Bound<'py, PyAny>, Bound<'py, PyAny>, Option<u64>);
+
+pub(crate) fn place(at: Source) -> Place {
+    (at.line, (at.part != WHOLE).then_some(at.part))
+}
+
+fn places(at: &[Source]) -> Vec<Place> {
+    at.iter().copied().map(place).collect()
+}
 
 /// The replay's history: read-only transcripts keep it.
-pub(crate) fn history(t: &core::Transcript) -> PyResult<&core::History> {
+fn history(t: &core::Transcript) -> PyResult<&core::History> {
     t.history
         .as_ref()
         .ok_or_else(|| PyValueError::new_err("only a read-only transcript keeps its history"))
 }
 
-/// The live messages' ids (`"<compaction id>:<k>"` for a replacement's).
-pub(crate) fn live_ids<'py>(
+fn not_a(what: &str) -> PyErr {
+    PyValueError::new_err(format!("not {what} of this transcript"))
+}
+
+/// The last line read and its bytes: the messages of one compaction's
+/// replacement are next to each other in the live list and share their line,
+/// which is read once for all of them.
+#[derive(Default)]
+struct Kept(Option<u32>, Vec<u8>);
+
+impl Kept {
+    fn get(&mut self, file: &File, index: &Index, line: u32) -> PyResult<(LineRec, &[u8])> {
+        let rec = rec_at(index, line as usize)?;
+        if self.0 != Some(line) {
+            self.0 = None;
+            read_line_into(file, &rec, &mut self.1)?;
+            self.0 = Some(line);
+        }
+        Ok((rec, &self.1))
+    }
+}
+
+/// The value at `path` in `bytes`, the line of `rec` (None if it has none).
+fn decode_at<'py>(
+    py: Python<'py>,
+    rec: &LineRec,
+    bytes: &[u8],
+    path: &[&str],
+) -> PyResult<Bound<'py, PyAny>> {
+    let span = member_span_at(bytes, path).map_err(corrupt_at(rec))?;
+    decode_span(py, bytes, span)
+}
+
+fn decode_span<'py>(
+    py: Python<'py>,
+    bytes: &[u8],
+    at: Option<Span>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let Some(at) = at else {
+        return Ok(py.None().into_bound(py));
+    };
+    let part = bytes
+        .get(at.start as usize..at.end as usize)
+        .unwrap_or_default();
+    loads(py, part).map_err(DecodeError::into_pyerr)
+}
+
+/// Messages read back: each from its line, with the content of the stub an
+/// elision put in its place from that elision's line.
+struct Messages<'a> {
+    t: &'a core::Transcript,
+    file: &'a File,
+    line: Kept,
+    stub: Kept,
+}
+
+impl<'a> Messages<'a> {
+    fn new(t: &'a core::Transcript, file: &'a File) -> Self {
+        let (line, stub) = (Kept::default(), Kept::default());
+        Messages {
+            t,
+            file,
+            line,
+            stub,
+        }
+    }
+
+    /// The message `at` as a payload dict: a message line's payload, a
+    /// replacement message's payload, or `{"role": "user", "content":
+    /// summary}` for a compaction's summary; `stub`'s content in place of its
+    /// own when an elision stubbed it.
+    fn dict<'py>(
+        &mut self,
+        py: Python<'py>,
+        at: Source,
+        stub: Option<(u32, Span)>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let (rec, bytes) = self.line.get(self.file, &self.t.index, at.line)?;
+        let message = if at.part != WHOLE {
+            let span = self.t.part(at.line, at.part).map(|p| p.span);
+            let span = span.ok_or_else(|| PyValueError::new_err("no such replacement message"))?;
+            decode_span(py, bytes, Some(span))?.cast_into::<PyDict>()?
+        } else if rec.kind == EnvelopeType::Compaction {
+            let d = PyDict::new(py);
+            d.set_item("role", "user")?;
+            let summary = decode_at(py, &rec, bytes, &["payload", "summary"])?;
+            d.set_item("content", summary)?;
+            d
+        } else {
+            decode_at(py, &rec, bytes, &["payload"])?.cast_into::<PyDict>()?
+        };
+        self.stub(py, &message, stub)?;
+        Ok(message)
+    }
+
+    fn stub(
+        &mut self,
+        py: Python<'_>,
+        message: &Bound<'_, PyDict>,
+        stub: Option<(u32, Span)>,
+    ) -> PyResult<()> {
+        if let Some((line, span)) = stub {
+            let (_, bytes) = self.stub.get(self.file, &self.t.index, line)?;
+            message.set_item("content", decode_span(py, bytes, Some(span))?)?;
+        }
+        Ok(())
+    }
+
+    /// The id of the message `at`: its line's envelope id, or
+    /// `"<compaction id>:<k>"` for the `k`-th message of a replacement.
+    fn id<'py>(&mut self, py: Python<'py>, at: Source) -> PyResult<Bound<'py, PyAny>> {
+        let (rec, bytes) = self.line.get(self.file, &self.t.index, at.line)?;
+        let id = decode_at(py, &rec, bytes, &["id"])?;
+        if at.part == WHOLE {
+            Ok(id)
+        } else {
+            id.add(format!(":{}", at.part))
+        }
+    }
+
+    /// `(id, payload dict, line number, elided)` of the live message `m`.
+    fn entry<'py>(&mut self, py: Python<'py>, m: &LiveMessage) -> PyResult<Bound<'py, PyAny>> {
+        let at = m.source();
+        let (rec, bytes) = self.line.get(self.file, &self.t.index, at.line)?;
+        let (id, d) = if at.part == WHOLE && rec.kind == EnvelopeType::Message {
+            // A message line: its id and payload found in one pass.
+            let spans = member_spans(bytes, &["id", "payload"]).map_err(corrupt_at(&rec))?;
+            let id = decode_span(py, bytes, spans[0])?;
+            let d = decode_span(py, bytes, spans[1])?.cast_into::<PyDict>()?;
+            self.stub(py, &d, m.stub())?;
+            (id, d)
+        } else {
+            (self.id(py, at)?, self.dict(py, at, m.stub())?)
+        };
+        (id, d, rec.number, m.stub().is_some())
+            .into_pyobject(py)
+            .map(Bound::into_any)
+    }
+}
+
+/// A list of `each` live message of `t` as read by `read`.
+fn live_list<'py, T: IntoPyObject<'py>>(
+    py: Python<'py>,
     t: &core::Transcript,
     file: &File,
-    py: Python<'py>,
+    read: impl Fn(&mut Messages<'_>, &LiveMessage) -> PyResult<T>,
 ) -> PyResult<Bound<'py, PyList>> {
     let list = PyList::empty(py);
-    let mut lines = Lines::new(file, &t.index);
+    let mut messages = Messages::new(t, file);
     for m in &t.live {
-        list.append(message_id(py, &mut lines, m.source())?)?;
+        list.append(read(&mut messages, m)?)?;
     }
     Ok(list)
+}
+
+/// The live messages' ids (`"<compaction id>:<k>"` for a replacement's).
+pub(crate) fn live_ids<'py>(
+    py: Python<'py>,
+    t: &core::Transcript,
+    file: &File,
+) -> PyResult<Bound<'py, PyList>> {
+    live_list(py, t, file, |r, m| r.id(py, m.source()))
 }
 
 /// The live messages as payload dicts: stubs in place of elided content,
 /// `{"role": "user", "content": summary}` for a compaction's summary.
 pub(crate) fn live_payloads<'py>(
+    py: Python<'py>,
     t: &core::Transcript,
     file: &File,
-    py: Python<'py>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let list = PyList::empty(py);
-    let mut lines = Lines::new(file, &t.index);
-    let mut stubs = Lines::new(file, &t.index);
-    for m in &t.live {
-        let d = message_dict(py, t, &mut lines, &mut stubs, m.source(), m.stub())?;
-        list.append(d)?;
-    }
-    Ok(list)
+    live_list(py, t, file, |r, m| r.dict(py, m.source(), m.stub()))
 }
 
 /// The live messages as `(id, payload dict, line number, elided)`, the
 /// payloads as `live_payloads` has them: one read of each line for both.
 pub(crate) fn live_entries<'py>(
+    py: Python<'py>,
     t: &core::Transcript,
     file: &File,
-    py: Python<'py>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let list = PyList::empty(py);
-    let mut lines = Lines::new(file, &t.index);
-    let mut stubs = Lines::new(file, &t.index);
-    for m in &t.live {
-        let at = m.source();
-        let (rec, bytes) = lines.get(at.line)?;
-        let (id, d) = if at.part == WHOLE && rec.kind == EnvelopeType::Message {
-            // A message line: its id and payload found in one pass.
-            let spans = member_spans(bytes, &["id", "payload"]).map_err(corrupt_at(&rec))?;
-            let decode = |span: Option<Span>| match span {
-                Some(at) => decode_bytes(py, bytes, at),
-                None => Ok(py.None().into_bound(py)),
-            };
-            let id = decode(spans[0])?;
-            let d = decode(spans[1])?.cast_into::<PyDict>()?;
-            if let Some((line, span)) = m.stub() {
-                let (_, bytes) = stubs.get(line)?;
-                d.set_item("content", decode_bytes(py, bytes, span)?)?;
-            }
-            (id, d)
-        } else {
-            let id = message_id(py, &mut lines, at)?;
-            (
-                id,
-                message_dict(py, t, &mut lines, &mut stubs, at, m.stub())?,
-            )
-        };
-        list.append((id, d, rec.number, m.stub().is_some()))?;
-    }
-    Ok(list)
+    live_list(py, t, file, |r, m| r.entry(py, m))
 }
 
 /// The live list without reading a line: `(envelope index, index of the
@@ -115,143 +246,115 @@ pub(crate) fn live(t: &core::Transcript) -> Vec<(u32, Option<u32>, String, Optio
         .collect()
 }
 
-/// `live_message(k, /)`: the `k`-th live message as a payload dict (as
-/// `live_payloads` has it).
+/// The `k`-th live message as a payload dict (as `live_payloads` has it).
 pub(crate) fn live_message<'py>(
+    py: Python<'py>,
     t: &core::Transcript,
     file: &File,
-    py: Python<'py>,
     k: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let m = t
-        .live
-        .get(k)
-        .ok_or_else(|| PyIndexError::new_err("live message index out of range"))?;
-    let mut lines = Lines::new(file, &t.index);
-    let mut stubs = Lines::new(file, &t.index);
-    message_dict(py, t, &mut lines, &mut stubs, m.source(), m.stub())
+    let m = t.live.get(k);
+    let m = m.ok_or_else(|| PyIndexError::new_err("live message index out of range"))?;
+    Messages::new(t, file).dict(py, m.source(), m.stub())
 }
 
-/// `later(i, part, /)`: what later lines did to envelope `i` (with `part`,
-/// to that message of compaction `i`'s replacement), as line indices:
-/// `(the settle that settled this dispatch, the first elision that stubbed
-/// this message, the compaction that took it out of the live list, the
-/// rewind that dropped it)`, each or None. Read-only transcripts only.
+/// What later lines did to envelope `i` (with `part`, to that message of
+/// compaction `i`'s replacement), as line indices: `(the settle that settled
+/// this dispatch, the first elision that stubbed this message, the
+/// compaction that took it out of the live list, the rewind that dropped
+/// it)`, each or None.
 pub(crate) fn later(t: &core::Transcript, index: u32, part: Option<u32>) -> PyResult<Later> {
     let h = history(t)?;
     let at = Source {
         line: index,
         part: part.unwrap_or(WHOLE),
     };
+    let settled = h.settled_by.get(&index).filter(|_| part.is_none());
     Ok((
-        if part.is_none() {
-            h.settled_by.get(&index).copied()
-        } else {
-            None
-        },
+        settled.copied(),
         h.elided_by.get(&at).copied(),
         h.compacted_by.get(&at).copied(),
         h.rewound_by.get(&at).copied(),
     ))
 }
 
-/// `compaction_effect(i, /)`: what compaction `i` did to the live list:
-/// `(replaced, kept, replacement)`, the first two as `(envelope index,
-/// replacement position or None)` in live order, the last the number of
-/// messages its replacement put in, or None when it has none (its summary
-/// went in). Read-only transcripts only.
+/// What compaction `i` did to the live list: `(replaced, kept,
+/// replacement)`, the first two as places in live order, the last the
+/// number of messages its replacement put in, or None when it has none (its
+/// summary went in).
 pub(crate) fn compaction_effect(
     t: &core::Transcript,
     index: u32,
 ) -> PyResult<(Vec<Place>, Vec<Place>, Option<usize>)> {
-    let done = history(t)?
-        .compactions
+    let compactions = &history(t)?.compactions;
+    let done = compactions
         .get(&index)
-        .ok_or_else(|| PyValueError::new_err("not a compaction of this transcript"))?;
+        .ok_or_else(|| not_a("a compaction"))?;
     let put = t.parts_of(index).map(<[_]>::len);
     Ok((places(&done.replaced), places(&done.kept), put))
 }
 
-/// `rewind_effect(i, /)`: the live messages rewind `i` dropped, as
-/// `(envelope index, replacement position or None)` in live order.
-/// Read-only transcripts only.
+/// The live messages rewind `i` dropped, as places in live order.
 pub(crate) fn rewind_effect(t: &core::Transcript, index: u32) -> PyResult<Vec<Place>> {
-    let dropped = history(t)?
-        .rewinds
-        .get(&index)
-        .ok_or_else(|| PyValueError::new_err("not a rewind of this transcript"))?;
+    let rewinds = &history(t)?.rewinds;
+    let dropped = rewinds.get(&index).ok_or_else(|| not_a("a rewind"))?;
     Ok(places(dropped))
 }
 
-/// `elision_effect(i, /)`: the messages elision `i` stubbed, in item order,
-/// as `(envelope index, the message as it was just before)`. Read-only
-/// transcripts only.
+fn elided(t: &core::Transcript, index: u32) -> PyResult<&[core::Elided]> {
+    let elisions = &history(t)?.elisions;
+    let items = elisions.get(&index).ok_or_else(|| not_a("an elision"))?;
+    Ok(items)
+}
+
+/// The messages elision `i` stubbed, in item order, as `(envelope index,
+/// the message as it was just before)`.
 pub(crate) fn elision_effect<'py>(
+    py: Python<'py>,
     t: &core::Transcript,
     file: &File,
-    py: Python<'py>,
     index: u32,
 ) -> PyResult<Bound<'py, PyList>> {
-    let items = history(t)?
-        .elisions
-        .get(&index)
-        .ok_or_else(|| PyValueError::new_err("not an elision of this transcript"))?;
     let list = PyList::empty(py);
-    let mut lines = Lines::new(file, &t.index);
-    let mut stubs = Lines::new(file, &t.index);
-    for e in items {
-        let before = message_dict(py, t, &mut lines, &mut stubs, e.source(), e.stub_before)?;
-        list.append((e.line, before))?;
+    let mut messages = Messages::new(t, file);
+    for e in elided(t, index)? {
+        list.append((e.line, messages.dict(py, e.source(), e.stub_before)?))?;
     }
     Ok(list)
 }
 
-/// `elision_rows(index, /)`: what `show` says of each message elision
-/// `index` stubbed, without decoding its content: `(line, role,
-/// tool_call_id, size)`, the message's line index, its role and call id
-/// (None where absent) and the UTF-8 size of the content it had just
-/// before (as `elided_sizes` measures it; None for a content that is
-/// neither a string nor null, which `elision_effect` then gives).
+/// What `show` says of each message elision `index` stubbed, without
+/// decoding its content: `(line, role, tool_call_id, size)`, the size as
+/// `elided_sizes` measures it.
 pub(crate) fn elision_rows<'py>(
+    py: Python<'py>,
     t: &core::Transcript,
     file: &File,
-    py: Python<'py>,
     index: u32,
 ) -> PyResult<Vec<ElisionRow<'py>>> {
-    let items = history(t)?
-        .elisions
-        .get(&index)
-        .ok_or_else(|| PyValueError::new_err("not an elision of this transcript"))?;
-    let core = t;
-    let sizes = py
-        .detach(|| core.elided_sizes(file, &[index]))
-        .map_err(load_error)?
-        .pop()
-        .unwrap_or_default();
-    let mut lines = Lines::new(file, &t.index);
+    let items = elided(t, index)?;
+    let sizes = py.detach(|| t.elided_sizes(file, &[index]));
+    let sizes = sizes.map_err(load_error)?.pop().unwrap_or_default();
+    let mut kept = Kept::default();
     let mut rows = Vec::with_capacity(items.len());
     for (e, size) in items.iter().zip(sizes) {
-        let (rec, bytes) = lines.get(e.line)?;
+        let (rec, bytes) = kept.get(file, &t.index, e.line)?;
         let (role, call) = if e.part != WHOLE {
-            let span = t
-                .part(e.line, e.part)
-                .map(|p| p.span)
-                .ok_or_else(|| PyValueError::new_err("no such replacement message"))?;
-            let part = bytes
-                .get(span.start as usize..span.end as usize)
-                .unwrap_or_default();
-            (
-                decode_at(py, &rec, part, &["role"])?,
-                decode_at(py, &rec, part, &["tool_call_id"])?,
-            )
+            let span = t.part(e.line, e.part).map(|p| p.span);
+            let span = span.ok_or_else(|| PyValueError::new_err("no such replacement message"))?;
+            let part = bytes.get(span.start as usize..span.end as usize);
+            let part = part.unwrap_or_default();
+            let role = decode_at(py, &rec, part, &["role"])?;
+            (role, decode_at(py, &rec, part, &["tool_call_id"])?)
         } else if rec.kind == EnvelopeType::Compaction {
             (
                 "user".into_pyobject(py)?.into_any(),
                 py.None().into_bound(py),
             )
         } else {
+            let role = decode_at(py, &rec, bytes, &["payload", "role"])?;
             (
-                decode_at(py, &rec, bytes, &["payload", "role"])?,
+                role,
                 decode_at(py, &rec, bytes, &["payload", "tool_call_id"])?,
             )
         };
@@ -260,24 +363,22 @@ pub(crate) fn elision_rows<'py>(
     Ok(rows)
 }
 
-/// `elided_sizes(indices, /)`: for each elision in `indices`, the UTF-8
-/// size of the content each message it stubbed had just before (as
-/// `elision_effect` has it), in item order, measured in the core on every
-/// core without decoding it; None for a content that is neither a string
-/// nor null. Read-only transcripts only.
+/// For each elision in `indices`, the UTF-8 size of the content each message
+/// it stubbed had just before (as `elision_effect` has it), in item order,
+/// measured in the core on every core without decoding it; None for a
+/// content that is neither a string nor null.
 pub(crate) fn elided_sizes(
+    py: Python<'_>,
     t: &core::Transcript,
     file: &File,
-    py: Python<'_>,
     indices: Vec<u32>,
 ) -> PyResult<Vec<Vec<Option<u64>>>> {
     history(t)?;
     for &i in &indices {
         if rec_at(&t.index, i as usize)?.kind != EnvelopeType::Elision {
-            return Err(PyValueError::new_err("not an elision of this transcript"));
+            return Err(not_a("an elision"));
         }
     }
-    let core = t;
-    py.detach(|| core.elided_sizes(file, &indices))
+    py.detach(|| t.elided_sizes(file, &indices))
         .map_err(load_error)
 }

@@ -7,14 +7,16 @@ use std::path::PathBuf;
 
 use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyList};
 use transcript_core::transcript::Index;
 use transcript_tools::page::{Job, Limits, Page, Walk, WriteError, Writer};
 
 use crate::errors::{os_error, os_error_at};
+use crate::lines::Indexed;
 use crate::peeked::Peeked;
 use crate::transcript::Transcript;
 
+// A read-only `Transcript` or a `Peeked`.
 enum Source {
     Replayed(Py<Transcript>),
     Lenient(Py<Peeked>),
@@ -25,18 +27,13 @@ fn with_index<T>(
     source: &Source,
     f: impl FnOnce(&Index, &File) -> T,
 ) -> PyResult<T> {
-    Ok(match source {
-        Source::Replayed(t) => {
-            let t = t.bind(py).borrow();
-            let (core, file, _) = t.export_input()?;
-            f(&core.index, &file)
-        }
-        Source::Lenient(p) => {
-            let p = p.bind(py).borrow();
-            let (index, file, _) = p.export_input();
-            f(index, file)
-        }
-    })
+    fn on<T>(r: &impl Indexed, f: impl FnOnce(&Index, &File) -> T) -> PyResult<T> {
+        Ok(f(r.index(), &*r.file()?))
+    }
+    match source {
+        Source::Replayed(t) => on(&*t.bind(py).borrow(), f),
+        Source::Lenient(p) => on(&*p.bind(py).borrow(), f),
+    }
 }
 
 /// The walk over a transcript's records, a page at a time.
@@ -165,16 +162,7 @@ impl PageWalk {
 fn items<'py>(py: Python<'py>, page: &Page, types: &[String]) -> PyResult<Bound<'py, PyList>> {
     let out = PyList::empty(py);
     for (k, (&(i, line), ty)) in page.items.iter().zip(types).enumerate() {
-        let t = PyTuple::new(
-            py,
-            [
-                i.into_pyobject(py)?.into_any(),
-                line.into_pyobject(py)?.into_any(),
-                ty.into_pyobject(py)?.into_any(),
-                PyBytes::new(py, page.head(k)).into_any(),
-            ],
-        )?;
-        out.append(t)?;
+        out.append((i, line, ty, PyBytes::new(py, page.head(k))))?;
     }
     Ok(out)
 }

@@ -26,7 +26,7 @@ use transcript_core::park::{wait_on, wake_one};
 /// `threading.RLock.acquire`.
 const WAIT_SLICE: Duration = Duration::from_millis(20);
 
-/// A word of a fork generation (its low 32 bits) and a 32-bit number.
+// A word of a fork generation (its low 32 bits) and a 32-bit number.
 fn pack(generation: u64, number: u32) -> u64 {
     (generation & 0xFFFF_FFFF) << 32 | u64::from(number)
 }
@@ -39,21 +39,17 @@ fn number_of(word: u64) -> u32 {
     (word & 0xFFFF_FFFF) as u32
 }
 
-/// A reentrant lock, as `threading.RLock` is: the thread that holds it may take
-/// it again, and must let go of it as many times. `with lock:` takes it; a
-/// thread that must wait does so without the GIL.
-///
-/// It holds no other lock, so a fork finds nothing half-taken inside it, and
-/// it notes the fork generation its holder took it in
+/// A reentrant lock, as `threading.RLock` is; a thread that must wait does so
+/// without the GIL. It holds no other lock, so a fork finds nothing half-taken
+/// inside it, and it notes the fork generation its holder took it in
 /// (`transcript_core::fork`): in a forked child, a hold by a thread the child
-/// does not have is no hold, and the first thread that wants the lock takes
-/// it. Native callers hold it through [`Held`], which lets go when dropped,
-/// on an error or a panic too.
+/// does not have is no hold. Native callers hold it through [`Held`], which
+/// lets go when dropped, on an error or a panic too.
 #[pyclass(module = "agent_transcript._core", frozen)]
 pub struct SessionLock {
     /// The holder: its fork generation and its `fork::thread_token`; 0 when free.
     owner: AtomicU64,
-    /// How many times the owner holds it; touched by the owner only.
+    /// Touched by the owner only.
     depth: AtomicU32,
     /// The fork generation and how many threads of it wait: the one letting
     /// go wakes them only then (a count copied by a fork is no one's).
@@ -68,7 +64,6 @@ pub struct Held<'a>(&'a SessionLock);
 
 impl Drop for Held<'_> {
     fn drop(&mut self) {
-        // Taken by this thread through `hold`: this thread holds it.
         self.0.let_go();
     }
 }
@@ -116,15 +111,11 @@ impl SessionLock {
             .then_some(true)
     }
 
-    /// Takes the lock for this thread, waiting (the GIL let go) while another
-    /// holds it. A signal handler's exception ends the wait.
+    /// A signal handler's exception ends the wait.
     pub fn take(&self, py: Python<'_>) -> PyResult<()> {
         let fresh = match self.try_take() {
             Some(fresh) => fresh,
-            None => {
-                self.wait_for(py)?;
-                true
-            }
+            None => self.wait_for(py).map(|()| true)?,
         };
         // Only the owner touches the depth: no read-modify-write needed.
         let depth = if fresh {
@@ -136,7 +127,6 @@ impl SessionLock {
         Ok(())
     }
 
-    /// Takes the lock as [`SessionLock::take`] does, until the hold is dropped.
     pub fn hold(&self, py: Python<'_>) -> PyResult<Held<'_>> {
         self.take(py)?;
         Ok(Held(self))
@@ -181,7 +171,7 @@ impl SessionLock {
         waited
     }
 
-    /// Lets go once; the caller holds the lock.
+    // The caller holds the lock.
     fn let_go(&self) {
         let depth = self.depth.load(Ordering::Relaxed);
         if depth > 1 {
@@ -197,7 +187,6 @@ impl SessionLock {
         }
     }
 
-    /// Lets go of the lock once; RuntimeError when this thread does not hold it.
     pub fn give_back(&self) -> PyResult<()> {
         let owner = self.owner.load(Ordering::SeqCst);
         if owner == 0
@@ -220,20 +209,16 @@ impl SessionLock {
         SessionLock::new()
     }
 
-    /// `acquire()`: take the lock, waiting while another thread holds it.
     fn acquire(&self, py: Python<'_>) -> PyResult<bool> {
-        self.take(py)?;
-        Ok(true)
+        self.take(py).map(|()| true)
     }
 
-    /// `release()`: let go of it once.
     fn release(&self) -> PyResult<()> {
         self.give_back()
     }
 
     fn __enter__(&self, py: Python<'_>) -> PyResult<bool> {
-        self.take(py)?;
-        Ok(true)
+        self.take(py).map(|()| true)
     }
 
     /// Lets go; None, so an exception in the block goes on.
@@ -271,13 +256,13 @@ impl SessionBase {
         })
     }
 
-    /// The session's lock: every method holds it while it uses the writer.
+    /// Every method of the session holds it while it uses the writer.
     #[getter]
     fn _lock(&self, py: Python<'_>) -> Py<SessionLock> {
         self.lock.clone_ref(py)
     }
 
-    /// `_bind(transcript, /)`: the writer `_append_fields` appends through; once.
+    /// The writer `_append_fields` appends through; once.
     #[pyo3(signature = (transcript, /))]
     fn _bind(&self, transcript: Py<Transcript>) -> PyResult<()> {
         self.bound
@@ -287,15 +272,13 @@ impl SessionBase {
         Ok(())
     }
 
-    /// `_stop_native_appends()`: from now on `_append_fields` appends nothing
-    /// (the session is closing, or forked away).
+    /// The session is closing, or forked away.
     fn _stop_native_appends(&self) {
         self.appendable.store(false, Ordering::SeqCst);
     }
 
-    /// `_append_fields(role, content, name, tool_calls, tool_call_id, sticky,
-    /// sysprompt, depth, /)`: the fields of a plain `Message`, appended under
-    /// the lock; None when the session no longer appends natively.
+    /// The fields of a plain `Message`, appended under the lock; None when the
+    /// session no longer appends natively.
     #[pyo3(signature = (role, content, name, tool_calls, tool_call_id, sticky, sysprompt, depth, /))]
     #[allow(clippy::too_many_arguments)]
     fn _append_fields<'py>(
@@ -316,9 +299,7 @@ impl SessionBase {
         };
         let held = base.lock.get().hold(py)?;
         let appended = base.appendable.load(Ordering::SeqCst).then(|| {
-            Transcript::append_message(
-                transcript.bind(py),
-                py,
+            let fields = [
                 role,
                 content,
                 name,
@@ -327,7 +308,8 @@ impl SessionBase {
                 sticky,
                 sysprompt,
                 depth,
-            )
+            ];
+            Transcript::append_fields(transcript.bind(py), fields)
         });
         drop(held);
         match appended {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 use transcript_core::fork;
+use transcript_core::stop::Stop;
 
 /// How often at most a pass takes the GIL to run the handlers: often enough
 /// that a Ctrl-C is heard at once, seldom enough that a pass never waits for
@@ -106,5 +107,18 @@ impl Signals {
             Some(raised) => raised,
             None => convert(e),
         }
+    }
+
+    /// Runs `pass` without the GIL, the handlers heard from inside it; its
+    /// error as `convert` makes it, or the handler's exception.
+    pub fn run<T: Send>(
+        py: Python<'_>,
+        pass: impl FnOnce(Stop<'_>) -> io::Result<T> + Send,
+        convert: impl FnOnce(&io::Error) -> PyErr,
+    ) -> PyResult<T> {
+        let signals = Signals::new(py);
+        let stop = || signals.check();
+        py.detach(|| pass(&stop))
+            .map_err(|e| signals.raised(&e, convert))
     }
 }

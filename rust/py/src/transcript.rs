@@ -5,7 +5,6 @@
 //! reads lines back into Python objects only when they are asked for.
 
 use std::fs::{File, OpenOptions};
-use std::ops::Deref;
 use std::os::fd::RawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
@@ -13,21 +12,17 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use transcript_core::stamp::Instant;
-use transcript_core::transcript::{self as core, FreshId, LineRec, LoadError};
+use transcript_core::transcript::{self as core, FreshId, Index, LoadError};
 use transcript_core::writer::{Made, Writer};
 
-use crate::canonical::{write_envelope, write_message_envelope, MessageRead};
+use crate::canonical::{write_envelope, write_message_envelope, MessageFields, MessageRead};
 use crate::errors::{load_error, os_error, write_error, SessionClosed};
 use crate::fds::dup;
-use crate::history;
-use crate::lines::{
-    event_tuple, fields_of, file_size, id_key, id_of, out_of_range, payload_of, place, rec_at,
-    role_counts, shown_tuple, type_totals, ElisionRow, Later, Place,
-};
+use crate::history::{self, place, ElisionRow, Later, Place};
+use crate::lines::{file_size, id_key, out_of_range, reader_methods, Indexed, Reader};
 use crate::signals::Signals;
 
-/// One transcript open for appending (or read-only): the core's writer, which
-/// holds its replayed state and its file.
+/// One transcript open for appending (or read-only): the core's writer.
 #[pyclass(module = "agent_transcript._core")]
 pub struct Transcript {
     // No file once the session is closed: it keeps no descriptor until it is
@@ -42,23 +37,6 @@ struct Closed {
     path: PathBuf,
     dev: u64,
     ino: u64,
-}
-
-/// The file a read goes through: the session's own, or, once it is closed,
-/// the file opened again for this read.
-pub(crate) enum Reader<'a> {
-    Open(&'a File),
-    Again(File),
-}
-
-impl Deref for Reader<'_> {
-    type Target = File;
-    fn deref(&self) -> &File {
-        match self {
-            Reader::Open(file) => file,
-            Reader::Again(file) => file,
-        }
-    }
 }
 
 // A message line `made` with `fresh`: from what the writer knows of it when
@@ -80,36 +58,6 @@ fn message_made<'a>(fresh: &'a FreshId, read: Option<&'a MessageRead<'_>>) -> Ma
 impl Transcript {
     fn core(&self) -> &core::Transcript {
         self.writer.transcript()
-    }
-
-    fn file(&self) -> PyResult<Reader<'_>> {
-        if let Some(file) = self.writer.file() {
-            return Ok(Reader::Open(file));
-        }
-        let Some(closed) = &self.closed else {
-            return Err(SessionClosed::new_err("the session is closed"));
-        };
-        let gone = || {
-            SessionClosed::new_err(format!(
-                "{}: the session is closed, and its file was moved, replaced or deleted since",
-                closed.path.display()
-            ))
-        };
-        // Never blocking: the path may name a FIFO now.
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(&closed.path)
-            .map_err(|_| gone())?;
-        let meta = file.metadata().map_err(|e| os_error(&e))?;
-        if !meta.is_file() || meta.dev() != closed.dev || meta.ino() != closed.ino {
-            return Err(gone());
-        }
-        Ok(Reader::Again(file))
-    }
-
-    fn rec(&self, index: usize) -> PyResult<LineRec> {
-        rec_at(&self.core().index, index)
     }
 
     // Indexes and replays the first `size` bytes of `file`; with `history`, the
@@ -154,6 +102,28 @@ impl Transcript {
         Ok((ids, ts, t.writer.take_buffer()))
     }
 
+    /// Appends the message whose fields are `fields`, its payload written
+    /// from them without building its dict, and its envelope indexed from
+    /// what was written without reading the line back.
+    pub(crate) fn append_fields<'py>(
+        slf: &Bound<'py, Self>,
+        fields: MessageFields<'_, 'py>,
+    ) -> PyResult<Bound<'py, PyString>> {
+        let py = slf.py();
+        // As in `append`: no borrow is held while the message is walked.
+        let (fresh, ts, mut buf) = Self::begin(slf, 1)?;
+        let fresh = fresh.first().ok_or_else(out_of_range)?;
+        let read = write_message_envelope(py, &mut buf, fresh.digits(), fields, &ts);
+        let (written, read) = match read {
+            Ok(read) => (Ok(()), Some(read)),
+            Err(e) => (Err(e), None),
+        };
+        let end = buf.len();
+        let made = message_made(fresh, read.as_ref());
+        Self::commit(slf, py, buf, written, &[(made, end)])?;
+        Ok(PyString::new(py, fresh.as_str()))
+    }
+
     // Appends the lines serialised in `buf` (see `Writer::append`) once
     // `serialised` says their serialisation went well; the buffer goes back
     // to the writer either way. An fsync'd append lets other threads run.
@@ -179,11 +149,49 @@ impl Transcript {
     }
 }
 
-#[pymethods]
-impl Transcript {
-    /// `Transcript.load(fd, fsync, missing_newline, /)`: index and replay an
-    /// open file that load's repair has already checked; `missing_newline` is
-    /// what that tail check found, so the tail is not read twice.
+impl Indexed for Transcript {
+    fn index(&self) -> &Index {
+        &self.core().index
+    }
+
+    fn file(&self) -> PyResult<Reader<'_>> {
+        if let Some(file) = self.writer.file() {
+            return Ok(Reader::Open(file));
+        }
+        let Some(closed) = &self.closed else {
+            return Err(SessionClosed::new_err("the session is closed"));
+        };
+        let gone = || {
+            SessionClosed::new_err(format!(
+                "{}: the session is closed, and its file was moved, replaced or deleted since",
+                closed.path.display()
+            ))
+        };
+        // Never blocking: the path may name a FIFO now.
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&closed.path)
+            .map_err(|_| gone())?;
+        let meta = file.metadata().map_err(|e| os_error(&e))?;
+        if !meta.is_file() || meta.dev() != closed.dev || meta.ino() != closed.ino {
+            return Err(gone());
+        }
+        Ok(Reader::Again(file))
+    }
+
+    fn end(&self) -> u64 {
+        self.writer.len()
+    }
+
+    fn lines_read(&self) -> u64 {
+        self.core().line_count
+    }
+}
+
+reader_methods!(Transcript {
+    /// An open file that load's repair has checked; `missing_newline` is what
+    /// that tail check found, so the tail is not read twice.
     #[staticmethod]
     #[pyo3(signature = (fd, fsync, missing_newline, /))]
     fn load(py: Python<'_>, fd: RawFd, fsync: bool, missing_newline: bool) -> PyResult<Self> {
@@ -192,11 +200,9 @@ impl Transcript {
         Self::replay(py, file, size, fsync, missing_newline, None, false)
     }
 
-    /// `Transcript.read_only(fd, size, /)`: what load would make of the first
-    /// `size` bytes of an open file (its good prefix), without writing, locking
-    /// or repairing; appends are refused. It keeps the replay's history (see
-    /// `later`, `compaction_effect`, `elision_effect`). For `check`, `stats`
-    /// and `show`.
+    /// What load would make of the first `size` bytes (the good prefix),
+    /// without writing, locking or repairing, keeping the replay's history:
+    /// for `check`, `stats` and `show`.
     #[staticmethod]
     #[pyo3(signature = (fd, size, /))]
     fn read_only(py: Python<'_>, fd: RawFd, size: u64) -> PyResult<Self> {
@@ -205,35 +211,23 @@ impl Transcript {
         Self::replay(py, file, size, false, false, refused, true)
     }
 
-    /// `Transcript.new(fd, fsync, /)`: a transcript for an empty file; the first
-    /// append must be the session-meta.
+    /// For an empty file; the first append must be the session-meta.
     #[staticmethod]
     #[pyo3(signature = (fd, fsync, /))]
     fn new(fd: RawFd, fsync: bool) -> PyResult<Self> {
         let file = dup(fd)?;
         let len = file_size(&file)?;
-        let writer = Writer::new(
-            core::Transcript::default(),
-            Some(file),
-            len,
-            len > 0,
-            fsync,
-            None,
-        );
-        Ok(Transcript {
-            writer,
-            closed: None,
-        })
+        let writer = Writer::new(core::Transcript::default(), Some(file), len, len > 0, fsync, None);
+        Ok(Transcript { writer, closed: None })
     }
 
-    /// `new_id()`: a fresh envelope id, for a payload that must name its own line.
+    /// For a payload that must name its own line.
     fn new_id(&mut self) -> String {
         let ms = Instant::now().millis();
         self.writer.fresh_id(ms).as_str().to_owned()
     }
 
-    /// `append(type, payload, id, /)`: stamp, serialise, check, write and replay
-    /// one envelope; returns its id (`id`, or a new one when None). Nothing is
+    /// Stamps, serialises, checks, writes and replays one envelope; nothing is
     /// written unless replay accepts it.
     #[pyo3(signature = (r#type, payload, id, /))]
     fn append(
@@ -261,16 +255,12 @@ impl Transcript {
         Ok(id)
     }
 
-    /// `append_message(role, content, name, tool_calls, tool_call_id, sticky,
-    /// sysprompt, depth, /)`: `append("message", message.to_dict(), None)` for
-    /// a `Message` (not a subclass: the caller checks) with these fields, its
-    /// payload written from them without building that dict, and its envelope
-    /// indexed from what was written without reading the line back.
+    /// `append("message", message.to_dict(), None)` for a `Message` (not a
+    /// subclass: the caller checks) with these fields (see `append_fields`).
     #[pyo3(signature = (role, content, name, tool_calls, tool_call_id, sticky, sysprompt, depth, /))]
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn append_message<'py>(
+    fn append_message<'py>(
         slf: &Bound<'py, Self>,
-        py: Python<'py>,
         role: &Bound<'py, PyAny>,
         content: &Bound<'py, PyAny>,
         name: &Bound<'py, PyAny>,
@@ -280,35 +270,13 @@ impl Transcript {
         sysprompt: &Bound<'py, PyAny>,
         depth: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyString>> {
-        let fields = [
-            role,
-            content,
-            name,
-            tool_calls,
-            tool_call_id,
-            sticky,
-            sysprompt,
-            depth,
-        ];
-        // As in `append`: no borrow is held while the message is walked.
-        let (fresh, ts, mut buf) = Self::begin(slf, 1)?;
-        let fresh = fresh.first().ok_or_else(out_of_range)?;
-        let read = write_message_envelope(py, &mut buf, fresh.digits(), fields, &ts);
-        let (written, read) = match read {
-            Ok(read) => (Ok(()), Some(read)),
-            Err(e) => (Err(e), None),
-        };
-        let end = buf.len();
-        let made = message_made(fresh, read.as_ref());
-        Self::commit(slf, py, buf, written, &[(made, end)])?;
-        Ok(PyString::new(py, fresh.as_str()))
+        let fields = [role, content, name, tool_calls, tool_call_id, sticky, sysprompt, depth];
+        Self::append_fields(slf, fields)
     }
 
-    /// `append_message_payload(payload, role, tool_call_id, sticky, /)`:
     /// `append("message", payload, None)` for the payload of a `Message` (not
-    /// a subclass) and its extras, whose `role`, `tool_call_id` and
-    /// `is_sticky` are given: the envelope is indexed from them, without
-    /// reading the line back.
+    /// a subclass) whose `role`, `tool_call_id` and `is_sticky` are given: the
+    /// envelope is indexed from them, without reading the line back.
     #[pyo3(signature = (payload, role, tool_call_id, sticky, /))]
     fn append_message_payload(
         slf: &Bound<'_, Self>,
@@ -329,13 +297,10 @@ impl Transcript {
         Ok(fresh.as_str().to_owned())
     }
 
-    /// `append_messages(rows, /)`: one envelope per row of `rows`, all
-    /// written with one write(2), then replayed; returns their ids. A row is a
-    /// tuple of a `Message`'s eight fields (as `append_message` takes them),
-    /// written from them, a 1-tuple of a message payload, or a `(type,
-    /// payload)` pair for an envelope of another type (the settle lines that
-    /// go with the tool messages answering a call). Nothing is written unless
-    /// every payload is written and replay accepts every envelope; each is
+    /// One envelope per row, all written with one write(2). A row is a
+    /// `Message`'s eight fields (as `append_message` takes them), a 1-tuple of
+    /// a message payload, or a `(type, payload)` pair (the settles that go
+    /// with the tool messages answering a call). All or nothing; each is
     /// checked against what was there before the call, so rows must not
     /// depend on one another (two settles of one operation).
     #[pyo3(signature = (rows, /))]
@@ -395,159 +360,44 @@ impl Transcript {
         PyList::new(py, ids.iter().map(FreshId::as_str))
     }
 
-    /// The number of envelopes.
-    fn __len__(&self) -> usize {
-        self.core().index.len()
-    }
-
-    /// `event(i, /)`: envelope `i` as `(id, type, ts, v, payload, line)`.
-    #[pyo3(signature = (index, /))]
-    fn event<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyAny>> {
-        event_tuple(py, &*self.file()?, &self.rec(index)?)
-    }
-
-    /// `shown(i, indent, avail, max_lines, /)`: envelope `i` as `show` reads it,
-    /// `(id, type, ts, v, payload, line, as_is, excerpt)` (see `shown_tuple`).
-    #[pyo3(signature = (index, indent, avail, max_lines, /))]
-    fn shown<'py>(
-        &self,
-        py: Python<'py>,
-        index: usize,
-        indent: &str,
-        avail: usize,
-        max_lines: Option<usize>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        shown_tuple(
-            py,
-            &*self.file()?,
-            &self.rec(index)?,
-            (indent, avail, max_lines),
-        )
-    }
-
-    /// `payload(i, /)`: envelope `i`'s payload.
-    #[pyo3(signature = (index, /))]
-    fn payload<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyAny>> {
-        payload_of(py, &*self.file()?, &self.core().index, index)
-    }
-
-    /// `envelope_id(i, /)`: envelope `i`'s id (its payload is not decoded).
-    #[pyo3(signature = (index, /))]
-    fn envelope_id<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyAny>> {
-        id_of(py, &*self.file()?, &self.core().index, index)
-    }
-
-    /// `payload_fields(indices, keys, /)`: for each envelope in `indices`, the
-    /// members `keys` of its payload that it has, as a dict; nothing else is
-    /// decoded.
-    #[pyo3(signature = (indices, keys, /))]
-    fn payload_fields<'py>(
-        &self,
-        py: Python<'py>,
-        indices: Vec<u32>,
-        keys: Vec<String>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        fields_of(py, &*self.file()?, &self.core().index, indices, keys)
-    }
-
-    /// `index_of(id, /)`: the envelope index of `id`, or None.
     #[pyo3(signature = (id, /))]
     fn index_of(&self, id: &Bound<'_, PyString>) -> PyResult<Option<u32>> {
         Ok(self.core().line_of(id_key(id)?))
     }
 
-    /// `resolve(id, /)`: what `id` names, as `(envelope index, replacement
-    /// position or None)` (a replacement message's id is
-    /// `"<compaction id>:<k>"`), or None.
+    /// What `id` names (a replacement message's id is `"<compaction id>:<k>"`).
     #[pyo3(signature = (id, /))]
     fn resolve(&self, id: &Bound<'_, PyString>) -> PyResult<Option<Place>> {
         Ok(self.core().resolve(id_key(id)?).map(place))
     }
 
-    /// `is_live(id, /)`: whether `id` is a live message.
     #[pyo3(signature = (id, /))]
     fn is_live(&self, id: &Bound<'_, PyString>) -> PyResult<bool> {
         Ok(self.core().is_live(id_key(id)?))
     }
 
-    /// `type_name(i, /)`: envelope `i`'s type, read from the index.
-    #[pyo3(signature = (index, /))]
-    fn type_name(&self, index: usize) -> PyResult<String> {
-        self.core()
-            .index
-            .type_name(index)
-            .map(str::to_owned)
-            .ok_or_else(out_of_range)
-    }
-
-    /// `role(i, /)`: envelope `i`'s role if it is a message, else None.
-    #[pyo3(signature = (index, /))]
-    fn role(&self, index: usize) -> PyResult<Option<String>> {
-        self.rec(index)?;
-        Ok(self.core().index.role(index).map(str::to_owned))
-    }
-
-    /// `indices_of_type(type, /)`: the indices of the envelopes of that type.
-    #[pyo3(signature = (r#type, /))]
-    fn indices_of_type(&self, r#type: &str) -> Vec<u32> {
-        self.core().index.indices_of_type(r#type)
-    }
-
-    /// `(type, count, bytes)` per type (a line's `\n` counted), in the order
-    /// the types first appear.
-    fn type_totals(&self) -> Vec<(String, u64, u64)> {
-        type_totals(&self.core().index, self.writer.len())
-    }
-
-    /// `(role, count)` of the message lines, in the order the roles first appear.
-    fn role_counts(&self) -> Vec<(String, u64)> {
-        role_counts(&self.core().index)
-    }
-
-    /// Lines read, blank ones included.
-    fn line_count(&self) -> u64 {
-        self.core().line_count
-    }
-
-    /// The live message count.
     fn live_len(&self) -> usize {
         self.core().live.len()
     }
 
-    /// The last grants line's index, or None.
     fn grants_index(&self) -> Option<u32> {
         self.core().grants
     }
 
     /// Pending operations as `(dispatch index, result index or None)`, in dispatch order.
     fn pending(&self) -> Vec<(u32, Option<u32>)> {
-        self.core()
-            .pending
-            .iter()
-            .map(|(l, op)| (*l, op.result))
-            .collect()
+        self.core().pending.iter().map(|(l, op)| (*l, op.result)).collect()
     }
 
-    /// `section_index(digest, /)`: the run-context line carrying that section's text.
+    /// The run-context line carrying that section's text.
     #[pyo3(signature = (digest, /))]
     fn section_index(&self, digest: &str) -> Option<u32> {
         self.core().sections.get(digest).copied()
     }
 
-    /// `line_number(i, /)`: envelope `i`'s 1-based line number.
-    #[pyo3(signature = (index, /))]
-    fn line_number(&self, index: usize) -> PyResult<u64> {
-        Ok(self.rec(index)?.number)
-    }
-
-    /// The file's length up to the last good line.
-    fn size(&self) -> u64 {
-        self.writer.len()
-    }
-
-    /// `close_writer(path, /)`: refuse appends from now on and let go of the
-    /// file (and so of the lock). A later read opens `path` again while it
-    /// names the same file, and raises SessionClosed once it does not.
+    /// Refuses appends from now on and lets go of the file (and so of the
+    /// lock). A later read opens `path` again while it names the same file,
+    /// and raises SessionClosed once it does not.
     #[pyo3(signature = (path, /))]
     fn close_writer(&mut self, path: PathBuf) -> PyResult<()> {
         if let Some(file) = self.writer.file() {
@@ -562,89 +412,69 @@ impl Transcript {
         Ok(())
     }
 
-    /// The descriptor the transcript reads and writes through (its own
-    /// duplicate): a forked child puts an unlocked one in its place.
+    /// Its own duplicate: a forked child puts an unlocked one in its place.
     fn fileno(&self) -> RawFd {
-        self.writer
-            .file()
-            .as_ref()
-            .map_or(-1, std::os::fd::AsRawFd::as_raw_fd)
+        self.writer.file().as_ref().map_or(-1, std::os::fd::AsRawFd::as_raw_fd)
     }
 
-    /// Why the session refuses appends, or None.
     fn broken(&self) -> Option<String> {
         self.writer.broken().map(str::to_owned)
     }
 
-    /// The live messages' ids (`"<compaction id>:<k>"` for a replacement's).
+    // The history's reads: see `crate::history`. Read-only transcripts
+    // keep the history `later` and the `*_effect` and `elision*` read.
+
     fn live_ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        history::live_ids(self.core(), &*self.file()?, py)
+        history::live_ids(py, self.core(), &*self.file()?)
     }
 
-    /// The live messages as payload dicts: stubs in place of elided content,
-    /// `{"role": "user", "content": summary}` for a compaction's summary.
     fn live_payloads<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        history::live_payloads(self.core(), &*self.file()?, py)
+        history::live_payloads(py, self.core(), &*self.file()?)
     }
 
-    /// The live messages as `(id, payload dict, line number, elided)`.
     fn live_entries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        history::live_entries(self.core(), &*self.file()?, py)
+        history::live_entries(py, self.core(), &*self.file()?)
     }
 
-    /// The live list without reading a line (see `history::live`).
     fn live(&self) -> Vec<(u32, Option<u32>, String, Option<u32>)> {
         history::live(self.core())
     }
 
-    /// `live_message(k, /)`: the `k`-th live message as a payload dict.
     #[pyo3(signature = (k, /))]
     fn live_message<'py>(&self, py: Python<'py>, k: usize) -> PyResult<Bound<'py, PyDict>> {
-        history::live_message(self.core(), &*self.file()?, py, k)
+        history::live_message(py, self.core(), &*self.file()?, k)
     }
 
-    /// `later(i, part, /)`: what later lines did to envelope `i` (see
-    /// `history::later`). Read-only transcripts only.
     #[pyo3(signature = (index, part, /))]
     fn later(&self, index: u32, part: Option<u32>) -> PyResult<Later> {
         history::later(self.core(), index, part)
     }
 
-    /// `compaction_effect(i, /)`: what compaction `i` did to the live list.
-    /// Read-only transcripts only.
     #[pyo3(signature = (index, /))]
     fn compaction_effect(&self, index: u32) -> PyResult<(Vec<Place>, Vec<Place>, Option<usize>)> {
         history::compaction_effect(self.core(), index)
     }
 
-    /// `rewind_effect(i, /)`: the live messages rewind `i` dropped.
-    /// Read-only transcripts only.
     #[pyo3(signature = (index, /))]
     fn rewind_effect(&self, index: u32) -> PyResult<Vec<Place>> {
         history::rewind_effect(self.core(), index)
     }
 
-    /// `elision_effect(i, /)`: the messages elision `i` stubbed, as they were
-    /// just before. Read-only transcripts only.
     #[pyo3(signature = (index, /))]
     fn elision_effect<'py>(&self, py: Python<'py>, index: u32) -> PyResult<Bound<'py, PyList>> {
-        history::elision_effect(self.core(), &*self.file()?, py, index)
+        history::elision_effect(py, self.core(), &*self.file()?, index)
     }
 
-    /// `elision_rows(index, /)`: what `show` says of each message elision
-    /// `index` stubbed, without decoding its content.
     #[pyo3(signature = (index, /))]
     fn elision_rows<'py>(&self, py: Python<'py>, index: u32) -> PyResult<Vec<ElisionRow<'py>>> {
-        history::elision_rows(self.core(), &*self.file()?, py, index)
+        history::elision_rows(py, self.core(), &*self.file()?, index)
     }
 
-    /// `elided_sizes(indices, /)`: for each elision in `indices`, the UTF-8
-    /// size of the content of each message it stubbed. Read-only transcripts only.
     #[pyo3(signature = (indices, /))]
     fn elided_sizes(&self, py: Python<'_>, indices: Vec<u32>) -> PyResult<Vec<Vec<Option<u64>>>> {
-        history::elided_sizes(self.core(), &*self.file()?, py, indices)
+        history::elided_sizes(py, self.core(), &*self.file()?, indices)
     }
-}
+});
 
 // What the export's columns (`crate::columns`) read: the index, the file, the
 // bytes read and the replay.

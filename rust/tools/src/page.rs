@@ -21,7 +21,7 @@ use std::thread::JoinHandle;
 
 use transcript_core::envelope::{EnvelopeType, Role};
 use transcript_core::scan::{is_blank, ReadAt};
-use transcript_core::transcript::Index;
+use transcript_core::transcript::{read_exact_at, Index};
 
 /// When a page is cut: past `soft` records or bytes at the next turn (a user
 /// message) or compaction; past `hard` ones at the next record whatever it is.
@@ -117,7 +117,7 @@ impl Page {
             let take = usize::try_from(len).unwrap_or(usize::MAX).min(head);
             if odd.peek().is_some_and(|o| o.start == a) {
                 let mut buf = vec![0; take];
-                read_full(src, &mut buf, a)?;
+                read_exact_at(src, &mut buf, a)?;
                 self.heads.extend_from_slice(&buf);
             } else {
                 let from = usize::try_from(a - self.start - skipped).unwrap_or(usize::MAX);
@@ -274,7 +274,7 @@ impl Walk {
                 .len()
                 .min(usize::try_from(to - at).unwrap_or(usize::MAX));
             let got = &mut buf[..want];
-            read_full(src, got, at)?;
+            read_exact_at(src, got, at)?;
             let mut from = 0;
             while from < want {
                 match memchr::memchr(b'\n', &got[from..]) {
@@ -368,7 +368,7 @@ fn append<R: ReadAt + ?Sized>(src: &R, from: u64, to: u64, out: &mut Vec<u8>) ->
     let more = usize::try_from(to.saturating_sub(from))
         .map_err(|_| io::Error::other("a page too big for memory"))?;
     out.resize(have + more, 0);
-    read_full(src, &mut out[have..], from)
+    read_exact_at(src, &mut out[have..], from)
 }
 
 /// The page buffers the writer is done with, for the walk to fill again: a
@@ -404,21 +404,6 @@ pub fn drop_spare_buffers() {
     if let Ok(mut s) = SPARE.lock() {
         *s = Vec::new();
     }
-}
-
-fn read_full<R: ReadAt + ?Sized>(src: &R, buf: &mut [u8], at: u64) -> io::Result<()> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        let n = src.read_at(&mut buf[filled..], at + filled as u64)?;
-        if n == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "the transcript shrank while its pages were written",
-            ));
-        }
-        filled += n;
-    }
-    Ok(())
 }
 
 /// Appends `data` to `out` as the body of a JavaScript `String.raw` template:

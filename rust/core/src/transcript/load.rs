@@ -28,11 +28,7 @@ pub(super) const CHUNK: usize = 256 << 10;
 pub(super) const LONG_LINE: usize = 4 << 20;
 
 // Fills `buf` from `at` in `src`: a file that ends first shrank under the reader.
-pub(super) fn read_exact_at<R: ReadAt + ?Sized>(
-    src: &R,
-    buf: &mut [u8],
-    at: u64,
-) -> io::Result<()> {
+pub fn read_exact_at<R: ReadAt + ?Sized>(src: &R, buf: &mut [u8], at: u64) -> io::Result<()> {
     let mut filled = 0;
     while filled < buf.len() {
         let n = src.read_at(&mut buf[filled..], at + filled as u64)?;
