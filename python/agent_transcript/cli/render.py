@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
-from itertools import compress, repeat
-from operator import add, gt, mul
 from datetime import datetime, timedelta
 from typing import Any, Callable, NamedTuple
 
@@ -86,8 +83,9 @@ class Renderer:
     """
 
     INDENT = "      "
-    #: Excerpts built by the core (``_core.excerpt``); False renders every
-    #: excerpt in Python (the oracle the core is tested against).
+    #: Envelopes read as ``show`` reads them (``Reading.shown``: a message's
+    #: excerpt built as its line is decoded); False decodes each envelope
+    #: whole (what the tests hold the first to).
     native = True
     #: How far back (in envelopes) to look for the message that made a tool call.
     CALL_LOOKBACK = 200
@@ -131,21 +129,12 @@ class Renderer:
 
     # -- text helpers
 
-    def _wrap(self, text: str, *, max_lines: int = 8, style: tuple[str, ...] = ()) -> list[str]:
+    def _wrap(self, text: str, *, max_lines: int = 8) -> list[str]:
         """The excerpt of ``text`` (made printable), wrapped to the width: at most
-        ``max_lines`` lines and a line saying how many more (every line with ``full``).
-
-        The core builds it (``_core.excerpt``); where it cannot say what Python
-        would (a lone surrogate; a hyphen beside a non-ASCII character, which
-        textwrap classes by Python's Unicode tables), ``_wrap_py`` does.
-        """
-        found = None
-        if self.native and not style:
-            found = core_excerpt(text, self.INDENT, max(20, self.width - len(self.INDENT)),
-                                  None if self.full else max_lines)
-        if found is None:
-            return self._wrap_py(printable(text), max_lines=max_lines, style=style)
-        return self._excerpt_lines(found, max_lines)
+        ``max_lines`` lines and a line saying how many more (every line with
+        ``full``). The core builds it (``_core.excerpt``)."""
+        return self._excerpt_lines(core_excerpt(text, self.INDENT, self.avail, None if self.full else max_lines),
+                                   max_lines)
 
     def _excerpt_lines(self, found: tuple[list[str], int, int], max_lines: int) -> list[str]:
         """The core's excerpt ``(lines, total, chars)`` as ``_wrap`` shows it."""
@@ -154,46 +143,6 @@ class Renderer:
             more = f"… {plural(total - max_lines, 'more line')} ({chars:,} chars; --full shows all)"
             lines.append(self.INDENT + self.s(more, "dim"))
         return lines
-
-    def _wrap_py(self, text: str, *, max_lines: int = 8, style: tuple[str, ...] = ()) -> list[str]:
-        """``_wrap`` in Python, for a ``text`` already printable: textwrap's
-        lines. The oracle the core's excerpt is tested against."""
-        avail = max(20, self.width - len(self.INDENT))
-        out: list[str] = []
-        keep = None if self.full else max_lines + 1  # lines built; the rest only counted
-        total = 0
-        paras = text.splitlines() or [""]
-        if keep is not None and len(paras) > keep:
-            # Past the lines shown, a paragraph that fits even with each tab
-            # expanded to 4 columns is one line: count those at once, and wrap
-            # only the others.
-            rest = paras[keep:]
-            widest = map(add, map(len, rest), map(mul, map(str.count, rest, repeat("\t")), repeat(3)))
-            paras = paras[:keep] + list(compress(rest, map(gt, widest, repeat(avail))))
-            total += len(rest) - (len(paras) - keep)
-        for para in paras:
-            para = para.expandtabs(4).rstrip()
-            body = para.lstrip(" ")
-            lead = para[: len(para) - len(body)]
-            if len(lead) > avail // 2:
-                lead = lead[: avail // 2]
-            if len(lead) + len(body) <= avail:
-                # What textwrap gives a paragraph that fits (its whitespace is
-                # spaces only: splitlines took the rest), without its cost.
-                total += 1
-                if keep is None or len(out) < keep:
-                    out.append(lead + body)
-                continue
-            wrapped = textwrap.wrap(body, avail, initial_indent=lead, subsequent_indent=lead) or [lead]
-            total += len(wrapped)
-            if keep is None or len(out) < keep:
-                out.extend(wrapped)
-        if not self.full and total > max_lines:
-            hidden = total - max_lines
-            out = out[:max_lines]
-            out.append(self.s(f"… {plural(hidden, 'more line')} ({len(text):,} chars; --full shows all)", "dim"))
-            return [self.INDENT + (self.s(line, *style) if i < max_lines else line) for i, line in enumerate(out)]
-        return [self.INDENT + self.s(line, *style) for line in out]
 
     def _field(self, label: str, value: str) -> str:
         return f"{self.INDENT}{self.s(label, 'dim')} {value}"

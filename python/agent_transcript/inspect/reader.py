@@ -207,8 +207,8 @@ class Reading:
         ``\\r``), so that every string prints as it is (False may be said of a
         line that holds none); and for a message whose content is a string,
         the excerpt of that content (``_core.excerpt(content, indent, avail,
-        max_lines)``) in its place, the payload then without ``content`` (None,
-        and the content kept, where the core leaves the excerpt to Python)."""
+        max_lines)``) in its place, the payload then without ``content`` (else
+        None)."""
         self.decoded += 1
         id_, type_, ts, v, payload, line, as_is, excerpt = self._index().shown(i, indent, avail, max_lines)
         return Envelope(id_, type_, ts, v, payload, line), as_is, excerpt
@@ -402,9 +402,21 @@ class Reading:
         return self._pairing
 
 
-def excerpt(text: str, indent: str, avail: int, max_lines: int | None) -> tuple[list[str], int, int] | None:
-    """The core's excerpt of ``text`` for a front end: ``(lines, total, chars)``
-    (see ``_core.excerpt``), or None where Python must build it."""
+def excerpt(text: str, indent: str, avail: int, max_lines: int | None) -> tuple[list[str], int, int]:
+    """The excerpt of ``text`` a front end shows: ``(lines, total, chars)``
+    (see ``_core.excerpt``).
+
+    Args:
+        text: The text, made printable here (control characters as ``\\xNN``).
+        indent: What each line starts with.
+        avail: The columns a line has after ``indent``.
+        max_lines: How many lines to build (the rest are only counted); None
+            for all of them.
+
+    Returns:
+        The lines built, how many lines the whole text wraps to, and its
+        printable length in characters.
+    """
     return _core.excerpt(text, indent, avail, max_lines)
 
 

@@ -1,42 +1,88 @@
 //! `excerpt(text, indent, avail, max_lines)`: the lines `show` prints of a
-//! text, built by `transcript_tools::excerpt` (see there for what it follows).
+//! text, built by `transcript_tools::excerpt` (see there for what it follows),
+//! with Python's own Unicode tables answering for the characters it asks of.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use transcript_core::json::{JStr, Kind, Reader};
-use transcript_tools::excerpt::Excerpt;
+use transcript_tools::excerpt::{Class, Excerpt};
 
 use crate::decode::{jstr, str_from_wtf8, value, DecodeError};
 
 /// Texts longer than this are wrapped with the GIL released.
 const DETACH_BYTES: usize = 1 << 16;
 
-/// `(lines, total, chars)` of `text`'s excerpt, or None when Python must build
-/// it: the text holds a lone surrogate, or a break depends on how Python's
-/// Unicode tables class a non-ASCII character.
+/// `(lines, total, chars)` of `text`'s excerpt.
 #[pyfunction]
 #[pyo3(signature = (text, indent, avail, max_lines, /))]
-pub fn excerpt(
-    py: Python<'_>,
-    text: &Bound<'_, PyString>,
+pub fn excerpt<'py>(
+    py: Python<'py>,
+    text: &Bound<'py, PyString>,
     indent: &str,
     avail: usize,
     max_lines: Option<usize>,
-) -> Option<(Vec<String>, usize, usize)> {
-    // A lone surrogate has no UTF-8: Python renders that text.
-    let text = text.to_str().ok()?;
-    let build = || transcript_tools::excerpt::excerpt(text, indent, avail, max_lines);
-    let found = if text.len() > DETACH_BYTES {
+) -> PyResult<Bound<'py, PyAny>> {
+    let wtf8;
+    let bytes = match text.to_str() {
+        Ok(s) => s.as_bytes(),
+        Err(_) => {
+            // A lone surrogate: its WTF-8 is what `surrogatepass` writes.
+            wtf8 = text
+                .call_method1("encode", ("utf-8", "surrogatepass"))?
+                .cast_into::<PyBytes>()?;
+            wtf8.as_bytes()
+        }
+    };
+    let build = || excerpt_of(bytes, indent, avail, max_lines);
+    let found = if bytes.len() > DETACH_BYTES {
         py.detach(build)
     } else {
         build()
     };
-    found.map(|e| (e.lines, e.total, e.chars))
+    to_python(py, found?)
+}
+
+/// The excerpt of WTF-8 `text`, each non-ASCII character beside a hyphen
+/// classed by Python's `str.isalnum` and `str.isdecimal`: the `\w` and `\d`
+/// of the `re` module textwrap's patterns use.
+fn excerpt_of(
+    text: &[u8],
+    indent: &str,
+    avail: usize,
+    max_lines: Option<usize>,
+) -> PyResult<Excerpt> {
+    let mut failed = None;
+    let mut class = |c: char| {
+        Python::attach(|py| {
+            let s = PyString::new(py, c.encode_utf8(&mut [0; 4]));
+            let ask = |name| s.call_method0(name)?.is_truthy();
+            match ask("isalnum").and_then(|word| Ok((word, word && ask("isdecimal")?))) {
+                Ok((false, _)) => Class::Other,
+                Ok((true, false)) => Class::Letter,
+                Ok((true, true)) => Class::Digit,
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    Class::Other
+                }
+            }
+        })
+    };
+    let found = transcript_tools::excerpt::excerpt(text, indent, avail, max_lines, &mut class);
+    failed.map_or(Ok(found), Err)
+}
+
+/// `(lines, total, chars)`, the lines as str (a lone surrogate kept).
+fn to_python(py: Python<'_>, e: Excerpt) -> PyResult<Bound<'_, PyAny>> {
+    let lines = PyList::empty(py);
+    for line in &e.lines {
+        lines.append(str_from_wtf8(py, line)?)?;
+    }
+    Ok((lines, e.total, e.chars).into_pyobject(py)?.into_any())
 }
 
 /// A message envelope's line decoded as `decode::loads` decodes it, but for
-/// its payload's `content` when that is a string the core can excerpt: that
-/// one is not made a Python str, its excerpt is built instead (and the
+/// its payload's `content` when that is a string: that one is not made a
+/// Python str, its excerpt `(lines, total, chars)` is built instead (and the
 /// payload then has no `content`). Duplicate keys: the last wins, as in
 /// `loads`.
 pub(crate) fn message_with_excerpt<'py>(
@@ -45,7 +91,7 @@ pub(crate) fn message_with_excerpt<'py>(
     indent: &str,
     avail: usize,
     max_lines: Option<usize>,
-) -> Result<(Bound<'py, PyAny>, Option<Excerpt>), DecodeError> {
+) -> Result<(Bound<'py, PyAny>, Option<Bound<'py, PyAny>>), DecodeError> {
     let mut r = Reader::from_bytes(bytes)?;
     let mut scratch = Vec::new();
     if !matches!(r.peek()?, Kind::Object) {
@@ -62,8 +108,8 @@ pub(crate) fn message_with_excerpt<'py>(
         if is_payload {
             found = None;
             if matches!(r.peek()?, Kind::Object) {
-                let (payload, excerpt) =
-                    payload_with_excerpt(py, &mut r, &mut scratch, indent, avail, max_lines)?;
+                let shape = (indent, avail, max_lines);
+                let (payload, excerpt) = payload_with_excerpt(py, &mut r, &mut scratch, shape)?;
                 found = excerpt;
                 envelope.set_item(key, payload)?;
                 continue;
@@ -80,10 +126,8 @@ fn payload_with_excerpt<'py>(
     py: Python<'py>,
     r: &mut Reader<'_>,
     scratch: &mut Vec<u8>,
-    indent: &str,
-    avail: usize,
-    max_lines: Option<usize>,
-) -> Result<(Bound<'py, PyAny>, Option<Excerpt>), DecodeError> {
+    (indent, avail, max_lines): (&str, usize, Option<usize>),
+) -> Result<(Bound<'py, PyAny>, Option<Bound<'py, PyAny>>), DecodeError> {
     let payload = PyDict::new(py);
     let mut found = None;
     r.begin_object()?;
@@ -96,20 +140,8 @@ fn payload_with_excerpt<'py>(
                 payload.del_item(&key)?; // an earlier `content`: the last one wins
             }
             if matches!(r.peek()?, Kind::String) {
-                let text = r.string(scratch)?;
-                let v = match text {
-                    JStr::Text(t) => {
-                        match transcript_tools::excerpt::excerpt(t, indent, avail, max_lines) {
-                            Some(e) => {
-                                found = Some(e);
-                                continue;
-                            }
-                            None => PyString::new(py, t).into_any(),
-                        }
-                    }
-                    JStr::Wtf8(b) => str_from_wtf8(py, b)?,
-                };
-                payload.set_item(key, v)?;
+                let text = r.string(scratch)?.as_bytes();
+                found = Some(to_python(py, excerpt_of(text, indent, avail, max_lines)?)?);
                 continue;
             }
         }

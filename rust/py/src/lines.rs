@@ -185,7 +185,7 @@ pub(crate) fn envelope_fields<'py>(
 /// `(id, type, ts, v, payload, line, as_is, excerpt)`: [`event_tuple`], whether
 /// every string in the line is already what `show` prints (see
 /// `transcript_tools::excerpt::printable_as_is`), and for a message whose content
-/// is a string the core can excerpt, that excerpt as `(lines, total, chars)`
+/// is a string, that excerpt as `(lines, total, chars)`
 /// in place of the content (see `crate::excerpt::message_with_excerpt`); from
 /// one read of the line.
 pub(crate) fn shown_tuple<'py>(
@@ -205,7 +205,6 @@ pub(crate) fn shown_tuple<'py>(
         (loads(py, &bytes).map_err(corrupt)?, None)
     };
     let [id, kind, ts, v, payload] = envelope_fields(py, value, rec.number)?;
-    let excerpt = excerpt.map(|e| (e.lines, e.total, e.chars));
     Ok((id, kind, ts, v, payload, rec.number, as_is, excerpt)
         .into_pyobject(py)?
         .into_any())

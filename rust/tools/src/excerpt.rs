@@ -1,53 +1,62 @@
 //! The excerpt of a text that `show` prints: its lines made printable, split
-//! into paragraphs and wrapped, exactly as the Python renderer does it
-//! (`agent_transcript.cli.render.Renderer._wrap_py`: `printable`, then
-//! `str.splitlines`, `expandtabs(4)`, `rstrip`, the lead of spaces, and
-//! CPython 3.11's `textwrap.wrap` with its defaults).
+//! into paragraphs and wrapped, exactly as Python would (`printable` of
+//! `cli.style`, then `str.splitlines`, `expandtabs(4)`, `rstrip`, the lead of
+//! spaces, and CPython 3.11's `textwrap.wrap` with its defaults; the test
+//! suite holds it to that Python, `tests/cli/test_show_excerpt.py`).
 //!
-//! Only the lines shown are built; the others are only counted, so a text of
-//! any size costs one pass over its characters. Where Python's answer would
-//! depend on how its Unicode tables class a non-ASCII character (textwrap's
-//! hyphen rules ask whether the characters next to a `-` are letters or word
-//! characters), this gives no answer ([`excerpt`] returns `None`) and the
-//! caller renders that text in Python: the answer is Python's, or none.
+//! The text is WTF-8, as the core's JSON reader gives a string: a lone
+//! surrogate is a character of its own, which no rule here counts as a space,
+//! a letter or a line end (nor does Python). Only the lines shown are built;
+//! the others are only counted, so a text of any size costs one pass over its
+//! characters. Where textwrap's hyphen rules ask how Python's Unicode tables
+//! class a non-ASCII character (a letter, a digit, or neither), the caller's
+//! `class` answers: the binding asks Python itself, so there is one table.
 
 /// The excerpt of one text: the lines shown and what the rest comes to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Excerpt {
-    /// The lines shown, each prefixed by the indent asked for: every line when
-    /// the excerpt is full, else at most `max_lines`.
-    pub lines: Vec<String>,
+    /// The lines shown (WTF-8), each prefixed by the indent asked for: every
+    /// line when the excerpt is full, else at most `max_lines`.
+    pub lines: Vec<Vec<u8>>,
     /// How many lines the whole text wraps to.
     pub total: usize,
     /// The printable text's length in code points (Python's `len`).
     pub chars: usize,
 }
 
-/// Why an excerpt cannot be built here: Python must answer.
+/// How a regular expression of Python's classes a character: textwrap's
+/// `\w` is a letter or a digit, its `[^\d\W]` (a letter) is `\w` but not `\d`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ambiguous;
+pub enum Class {
+    /// `\w` and not `\d` (`str.isalnum()` but not `str.isdecimal()`, or `_`).
+    Letter,
+    /// `\d` (`str.isdecimal()`).
+    Digit,
+    /// Neither (punctuation, a space, a mark, a lone surrogate).
+    Other,
+}
 
-/// The excerpt of `text`: made printable (see [`printable`]), wrapped at
-/// `avail` columns, each line prefixed by `indent`. `max_lines` is `None` for
-/// the whole text (`--full`), else how many lines to build (the rest are
-/// counted). `None` when a character class that only Python's tables know
-/// decides a break.
+/// The excerpt of `text` (WTF-8): made printable (see [`printable`]), wrapped
+/// at `avail` columns, each line prefixed by `indent`. `max_lines` is `None`
+/// for the whole text (`--full`), else how many lines to build (the rest are
+/// counted). `class` answers for the non-ASCII characters beside a hyphen.
 pub fn excerpt(
-    text: &str,
+    text: &[u8],
     indent: &str,
     avail: usize,
     max_lines: Option<usize>,
-) -> Option<Excerpt> {
+    class: &mut dyn FnMut(char) -> Class,
+) -> Excerpt {
     let shown = printable(text);
     // Python's `len`: every byte that does not continue a character starts one.
-    let chars = shown.bytes().filter(|&b| (b as i8) >= -0x40).count();
+    let chars = shown.iter().filter(|&&b| (b as i8) >= -0x40).count();
     let mut out = Builder {
         indent,
         lines: Vec::new(),
         total: 0,
         keep: max_lines,
     };
-    let mut body: Vec<char> = Vec::new();
+    let mut body: Vec<u32> = Vec::new();
     let mut any = false;
     for para in split_printable_lines(&shown) {
         any = true;
@@ -55,34 +64,34 @@ pub fn excerpt(
             out.total += 1; // one line, only counted
             continue;
         }
-        paragraph(para, avail, &mut body, &mut out).ok()?;
+        paragraph(para, avail, &mut body, &mut out, class);
     }
     if !any {
-        paragraph("", avail, &mut body, &mut out).ok()?;
+        paragraph(b"", avail, &mut body, &mut out, class);
     }
-    Some(Excerpt {
+    Excerpt {
         lines: out.lines,
         total: out.total,
         chars,
-    })
+    }
 }
 
 /// A paragraph that is one line whatever is in it: even with every byte a
 /// character and every tab 4 columns, it is no wider than `avail`.
-fn fits_at_a_glance(para: &str, avail: usize) -> bool {
+fn fits_at_a_glance(para: &[u8], avail: usize) -> bool {
     if para.len() > avail {
         return false;
     }
     if 4 * para.len() <= avail {
         return true;
     }
-    let tabs: usize = para.bytes().map(|b| usize::from(b == b'\t')).sum();
+    let tabs: usize = para.iter().map(|&b| usize::from(b == b'\t')).sum();
     para.len() + 3 * tabs <= avail
 }
 
 struct Builder<'a> {
     indent: &'a str,
-    lines: Vec<String>,
+    lines: Vec<Vec<u8>>,
     total: usize,
     keep: Option<usize>,
 }
@@ -93,39 +102,69 @@ impl Builder<'_> {
         self.keep.is_none_or(|keep| self.lines.len() < keep)
     }
 
-    fn push(&mut self, lead: usize, body: &[char]) {
+    fn push(&mut self, lead: usize, body: &[u32]) {
         self.total += 1;
         if self.wants() {
-            let mut line = String::with_capacity(self.indent.len() + lead + body.len());
-            line.push_str(self.indent);
-            line.extend(std::iter::repeat_n(' ', lead));
-            line.extend(body.iter());
+            let mut line = Vec::with_capacity(self.indent.len() + lead + body.len());
+            line.extend_from_slice(self.indent.as_bytes());
+            line.resize(line.len() + lead, b' ');
+            for &u in body {
+                match char::from_u32(u) {
+                    Some(c) => line.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+                    // A lone surrogate, as WTF-8 writes it (u < 0x10000: no truncation).
+                    None => line.extend_from_slice(&[
+                        0xe0 | (u >> 12) as u8,
+                        0x80 | ((u >> 6) & 0x3f) as u8,
+                        0x80 | (u & 0x3f) as u8,
+                    ]),
+                }
+            }
             self.lines.push(line);
         }
+    }
+}
+
+/// Each code point of WTF-8 `bytes`, a lone surrogate (`ED A0..BF xx`, which
+/// UTF-8 refuses) as its own. (Every character of a long text pays for the
+/// check: simdutf8's is the faster one.)
+fn code_points(mut bytes: &[u8], mut each: impl FnMut(u32)) {
+    loop {
+        let (valid, rest) = match simdutf8::compat::from_utf8(bytes) {
+            Ok(s) => (s, &[][..]),
+            Err(e) => {
+                let (valid, rest) = bytes.split_at(e.valid_up_to());
+                (std::str::from_utf8(valid).unwrap_or_default(), rest)
+            }
+        };
+        valid.chars().for_each(|c| each(u32::from(c)));
+        let [a, b, c, more @ ..] = rest else { return };
+        each((u32::from(a & 0x0f) << 12) | (u32::from(b & 0x3f) << 6) | u32::from(c & 0x3f));
+        bytes = more;
     }
 }
 
 /// `text` with control characters made visible: CPython's
 /// `text.replace("\r\n", "\n").translate(...)` of `cli.style.printable`,
 /// which writes U+0000-U+0008, U+000B-U+001F and U+007F-U+009F as `\xNN`.
-pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    if !has_control(text.as_bytes()) {
+/// On WTF-8 bytes: each of those is one byte, or C2 80-C2 9F.
+fn printable(text: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if !has_control(text) {
         return std::borrow::Cow::Borrowed(text);
     }
-    let mut out = String::with_capacity(text.len() + 16);
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\r' && chars.peek() == Some(&'\n') {
-            continue; // the \n that follows is written next
-        }
-        if is_control(c) {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            let n = c as usize;
-            out.push_str("\\x");
-            out.push(char::from(HEX[(n >> 4) & 0xf]));
-            out.push(char::from(HEX[n & 0xf]));
-        } else {
-            out.push(c);
+    let mut out = Vec::with_capacity(text.len() + 16);
+    let mut bytes = text.iter().copied().peekable();
+    while let Some(b) = bytes.next() {
+        let next = bytes.peek().copied();
+        let code = match b {
+            b'\r' if next == Some(b'\n') => continue, // the \n that follows is written next
+            b'\t' | b'\n' => None,
+            0..0x20 | 0x7f => Some(b),
+            0xc2 if next.is_some_and(|n| (0x80..=0x9f).contains(&n)) => bytes.next(),
+            _ => None,
+        };
+        match code {
+            Some(n) => out.extend_from_slice(format!("\\x{n:02x}").as_bytes()),
+            None => out.push(b),
         }
     }
     std::borrow::Cow::Owned(out)
@@ -180,68 +219,28 @@ pub fn printable_as_is(line: &[u8]) -> bool {
     true
 }
 
-fn is_control(c: char) -> bool {
-    matches!(c, '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}')
-}
-
-/// Python's `str.isspace` (CPython's `_PyUnicode_IsWhitespace`).
-fn is_py_space(c: char) -> bool {
-    matches!(
-        c,
-        '\u{9}'..='\u{d}'
-            | '\u{1c}'..='\u{20}'
-            | '\u{85}'
-            | '\u{a0}'
-            | '\u{1680}'
-            | '\u{2000}'..='\u{200a}'
-            | '\u{2028}'
-            | '\u{2029}'
-            | '\u{202f}'
-            | '\u{205f}'
-            | '\u{3000}'
-    )
-}
-
-/// The line boundaries of `str.splitlines`.
-#[cfg(test)]
-fn is_line_break(c: char) -> bool {
-    matches!(
-        c,
-        '\n' | '\r'
-            | '\u{b}'
-            | '\u{c}'
-            | '\u{1c}'
-            | '\u{1d}'
-            | '\u{1e}'
-            | '\u{85}'
-            | '\u{2028}'
-            | '\u{2029}'
-    )
-}
-
 /// `str.splitlines()` of a printable text (see [`printable`]), where the only
 /// line ends left are `\n`, U+2028 and U+2029 (E2 80 A8, E2 80 A9).
-fn split_printable_lines(text: &str) -> impl Iterator<Item = &str> {
+fn split_printable_lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
     let mut rest = text;
     std::iter::from_fn(move || {
         if rest.is_empty() {
             return None;
         }
-        let bytes = rest.as_bytes();
         let mut from = 0;
         loop {
-            match memchr::memchr2(b'\n', 0xe2, &bytes[from..]) {
+            match memchr::memchr2(b'\n', 0xe2, &rest[from..]) {
                 None => {
                     let line = rest;
-                    rest = "";
+                    rest = &[];
                     return Some(line);
                 }
                 Some(k) => {
                     let at = from + k;
-                    let end = if bytes[at] == b'\n' {
+                    let end = if rest[at] == b'\n' {
                         at + 1
-                    } else if bytes.get(at + 1) == Some(&0x80)
-                        && matches!(bytes.get(at + 2), Some(0xa8 | 0xa9))
+                    } else if rest.get(at + 1) == Some(&0x80)
+                        && matches!(rest.get(at + 2), Some(0xa8 | 0xa9))
                     {
                         at + 3
                     } else {
@@ -257,78 +256,63 @@ fn split_printable_lines(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// `str.splitlines()`: the lines without their ends (`\r\n` is one end); no
-/// empty last line after a final end. (What [`split_printable_lines`] is
-/// tested against.)
-#[cfg(test)]
-fn split_lines(text: &str) -> impl Iterator<Item = &str> {
-    let mut rest = text;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        match rest.char_indices().find(|&(_, c)| is_line_break(c)) {
-            None => {
-                let line = rest;
-                rest = "";
-                Some(line)
-            }
-            Some((at, c)) => {
-                let line = &rest[..at];
-                let mut end = at + c.len_utf8();
-                if c == '\r' && rest.as_bytes().get(end) == Some(&b'\n') {
-                    end += 1;
-                }
-                rest = &rest[end..];
-                Some(line)
-            }
-        }
-    })
+/// Python's `str.isspace` (CPython's `_PyUnicode_IsWhitespace`) of a code point.
+fn is_space(u: u32) -> bool {
+    matches!(
+        u,
+        0x09..=0x0d | 0x1c..=0x20 | 0x85 | 0xa0 | 0x1680 | 0x2000..=0x200a | 0x2028 | 0x2029 | 0x202f | 0x205f | 0x3000
+    )
 }
 
-/// One paragraph of `_wrap_py`'s loop: `expandtabs(4).rstrip()`, its lead of
+/// One paragraph of the renderer: `expandtabs(4).rstrip()`, its lead of
 /// spaces (at most half the width), then one line or `textwrap.wrap`.
 fn paragraph(
-    para: &str,
+    para: &[u8],
     avail: usize,
-    body: &mut Vec<char>,
+    body: &mut Vec<u32>,
     out: &mut Builder<'_>,
-) -> Result<(), Ambiguous> {
+    class: &mut dyn FnMut(char) -> Class,
+) {
     body.clear();
-    for c in para.chars() {
-        if c == '\t' {
+    code_points(para, |u| {
+        if u == u32::from('\t') {
             let spaces = 4 - body.len() % 4;
-            body.extend(std::iter::repeat_n(' ', spaces));
+            body.resize(body.len() + spaces, u32::from(' '));
         } else {
-            body.push(c);
+            body.push(u);
         }
-    }
-    while body.last().is_some_and(|&c| is_py_space(c)) {
+    });
+    while body.last().is_some_and(|&u| is_space(u)) {
         body.pop();
     }
-    let spaces = body.iter().take_while(|&&c| c == ' ').count();
+    let spaces = body.iter().take_while(|&&u| u == u32::from(' ')).count();
     let lead = spaces.min(avail / 2);
     let text = &body[spaces..];
     if lead + text.len() <= avail {
         out.push(lead, text);
-        return Ok(());
+        return;
     }
     let before = out.total;
-    wrap(text, avail, lead, out)?;
+    wrap(text, avail, lead, out, class);
     if out.total == before {
         out.push(lead, &[]); // `textwrap.wrap(...) or [lead]`
     }
-    Ok(())
 }
 
 /// `textwrap.wrap(text, width, initial_indent=lead, subsequent_indent=lead)`
 /// with every other argument its default (`break_long_words`,
 /// `break_on_hyphens`, `drop_whitespace`; no `max_lines`), for a `text` of no
 /// tab and no line end (what a paragraph is here).
-fn wrap(text: &[char], width: usize, lead: usize, out: &mut Builder<'_>) -> Result<(), Ambiguous> {
-    let mut chunks = split_chunks(text)?;
+fn wrap(
+    text: &[u32],
+    width: usize,
+    lead: usize,
+    out: &mut Builder<'_>,
+    class: &mut dyn FnMut(char) -> Class,
+) {
+    let mut chunks = Chunks { c: text, class }.split();
     chunks.reverse();
-    let blank = |(a, b): (usize, usize)| text[a..b].iter().all(|&c| is_py_space(c));
+    let blank = |(a, b): (usize, usize)| text[a..b].iter().all(|&u| is_space(u));
     // `width - len(indent)`: the lead is at most half of a width of at least 20.
     let room = width.saturating_sub(lead);
     let mut lines = 0usize;
@@ -355,12 +339,13 @@ fn wrap(text: &[char], width: usize, lead: usize, out: &mut Builder<'_>) -> Resu
                 let mut end = space_left;
                 if b - a > space_left {
                     let word = &text[a..b];
-                    if let Some(hyphen) = word[..space_left.min(word.len())]
+                    let hyphen = u32::from('-');
+                    if let Some(at) = word[..space_left.min(word.len())]
                         .iter()
-                        .rposition(|&c| c == '-')
+                        .rposition(|&u| u == hyphen)
                     {
-                        if hyphen > 0 && word[..hyphen].iter().any(|&c| c != '-') {
-                            end = hyphen + 1;
+                        if at > 0 && word[..at].iter().any(|&u| u != hyphen) {
+                            end = at + 1;
                         }
                     }
                 }
@@ -379,147 +364,130 @@ fn wrap(text: &[char], width: usize, lead: usize, out: &mut Builder<'_>) -> Resu
             lines += 1;
         }
     }
-    Ok(())
 }
 
 /// Whitespace as textwrap's regular expressions class it (`string.whitespace`).
-fn is_ws(c: char) -> bool {
-    matches!(c, ' ' | '\t' | '\n' | '\r' | '\u{b}' | '\u{c}')
+fn is_ws(u: u32) -> bool {
+    matches!(u, 0x09..=0x0d | 0x20)
 }
 
-/// `\w` of a `str` pattern, known here for ASCII only.
-fn is_word(c: char) -> Result<bool, Ambiguous> {
-    if c.is_ascii() {
-        Ok(c.is_ascii_alphanumeric() || c == '_')
-    } else {
-        Err(Ambiguous)
+/// A paragraph's code points as `TextWrapper.wordsep_re` sees them.
+struct Chunks<'a> {
+    c: &'a [u32],
+    class: &'a mut dyn FnMut(char) -> Class,
+}
+
+impl Chunks<'_> {
+    fn is(&self, k: usize, c: char) -> bool {
+        self.c.get(k) == Some(&u32::from(c))
     }
-}
 
-/// textwrap's `letter`, `[^\d\W]`, known here for ASCII only.
-fn is_letter(c: char) -> Result<bool, Ambiguous> {
-    if c.is_ascii() {
-        Ok(c.is_ascii_alphabetic() || c == '_')
-    } else {
-        Err(Ambiguous)
+    /// The class of the code point at `k` (`Other` past either end): ASCII
+    /// known here, the rest asked of `class`.
+    fn class(&mut self, k: usize) -> Class {
+        match self.c.get(k).and_then(|&u| char::from_u32(u)) {
+            Some(c) if c.is_ascii_alphabetic() || c == '_' => Class::Letter,
+            Some(c) if c.is_ascii_digit() => Class::Digit,
+            Some(c) if !c.is_ascii() => (self.class)(c),
+            _ => Class::Other,
+        }
     }
-}
 
-/// textwrap's `word_punct`, `[\w!"\'&.,?]`, known here for ASCII only.
-fn is_word_punct(c: char) -> Result<bool, Ambiguous> {
-    Ok(matches!(c, '!' | '"' | '\'' | '&' | '.' | ',' | '?') || is_word(c)?)
-}
+    /// textwrap's `letter`, `[^\d\W]`.
+    fn letter(&mut self, k: usize) -> bool {
+        self.class(k) == Class::Letter
+    }
 
-/// `TextWrapper.wordsep_re.split(text)` without its empty strings, as
-/// `(start, end)` ranges: a run of whitespace, an em-dash between words, or a
-/// word (broken after the hyphen of a hyphenated word).
-fn split_chunks(c: &[char]) -> Result<Vec<(usize, usize)>, Ambiguous> {
-    let n = c.len();
-    let at = |k: usize| c.get(k).copied();
-    let letter = |k: usize| -> Result<bool, Ambiguous> { at(k).map_or(Ok(false), is_letter) };
-    let word = |k: usize| -> Result<bool, Ambiguous> { at(k).map_or(Ok(false), is_word) };
-    // `(?<=word_punct) -{2,} (?=\w)` at k: the end of the dashes, if it matches.
-    let em_dash = |k: usize| -> Result<Option<usize>, Ambiguous> {
-        if at(k) != Some('-') || at(k + 1) != Some('-') || k == 0 || !is_word_punct(c[k - 1])? {
-            return Ok(None);
+    /// `\w`.
+    fn word(&mut self, k: usize) -> bool {
+        self.class(k) != Class::Other
+    }
+
+    /// `(?<=word_punct) -{2,} (?=\w)` at `k`, with textwrap's `word_punct`
+    /// `[\w!"\'&.,?]`: the end of the dashes, if it matches.
+    fn em_dash(&mut self, k: usize) -> Option<usize> {
+        if k == 0 || !self.is(k, '-') || !self.is(k + 1, '-') {
+            return None;
+        }
+        let punct = ['!', '"', '\'', '&', '.', ',', '?']
+            .iter()
+            .any(|&p| self.is(k - 1, p));
+        if !punct && !self.word(k - 1) {
+            return None;
         }
         let mut end = k;
-        while at(end) == Some('-') {
+        while self.is(end, '-') {
             end += 1;
         }
-        Ok(if word(end)? { Some(end) } else { None })
-    };
-    let mut chunks = Vec::new();
-    let mut i = 0;
-    while i < n {
-        let end = if is_ws(c[i]) {
-            let mut end = i;
-            while end < n && is_ws(c[end]) {
-                end += 1;
-            }
-            end
-        } else if let Some(end) = em_dash(i)? {
-            end
-        } else {
-            // `nws+?` then: a hyphen inside a hyphenated word, the end of the
-            // word, or an em-dash ahead.
-            let mut k = i + 1;
-            loop {
-                if at(k) == Some('-') {
-                    let behind = (k >= 2 && letter(k - 2)? && letter(k - 1)?)
-                        || (k >= 3 && letter(k - 3)? && at(k - 2) == Some('-') && letter(k - 1)?);
-                    if behind
-                        && letter(k + 1)?
-                        && (letter(k + 2)? || (at(k + 2) == Some('-') && letter(k + 3)?))
-                    {
-                        break k + 1;
+        self.word(end).then_some(end)
+    }
+
+    /// `wordsep_re.split(text)` without its empty strings, as `(start, end)`
+    /// ranges: a run of whitespace, an em-dash between words, or a word
+    /// (broken after the hyphen of a hyphenated word).
+    fn split(mut self) -> Vec<(usize, usize)> {
+        let n = self.c.len();
+        let mut chunks = Vec::new();
+        let mut i = 0;
+        while i < n {
+            let end = if is_ws(self.c[i]) {
+                i + self.c[i..].iter().take_while(|&&u| is_ws(u)).count()
+            } else if let Some(end) = self.em_dash(i) {
+                end
+            } else {
+                // `nws+?` then: a hyphen inside a hyphenated word, the end of
+                // the word, or an em-dash ahead.
+                let mut k = i + 1;
+                loop {
+                    if self.is(k, '-') {
+                        let behind = (k >= 2 && self.letter(k - 2) && self.letter(k - 1))
+                            || (k >= 3
+                                && self.letter(k - 3)
+                                && self.is(k - 2, '-')
+                                && self.letter(k - 1));
+                        if behind
+                            && self.letter(k + 1)
+                            && (self.letter(k + 2) || (self.is(k + 2, '-') && self.letter(k + 3)))
+                        {
+                            break k + 1;
+                        }
                     }
-                }
-                if k == n || is_ws(c[k]) {
-                    break k;
-                }
-                if at(k) == Some('-') && at(k + 1) == Some('-') && is_word_punct(c[k - 1])? {
-                    let mut end = k;
-                    while at(end) == Some('-') {
-                        end += 1;
-                    }
-                    if word(end)? {
+                    if k == n || is_ws(self.c[k]) || self.em_dash(k).is_some() {
                         break k;
                     }
+                    k += 1;
                 }
-                k += 1;
-            }
-        };
-        chunks.push((i, end));
-        i = end;
+            };
+            chunks.push((i, end));
+            i = end;
+        }
+        chunks
     }
-    Ok(chunks)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A stand-in for Python's tables: Rust's own, which agree with them on
+    /// the characters these tests use.
+    fn rust_class(c: char) -> Class {
+        if c.is_numeric() {
+            Class::Digit
+        } else if c.is_alphanumeric() {
+            Class::Letter
+        } else {
+            Class::Other
+        }
+    }
+
     fn lines(text: &str, avail: usize, max: Option<usize>) -> (Vec<String>, usize) {
-        match excerpt(text, "", avail, max) {
-            Some(e) => (e.lines, e.total),
-            None => (vec!["<python>".into()], 0),
-        }
-    }
-
-    #[test]
-    fn printable_lines_split_as_splitlines_splits_them() {
-        for text in [
-            "",
-            "a",
-            "a\n",
-            "a\n\nb",
-            "\u{2028}x\u{2029}\u{2027}y\u{e2}",
-            "a\r\nb\rc\x0bd\u{85}e\x1cf",
-            "é\nΩ",
-        ] {
-            let shown = printable(text);
-            let got: Vec<&str> = split_printable_lines(&shown).collect();
-            let want: Vec<&str> = split_lines(&shown).collect();
-            assert_eq!(got, want, "{text:?}");
-        }
-    }
-
-    #[test]
-    fn chunks_as_textwrap_splits_them() {
-        let text: Vec<char> = "Look, goof-ball -- use the -b option!".chars().collect();
-        let got: Vec<String> = split_chunks(&text)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(a, b)| text[a..b].iter().collect())
-            .collect();
-        assert_eq!(
-            got,
-            [
-                "Look,", " ", "goof-", "ball", " ", "--", " ", "use", " ", "the", " ", "-b", " ",
-                "option!"
-            ]
-        );
+        let e = excerpt(text.as_bytes(), "", avail, max, &mut rust_class);
+        let shown = e
+            .lines
+            .iter()
+            .map(|l| String::from_utf8_lossy(l).into_owned());
+        (shown.collect(), e.total)
     }
 
     #[test]
@@ -546,8 +514,11 @@ mod tests {
 
     #[test]
     fn control_characters_are_made_visible() {
-        assert_eq!(printable("a\r\nb\x1b[0m\r\u{85}"), "a\nb\\x1b[0m\\x0d\\x85");
-        assert_eq!(excerpt("\x1b", "", 20, None).map(|e| e.chars), Some(4));
+        assert_eq!(
+            &*printable("a\r\nb\x1b[0m\r\u{85}".as_bytes()),
+            b"a\nb\\x1b[0m\\x0d\\x85"
+        );
+        assert_eq!(excerpt(b"\x1b", "", 20, None, &mut rust_class).chars, 4);
     }
 
     #[test]
@@ -571,10 +542,22 @@ mod tests {
     }
 
     #[test]
-    fn a_hyphen_beside_a_non_ascii_character_is_left_to_python() {
-        let text = format!("{} éé-éé {}", "a ".repeat(20), "b ".repeat(20));
-        assert_eq!(excerpt(&text, "", 20, None), None);
-        // Away from any hyphen, non-ASCII text is wrapped here.
-        assert!(excerpt(&"é ".repeat(30), "", 20, None).is_some());
+    fn a_hyphen_beside_a_non_ascii_letter_breaks_as_the_class_says() {
+        // "éé-éé" breaks after its hyphen when é is a letter, not when a digit.
+        let text = format!("{}éé-éé", "a ".repeat(8));
+        assert_eq!(lines(&text, 20, None).0, ["a a a a a a a a éé-", "éé"]);
+        let e = excerpt(text.as_bytes(), "", 20, None, &mut |_| Class::Digit);
+        assert_eq!(e.lines, [&b"a a a a a a a a"[..], "éé-éé".as_bytes()]);
+    }
+
+    #[test]
+    fn a_lone_surrogate_is_kept_and_counted_as_one_character() {
+        // "S ab ST", S and T lone surrogates (U+D800, U+DC01): 7 characters.
+        let text = b"\xed\xa0\x80 ab \xed\xa0\x80\xed\xb0\x81";
+        let e = excerpt(text, "> ", 20, None, &mut rust_class);
+        assert_eq!((e.lines, e.chars), (vec![[b"> ", &text[..]].concat()], 7));
+        let e = excerpt(&[&text[..]; 3].join(&b' '), "", 20, None, &mut rust_class);
+        let first = [&text[..], b" ", text, b" ", &text[..6]].concat(); // "S ab ST S ab ST S ab"
+        assert_eq!(e.lines, [first, text[7..].to_vec()]);
     }
 }
