@@ -11,7 +11,9 @@ Where usage comes from:
   response, each with the response's ``usage``: they are one response
   (``message.id``), counted once, each count the largest its lines give;
 * an imported Codex rollout's ``token_count`` events: cumulative totals, so
-  each event counts what it adds to the one before it.
+  each event counts what it adds to the one before it, on the message of the
+  response it follows (its ``source-line``'s ``message``, which the importer
+  writes).
 
 Each response has a key (its response id when the transcript records one,
 else its line's envelope id): within a run and across the runs of a folder a
@@ -280,7 +282,7 @@ class _Reader:
             self.put(Usage(f"response:{rid}" if rid else f"envelope:{envelope_id}", envelope_id,
                            _text(holder, _MODEL_KEYS), line, count))
 
-    def source_line(self, envelope_id: str, line: int, record: dict[str, Any]) -> None:
+    def source_line(self, envelope_id: str, line: int, record: dict[str, Any], message: str | None) -> None:
         kind = record.get("type")
         m = record.get("message")
         if kind == "assistant" and isinstance(m, dict) and isinstance(m.get("usage"), dict):
@@ -300,9 +302,9 @@ class _Reader:
         elif kind == "turn_context" and isinstance(body.get("model"), str):
             self.codex_model = body["model"]
         elif body.get("type") == "token_count":
-            self._codex_tokens(envelope_id, line, body.get("info"))
+            self._codex_tokens(envelope_id, line, body.get("info"), message)
 
-    def _codex_tokens(self, envelope_id: str, line: int, info: Any) -> None:
+    def _codex_tokens(self, envelope_id: str, line: int, info: Any, message: str | None) -> None:
         if not isinstance(info, dict):
             return
         total = info.get("total_token_usage")
@@ -314,12 +316,12 @@ class _Reader:
             step = TokenCount(now.input - before.input, now.output - before.output,
                               now.cache_read - before.cache_read, now.cache_creation - before.cache_creation)
             where = f"codex:{self.codex_session}:{now.total}" if self.codex_session else f"envelope:{envelope_id}"
-            self.put(Usage(where, None, self.codex_model, line, step))
+            self.put(Usage(where, message, self.codex_model, line, step))
             return
         last = info.get("last_token_usage")
         counted = count_of(last) if isinstance(last, dict) else None
         if counted is not None:
-            self.put(Usage(f"envelope:{envelope_id}", None, self.codex_model, line, counted))
+            self.put(Usage(f"envelope:{envelope_id}", message, self.codex_model, line, counted))
 
     def usages(self) -> list[Usage]:
         out = []
@@ -371,5 +373,6 @@ def _read_line(reader: _Reader, number: int, raw: bytes) -> None:
             record = json.loads(payload["text"])
         except ValueError:
             return
+        message = payload.get("message")
         if isinstance(record, dict):
-            reader.source_line(eid, number, record)
+            reader.source_line(eid, number, record, message if isinstance(message, str) else None)
