@@ -277,3 +277,27 @@ def test_ls_tokens_counts_a_fork_once_in_the_folder(tmp_path: Path, capsys: pyte
     assert main(["ls", str(runs), "--tokens", "--sort", "path"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[-1].split()[:5] == ["total", "3,000", "in,", "3", "out"]  # one line a response: output 1 each
+
+
+@given(st.lists(st.lists(st.sampled_from([b"x", b"{}", b"usage", b"token_count", b"turn_context", b"session_meta",
+                                         b"message-id", b"usa", b"ge"]), max_size=6).map(b"".join), max_size=30),
+       st.booleans(), st.integers(1, 40))
+@settings(max_examples=200, deadline=None)
+def test_the_lines_read_are_those_a_line_at_a_time_reading_finds(lines: list[bytes], last_newline: bool, block: int) -> None:
+    """The block-at-a-time search (any block size: words and lines cut across blocks) finds the
+    lines, and their numbers, that reading a line at a time does."""
+    import io
+
+    from agent_transcript.inspect import tokens
+
+    data = b"\n".join(lines) + (b"\n" if last_newline and lines else b"")
+    want = [(n, raw) for n, raw in enumerate(io.BytesIO(data), 1) if any(w in raw for w in tokens._WANTED)]
+    saved = tokens._BLOCK
+    tokens._BLOCK = block
+    try:
+        got = list(tokens._wanted_lines(io.BytesIO(data)))
+        mentions = tokens._mentions_usage(io.BytesIO(data))
+    finally:
+        tokens._BLOCK = saved
+    assert got == want
+    assert mentions == (b"usage" in data or b"token_count" in data)
