@@ -116,3 +116,18 @@ def test_the_columns_equal_what_the_stats_command_says(tmp_path: Path, capsys: p
     per_message = query(tmp_path / "out", f"select {COUNTS} from messages where input_tokens is not null order by line")
     assert len(per_message) == len(rs) == said["responses"]
     assert tuple(sum(col) for col in zip(*per_message)) == row
+
+
+def test_an_export_folder_of_the_schema_before_the_token_columns_is_refused(tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    with Session.create(tmp_path / "run.jsonl") as s:
+        s.append_message(Message.user("hi"))
+    out = tmp_path / "out"
+    export_transcripts(tmp_path / "run.jsonl", out=out)
+    manifest = json.loads((out / "_export.json").read_text())
+    (out / "_export.json").write_text(json.dumps({**manifest, "version": 1}))
+    before = sorted(p.name for p in out.rglob("*"))
+    assert main(["export", str(tmp_path / "run.jsonl"), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "without the token columns" in err and "new folder" in err
+    assert sorted(p.name for p in out.rglob("*")) == before

@@ -404,6 +404,11 @@ def _read_manifest(out: Path) -> dict[str, Any]:
         manifest = json.loads(text)
     except ValueError:
         raise ExportError(f"{path}: the manifest is not JSON") from None
+    if isinstance(manifest, dict) and isinstance(manifest.get("version"), int) and manifest["version"] < _MANIFEST_VERSION:
+        # Its parts have fewer columns (1: no token columns): a folder of parts of two schemas
+        # is not one table to a reader.
+        raise ExportError(f"{path}: an export of an earlier version, without the token columns; "
+                          "export into a new folder")
     if not isinstance(manifest, dict) or manifest.get("version") != _MANIFEST_VERSION \
             or not isinstance(manifest.get("sources"), dict):
         raise ExportError(f"{path}: not a manifest this version writes (version {_MANIFEST_VERSION})")
