@@ -53,3 +53,34 @@ def test_redact_applies_to_the_json(tmp_path: Path) -> None:
     text = out.read_text()
     assert key not in text and "[redacted:openai-key]" in text
     assert key in path.read_text()
+
+
+def test_an_imported_codex_rollout_has_each_responses_tokens_on_its_message(tmp_path: Path) -> None:
+    from agent_transcript.formats import import_transcript
+
+    def rl(n: int, kind: str, payload: dict[str, object]) -> str:
+        return json.dumps({"timestamp": f"2026-02-01T09:00:{n:02d}.000Z", "type": kind, "payload": payload}) + "\n"
+
+    def count(i: int, c: int, o: int) -> dict[str, object]:
+        return {"type": "token_count", "info": {"total_token_usage": {
+            "input_tokens": i, "cached_input_tokens": c, "output_tokens": o, "total_tokens": i + o}}}
+
+    src = tmp_path / "rollout-2026-02-01T09-00-00-0199aa00-0000-7000-8000-000000000002.jsonl"
+    src.write_text(
+        rl(0, "session_meta", {"id": "0199aa00-0000-7000-8000-000000000002", "cwd": "/w", "originator": "codex_cli_rs",
+                               "cli_version": "0.98.0"})
+        + rl(1, "turn_context", {"turn_id": "t0", "cwd": "/w", "model": "gpt-5-codex"})
+        + rl(2, "response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]})
+        + rl(3, "response_item", {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"})
+        + rl(4, "response_item", {"type": "function_call_output", "call_id": "c1", "output": "ok"})
+        + rl(5, "event_msg", count(100, 10, 5))
+        + rl(6, "response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]})
+        + rl(7, "event_msg", count(300, 110, 25)))
+    run = tmp_path / "run.jsonl"
+    import_transcript(src, run, source_format="codex")
+    out = tmp_path / "page.json"
+    assert main(["html", str(run), "--json", "-o", str(out)]) == 0
+    data = json.loads(out.read_text())
+    shown = [(r["payload"]["role"], r.get("notes", {}).get("tokens")) for r in data["records"] if r["type"] == "message"]
+    # the second count is a running total: the response after the call used 200 in (100 cached), 20 out
+    assert shown == [("user", None), ("assistant", [100, 5, 10, 0]), ("tool", None), ("assistant", [200, 20, 100, 0])]
