@@ -176,6 +176,7 @@ turn = st.fixed_dictionaries({
     "steps": st.lists(st.tuples(st.integers(0, 30_000), st.integers(0, 20_000), st.integers(0, 3000)),
                       min_size=1, max_size=4),
     "repeat": st.booleans(),
+    "calls": st.booleans(),
 })
 
 
@@ -188,6 +189,7 @@ def test_an_imported_codex_rollout_counts_increments_not_totals(tmp_path: Path, 
                                        "cwd": "/w", "originator": "codex_cli_rs", "cli_version": "0.98.0"})]
     total = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0, "reasoning_output_tokens": 0, "total_tokens": 0}
     per_model: dict[str, TokenCount] = {}
+    per_response: list[TokenCount | None] = []  # each assistant message's, in order
     n = 1
     for k, t in enumerate(turns):
         records.append(_rl(n, "turn_context", {"turn_id": f"t{k}", "cwd": "/w", "model": t["model"]}))
@@ -198,14 +200,22 @@ def test_an_imported_codex_rollout_counts_increments_not_totals(tmp_path: Path, 
                     "reasoning_output_tokens": 0, "total_tokens": fresh + cached + out}
             total = {key: total[key] + last[key] for key in total}
             n += 1
-            records.append(_rl(n, "response_item", {"type": "message", "role": "assistant",
-                                                    "content": [{"type": "output_text", "text": f"step {n}"}]}))
+            if t["calls"]:
+                # Codex writes a call's output before the token_count of the response that made the call.
+                records.append(_rl(n, "response_item", {"type": "function_call", "name": "shell",
+                                                        "arguments": "{}", "call_id": f"call_{n}"}))
+                records.append(_rl(n, "response_item", {"type": "function_call_output", "call_id": f"call_{n}",
+                                                        "output": "ok"}))
+            else:
+                records.append(_rl(n, "response_item", {"type": "message", "role": "assistant",
+                                                        "content": [{"type": "output_text", "text": f"step {n}"}]}))
             event = _rl(n, "event_msg", {"type": "token_count", "info": {"total_token_usage": dict(total),
                                                                           "last_token_usage": last}})
             records.append(event)
             if t["repeat"]:
                 records.append(event)  # Codex sends the same totals again: nothing new
             step = TokenCount(fresh + cached, out, cached, 0)
+            per_response.append(step if step != TokenCount() else None)
             if step != TokenCount():
                 per_model[t["model"]] = per_model.get(t["model"], TokenCount()) + step
     src, dest = case / "rollout-2026-02-01T09-00-00-0199aa00-0000-7000-8000-000000000001.jsonl", case / "run.jsonl"
@@ -215,6 +225,10 @@ def test_an_imported_codex_rollout_counts_increments_not_totals(tmp_path: Path, 
     # the oracle: the last cumulative total the source reports
     assert totals.total == TokenCount(total["input_tokens"], total["output_tokens"], total["cached_input_tokens"], 0)
     assert {m: c for m, c in totals.by_model.items()} == per_model
+    # each token_count is on the message of the response it counts, whatever came between
+    assistants = [eid for eid, p in _message_entries(dest) if p["role"] == "assistant"]
+    assert [totals.by_message.get(eid) for eid in assistants] == per_response
+    assert sum(totals.by_message.values(), TokenCount()) == totals.total
 
 
 def test_a_frameworks_usage_in_extras_counts_once_per_response(tmp_path: Path) -> None:
@@ -263,3 +277,27 @@ def test_ls_tokens_counts_a_fork_once_in_the_folder(tmp_path: Path, capsys: pyte
     assert main(["ls", str(runs), "--tokens", "--sort", "path"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[-1].split()[:5] == ["total", "3,000", "in,", "3", "out"]  # one line a response: output 1 each
+
+
+@given(st.lists(st.lists(st.sampled_from([b"x", b"{}", b"usage", b"token_count", b"turn_context", b"session_meta",
+                                         b"message-id", b"usa", b"ge"]), max_size=6).map(b"".join), max_size=30),
+       st.booleans(), st.integers(1, 40))
+@settings(max_examples=200, deadline=None)
+def test_the_lines_read_are_those_a_line_at_a_time_reading_finds(lines: list[bytes], last_newline: bool, block: int) -> None:
+    """The block-at-a-time search (any block size: words and lines cut across blocks) finds the
+    lines, and their numbers, that reading a line at a time does."""
+    import io
+
+    from agent_transcript.inspect import tokens
+
+    data = b"\n".join(lines) + (b"\n" if last_newline and lines else b"")
+    want = [(n, raw) for n, raw in enumerate(io.BytesIO(data), 1) if any(w in raw for w in tokens._WANTED)]
+    saved = tokens._BLOCK
+    tokens._BLOCK = block
+    try:
+        got = list(tokens._wanted_lines(io.BytesIO(data)))
+        mentions = tokens._mentions_usage(io.BytesIO(data))
+    finally:
+        tokens._BLOCK = saved
+    assert got == want
+    assert mentions == (b"usage" in data or b"token_count" in data)

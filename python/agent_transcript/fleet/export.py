@@ -29,7 +29,9 @@ The schema (timestamps are ``timestamp[us, UTC]``, text ``large_string``):
     (message lines), live_messages (null: load refuses the file), compactions,
     elisions, rewinds, tool_operations (dispatches), pending (null: refused),
     first_ts, last_ts, last_type, agent, model, meta (the session-meta payload
-    as JSON text).
+    as JSON text), input_tokens, output_tokens, cache_read_tokens,
+    cache_creation_tokens (the run's, as ``stats`` counts them; null: the file
+    records no usage).
 ``envelopes``, one row per envelope (every line load or peek reads)
     session, line (1-based, blank lines counted), id, type, ts, bytes (the line
     with its ``\\n``), payload (JSON text, as written).
@@ -41,7 +43,12 @@ The schema (timestamps are ``timestamp[us, UTC]``, text ``large_string``):
     tool_call_ids and tool_call_names (``list<string>`` from ``tool_calls``),
     sticky, live (after replay; null: refused), live_position, elided_line,
     compacted_line, rewound_line (the line of the elision, compaction or rewind
-    that later stubbed, replaced or dropped it).
+    that later stubbed, replaced or dropped it), input_tokens, output_tokens,
+    cache_read_tokens, cache_creation_tokens (the usage of the model response
+    the message is, ``inspect.tokens``; null: none recorded). A run's messages
+    add up to its totals, but for a response the import made no message of (a
+    Claude Code response of thinking only). A fork's messages are its
+    source's, ids included: a folder's total counts each ``id`` once.
 ``tool_operations``, one row per dispatched operation, pending ones included
     session, op_id, call_id, tool, arguments_digest, idempotency, run_id, round,
     dispatch_line, dispatched_ts, settle_line, settled_ts, outcome, reason,
@@ -51,7 +58,8 @@ The schema (timestamps are ``timestamp[us, UTC]``, text ``large_string``):
     refused), result_message_id (a result-persisted operation's tool message).
 
 The columns come from the Rust core in bulk (``agent_transcript.inspect.ColumnBatch``),
-wrapped by pyarrow where they are (no copy); pyarrow is the optional extra
+wrapped by pyarrow where they are (no copy), the token columns from
+``inspect.tokens`` (``fleet.tokens.token_columns``); pyarrow is the optional extra
 ``agent-transcript[arrow]`` and is imported only when an export runs.
 
 **Incremental.** The manifest keys each file by its absolute path and records
@@ -91,6 +99,8 @@ from typing import Any
 from .. import CorruptTranscript, TranscriptError
 from ..inspect import ColumnBatch, ColumnData, FileColumns, os_error_reason, read, walk_transcripts
 from ..inspect.paths import Descriptor, make_folders, read_regular_file
+from ..inspect.tokens import TokenTotals, read_usage, token_totals
+from .tokens import token_columns
 
 __all__ = ["export_transcripts", "ExportResult", "ExportError", "TABLES", "FORMATS", "MANIFEST"]
 
@@ -105,7 +115,7 @@ MANIFEST = "_export.json"
 
 _LOCK = "_export.lock"
 _TMP = ".tmp-"
-_MANIFEST_VERSION = 1
+_MANIFEST_VERSION = 2  # 2: the token columns
 #: How many bytes a batch of rows holds before it is written out as parts.
 BATCH_BYTES = 16 << 20
 
@@ -221,6 +231,7 @@ class _Writer:
         self.batches: dict[str, ColumnBatch] = {}
         self.members: dict[str, set[str]] = {}
         self.parts: dict[str, list[str]] = {}  # session -> its parts (this run)
+        self.tokens: dict[str, TokenTotals] = {}  # a file's session text -> its tokens
         self.temps: set[Path] = set()
         self.dirs: set[Path] = set()
         # The manifest that lists this run's parts is in place: they are the
@@ -249,6 +260,10 @@ class _Writer:
             return
         rows = dict(zip(TABLES, batch.rows()))
         tables = {name: table for name, table in _tables(self.pa, batch.take()).items() if last or rows[name]}
+        runs = {s: self.tokens[s] for s in map(session_text, self.members.get(day, ())) if s in self.tokens}
+        for name in ("sessions", "messages"):
+            if name in tables:
+                tables[name] = token_columns(self.pa, tables[name], name, runs)
         self.count += 1
         names = []
         while len(self.pending) >= 8:
@@ -389,6 +404,11 @@ def _read_manifest(out: Path) -> dict[str, Any]:
         manifest = json.loads(text)
     except ValueError:
         raise ExportError(f"{path}: the manifest is not JSON") from None
+    if isinstance(manifest, dict) and isinstance(manifest.get("version"), int) and manifest["version"] < _MANIFEST_VERSION:
+        # Its parts have fewer columns (1: no token columns): a folder of parts of two schemas
+        # is not one table to a reader.
+        raise ExportError(f"{path}: an export of an earlier version, without the token columns; "
+                          "export into a new folder")
     if not isinstance(manifest, dict) or manifest.get("version") != _MANIFEST_VERSION \
             or not isinstance(manifest.get("sources"), dict):
         raise ExportError(f"{path}: not a manifest this version writes (version {_MANIFEST_VERSION})")
@@ -708,6 +728,12 @@ def _export_file(writer: _Writer, path: Path, key: str, st: os.stat_result | Non
         columns = FileColumns(None, session, reason=os_error_reason(exc))
     except CorruptTranscript as exc:  # an archive that is not a whole zstd stream
         columns = FileColumns(None, session, reason=exc.message, status="corrupt")
+    if columns.reading is not None:
+        try:
+            # The tokens stats gives (one reading of usage), for the token columns.
+            writer.tokens[session] = token_totals(read_usage(str(path)))
+        except (OSError, TranscriptError):
+            pass
     day = _day(columns.started(), st)
     batch = writer.batch(day, key)
     while not columns.fill(batch, writer.batch_bytes):

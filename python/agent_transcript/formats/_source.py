@@ -90,6 +90,8 @@ class Line:
     line is not one whole JSON object (None when it is); a damaged line may
     still yield a ``record`` recovered from inside it (NUL padding, a torn
     record glued onto a whole one). ``when`` is its timestamp as an envelope ts.
+    ``message`` is the envelope id of the message the line tells of (a Codex
+    ``token_count``: the response it counts), when the line's envelope says so.
     """
 
     number: int
@@ -99,6 +101,7 @@ class Line:
     damage: str | None
     status: str = "metadata"
     when: str | None = None
+    message: str | None = None
 
 
 class _NotJson(ValueError):
@@ -271,7 +274,8 @@ def json_or_none(raw: bytes) -> Any:
 
 def source_line_payload(line: Line, raw: bytes) -> dict[str, Any]:
     """The payload of the envelope carrying ``line``: its text (or base64, when
-    it is not UTF-8), its number and what the import made of it."""
+    it is not UTF-8), its number, what the import made of it and (``message``)
+    the message it tells of."""
     payload: dict[str, Any] = {"line": line.number, "status": line.status}
     try:
         payload["text"] = raw.decode("utf-8")
@@ -279,6 +283,8 @@ def source_line_payload(line: Line, raw: bytes) -> dict[str, Any]:
         payload["base64"] = base64.b64encode(raw).decode("ascii")
     if line.damage is not None:
         payload["damage"] = line.damage
+    if line.message is not None:
+        payload["message"] = line.message
     return payload
 
 

@@ -250,6 +250,11 @@ class _Converter:
         self.round = 0
         self.tokens = 0
         self.grants: Any = None
+        # The token_count lines of the response still pending (its message has no id yet),
+        # and the last assistant message written: a token_count is the usage of the response
+        # before it, which Codex may follow with its calls' outputs before it counts.
+        self.counts_waiting: list[Line] = []
+        self.last_assistant: str | None = None
 
     def _message(self, payload: dict[str, Any], lines: list[Line], real_user: bool, ts: str | None) -> str:
         id_ = self.emit.message(payload, ts)
@@ -264,11 +269,21 @@ class _Converter:
         if self.pending is None:
             return
         ts = self.pending.pop("\0ts")
-        self._message(self.pending, self.pending_lines, False, ts)
+        self.last_assistant = self._message(self.pending, self.pending_lines, False, ts)
+        for waiting in self.counts_waiting:
+            waiting.message = self.last_assistant
+        self.counts_waiting = []
         for call_id, tool, text, cts in self.pending_calls:
             self.emit.dispatch(call_id, tool, _stored_arguments(text), run_id=self.run_id, round_=self.round, ts=cts)
         self.round += 1
         self.pending, self.pending_lines, self.pending_calls = None, [], []
+
+    def token_count(self, line: Line) -> None:
+        """A ``token_count`` line: told of the response it follows (``inspect.tokens`` reads it)."""
+        if self.pending is not None:
+            self.counts_waiting.append(line)
+        else:
+            line.message = self.last_assistant
 
     def _codex_extra(self, item: dict[str, Any]) -> dict[str, Any]:
         extra: dict[str, Any] = {"items": [item.get("type")]}
@@ -499,6 +514,8 @@ def convert(lines: list[Line], emit: Emitter, warnings: list[str],
             elif et == "turn_aborted":
                 c.aborted(body.get("reason"), ts)
             elif et == "token_count":
+                if isinstance(body.get("info"), dict):
+                    c.token_count(line)
                 total = _total_tokens(body)
                 if total is not None:
                     c.tokens = total

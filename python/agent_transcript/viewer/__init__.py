@@ -2,8 +2,8 @@
 
 Lives here: the records as a page carries them, the file's own lines and
 the notes of what replay says of them (``.render``), the page shell and
-``html``'s two outputs, one self-contained file or a folder of pages
-(``.page``), the local server with its resume picker (over
+``html``'s two outputs, one self-contained file or a folder of pages, and
+the page's data as JSON (``.page``), the local server with its resume picker (over
 ``agent_transcript.fleet``), its tail-first pages and live follow
 (``.server``), text made safe for what Python writes itself
 (``.markup``), and the stylesheet and the scripts shipped as package data
@@ -20,8 +20,8 @@ package.
 
 from __future__ import annotations
 
-from .page import SINGLE_LIMIT, HtmlResult, write_html
+from .page import SINGLE_LIMIT, HtmlResult, write_html, write_page_json
 from .render import Annotator, anchor
 from .server import ViewerServer, make_server
 
-__all__ = ["write_html", "HtmlResult", "SINGLE_LIMIT", "Annotator", "anchor", "make_server", "ViewerServer"]
+__all__ = ["write_html", "write_page_json", "HtmlResult", "SINGLE_LIMIT", "Annotator", "anchor", "make_server", "ViewerServer"]

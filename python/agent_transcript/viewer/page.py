@@ -44,7 +44,7 @@ from .markup import text
 from .picker import tokens_summary
 from .render import BIG_LINE, MAX_BLOCK, Annotator, Outline, anchor, damaged_line, island_bytes, short_line, size_text
 
-__all__ = ["Assets", "assets", "csp", "write_html", "HtmlResult", "SINGLE_LIMIT", "head", "summary_panel", "outline_nav", "ended_banner", "unpaired_lines",
+__all__ = ["Assets", "assets", "csp", "write_html", "write_page_json", "HtmlResult", "SINGLE_LIMIT", "head", "summary_panel", "outline_nav", "ended_banner", "unpaired_lines",
            "verdict", "one_page", "data_islands", "PageData", "script_tag", "take_line"]
 
 #: Files up to this size become one page; bigger ones a folder of pages.
@@ -303,6 +303,49 @@ def write_html(reading: Reading, out: str, *, single: bool | None = None) -> Htm
         out = out[: -len(".html")] or "."  # big.html asked for, big/index.html written
     pages = _write_folder(reading, out)
     return HtmlResult(os.path.join(out, "index.html"), pages, False)
+
+
+def write_page_json(reading: Reading, out: str) -> None:
+    """The data of ``reading``'s page as one JSON object in ``out`` (``html --json``):
+    ``path``, ``title``, ``verdict`` and ``check`` (what ``check`` says), ``warnings``,
+    ``tokens`` (``stats --json``'s), ``pending`` (the calls never settled) and
+    ``records``: every envelope (``line``, ``id``, ``type``, ``ts``, ``payload``) with
+    ``notes`` where the page has some (what replay says of it: ``elided``,
+    ``compacted``, ``rewound``: the line that took a message out; ``settled`` or
+    ``pending``: a dispatch's settle line or state; ``op``: a settle's dispatch line;
+    ``unanswered``, ``orphan``; ``tokens``: a message's ``[input, output, cache read,
+    cache write]``). Records are written a page at a time: memory does not grow with
+    the file.
+
+    Raises:
+        OSError: ``out`` cannot be written.
+    """
+    tokens = token_totals(read_usage(reading.path))
+    notes = Annotator(reading, tokens=tokens)
+    status, said = verdict(reading)
+    head = {"path": reading.path, "title": _title(reading), "verdict": status, "check": said,
+            "warnings": list(reading.warnings), "tokens": tokens.to_json(),
+            "pending": [{"op_id": op.op_id, "tool": op.tool, "call_id": op.call_id, "state": op.state}
+                        for op in reading.pending() or []]}
+    opening = json.dumps({**head, "records": []}, ensure_ascii=True)
+    n = len(reading)
+    with _replacing(out) as f:
+        f.write(opening[: -len("]}")].encode("ascii"))
+        for start in range(0, n, _JSON_PAGE):
+            items: list[tuple[int, int, str, bytes | None]] = [
+                (i, reading.line_number(i), reading.type_name(i), None) for i in range(start, min(n, start + _JSON_PAGE))]
+            page = notes.page(items)
+            for i, line, _, _ in items:
+                e = reading.event(i)
+                record: dict[str, Any] = {"line": line, "id": e.id, "type": e.type, "ts": e.ts, "payload": e.payload}
+                if str(line) in page:
+                    record["notes"] = page[str(line)]
+                f.write((", " if i else "").encode("ascii") + json.dumps(record, ensure_ascii=True).encode("ascii"))
+        f.write(b"]}\n")
+
+
+#: Records per page of ``write_page_json``.
+_JSON_PAGE = 2000
 
 
 @contextmanager
