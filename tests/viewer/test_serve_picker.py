@@ -120,3 +120,34 @@ def test_a_pending_run_is_listed_and_opens(tmp_path: Path) -> None:
         assert href is not None
         status, _, page = get(url, href.group(1))
         assert status == 200 and b"go" in page
+
+
+def test_the_picker_counts_tokens_newest_first_within_its_budget_and_a_reload_counts_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counting a run's tokens reads its whole file: a picker page reads at most
+    PICKER_TOKEN_BYTES of files not counted yet (the newest first), shows the rest as
+    not counted, and the next page counts on from there."""
+    from agent_transcript.viewer import picker
+
+    sizes = {}
+    for k in range(4):
+        path = tmp_path / f"run{k}.jsonl"
+        with Session.create(path) as s:
+            s.append_message(Message.user(f"run {k}"))
+            s.append_message(Message.assistant("ok"), {"usage": {"input_tokens": 100 + k, "output_tokens": 1}})
+        os.utime(path, (1_700_000_000 + k, 1_700_000_000 + k))
+        sizes[k] = path.stat().st_size
+    monkeypatch.setattr(picker, "PICKER_TOKEN_BYTES", sizes[3] + 1)  # two files: the budget is left after one
+    server = make_server(str(tmp_path), 0, token=False)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        def cells() -> list[str]:
+            page = get(server.url, "/")[2].decode()
+            return re.findall(r"<td class=num(?: title=\"[^\"]*\")?>([^<]*)</td><td><code>", page)
+        assert cells() == ["103 in · 1 out", "102 in · 1 out", "…", "…"]  # newest first
+        assert cells() == ["103 in · 1 out", "102 in · 1 out", "101 in · 1 out", "100 in · 1 out"]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)

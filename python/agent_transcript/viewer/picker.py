@@ -3,7 +3,9 @@
 Times are written as ``<time datetime=… data-human>`` with the ISO stamp inside;
 the page's script (``render.js``'s ``humanTime``) shows them in the reader's
 zone ("today 11:00", "3 days ago") with the exact UTC on hover. Tokens are read
-from each whole file (``inspect.tokens``) once per size and mtime, and kept.
+from each whole file (``inspect.tokens``) once per size and mtime, and kept; a
+picker reads at most ``PICKER_TOKEN_BYTES`` of files it has not counted yet,
+newest first, so that a big folder opens at once and a reload counts on.
 """
 
 from __future__ import annotations
@@ -14,7 +16,13 @@ import threading
 from ..inspect.tokens import TokenCount, TokenTotals, read_usage, token_totals
 from .markup import text
 
-__all__ = ["TokenCache", "time_cell", "title_cell", "tokens_cell", "tokens_text", "tokens_summary"]
+__all__ = ["TokenCache", "time_cell", "title_cell", "tokens_cell", "tokens_text", "tokens_summary",
+           "PICKER_TOKEN_BYTES", "UNCOUNTED_CELL"]
+
+#: How many bytes of files whose tokens are not kept yet one picker page reads.
+PICKER_TOKEN_BYTES = 128 << 20
+#: The tokens cell of a run not counted yet.
+UNCOUNTED_CELL = '<td class=num title="not counted yet: reload the page to count more">…</td>'
 
 
 def time_cell(ts: str) -> str:
@@ -64,19 +72,29 @@ class TokenCache:
 
     def totals(self, path: str) -> TokenTotals | None:
         """The run's tokens, or None when the file cannot be read."""
+        return self._get(path, True)[1]
+
+    def kept(self, path: str) -> tuple[bool, TokenTotals | None]:
+        """``(known, totals)``: whether the run's tokens are kept for its file as it
+        is now (or it cannot be read: totals None), and them; nothing is counted."""
+        return self._get(path, False)
+
+    def _get(self, path: str, count: bool) -> tuple[bool, TokenTotals | None]:
         try:
             st = os.stat(path)
             key = (st.st_size, st.st_mtime_ns)
             with self._lock:
                 kept = self._kept.get(path)
             if kept is not None and kept[0] == key:
-                return kept[1]
+                return True, kept[1]
+            if not count:
+                return False, None
             totals = token_totals(read_usage(path))
         except OSError:
-            return None
+            return True, None
         with self._lock:
             self._kept[path] = (key, totals)
-        return totals
+        return True, totals
 
 
 def tokens_summary(t: TokenTotals | None) -> str | None:

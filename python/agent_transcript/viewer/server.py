@@ -44,6 +44,7 @@ from .. import fleet
 from ..inspect.paths import open_regular, open_stored_artifact
 from ..inspect import GrowingFile, Reading, open_file, read
 from .markup import text
+from . import picker
 from .picker import TokenCache, time_cell, title_cell, tokens_cell, tokens_summary
 from .page import (PageData, assets, csp, data_islands, ended_banner, head, one_page, script_tag, summary_panel,
                    unpaired_lines, verdict)
@@ -390,14 +391,20 @@ class _Handler(BaseHTTPRequestHandler):
         out = [head(f"transcripts in {root}", csp(forms=True), tools=False),
                f'<div class=layout><main id=records>{search_form()}<section class=summary><b>{len(rows):,} transcript{"s" if len(rows) != 1 else ""}</b> in <code>{text(root)}</code>, newest activity first</section>'
                "<table class=picker><thead><tr><th>title</th><th>status</th><th>started</th><th>last activity</th><th>size</th><th>tokens</th><th>file</th></tr></thead><tbody>"]
+        budget = picker.PICKER_TOKEN_BYTES
         for r in rows:
+            path = os.path.join(self.server.root, r.name)
+            known, totals = self.server.tokens.kept(path)
+            if not known and budget > 0:
+                budget -= r.size
+                known, totals = True, self.server.tokens.totals(path)
             st = {"clean": "clean", "torn tail": "torn", "pending": "pending"}.get(r.status, "other")
             live = " <span class=live-badge>live</span>" if r.held else ""
             href = "/t/" + _quoted(r.name)
             out.append(
                 f'<tr class=row data-status="{text(st)}">{title_cell(r.title, href)}<td class="st-{st}">{text(r.status)}{live}</td>'
                 f"{time_cell(r.started)}{time_cell(r.last)}<td class=num>{size_text(r.size)}</td>"
-                f"{tokens_cell(self.server.tokens.totals(os.path.join(self.server.root, r.name)))}"
+                f"{tokens_cell(totals) if known else picker.UNCOUNTED_CELL}"
                 f"<td><code>{text(shown_name(r.name))}</code></td></tr>"
             )
         out.append(f"</tbody></table></main></div>\n<script>{assets().js}</script></body></html>\n")

@@ -14,6 +14,7 @@ mod errors;
 mod excerpt;
 mod fds;
 mod history;
+mod holding;
 mod lines;
 mod listing;
 mod page;
@@ -37,6 +38,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(digest, m)?)?;
     m.add_function(wrap_pyfunction!(decode::py_loads, m)?)?;
     m.add_function(wrap_pyfunction!(peeked::tail_check, m)?)?;
+    m.add_function(wrap_pyfunction!(holding::lines_holding, m)?)?;
     m.add_function(wrap_pyfunction!(peeked::parse_envelope, m)?)?;
     m.add_function(wrap_pyfunction!(archive::zstd_compress, m)?)?;
     m.add_function(wrap_pyfunction!(archive::zstd_decompress, m)?)?;

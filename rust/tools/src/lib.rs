@@ -5,6 +5,7 @@
 
 pub mod columns;
 pub mod excerpt;
+pub mod holding;
 pub mod listing;
 pub mod page;
 pub mod search;
