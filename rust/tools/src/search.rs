@@ -49,7 +49,7 @@ pub const SKIPPED_KEYS: &[&str] = &[
 #[derive(Debug)]
 pub struct Query {
     text: Regex,
-    prefilter: Option<BytesRegex>,
+    prefilter: Option<Prefilter>,
     all_lines: bool,
     role: Option<String>,
     kind: Option<String>,
@@ -110,25 +110,68 @@ fn one_line(error: &str) -> String {
         .to_owned()
 }
 
-// The raw-byte prefilter: the prefix literals as canonical JSON writes them,
-// or a non-canonical escape. None when the pattern has no prefix literals.
-fn prefilter(hir: &regex_syntax::hir::Hir) -> Option<BytesRegex> {
+/// The raw-byte prefilter: the prefix literals as canonical JSON writes them,
+/// or a non-canonical escape that could hide one: `\u`, and `\/` when a
+/// literal holds a `/`.
+#[derive(Debug)]
+enum Prefilter {
+    /// One literal: each needle by memmem, a pass each, which costs less than
+    /// one pass of the regex's multi-literal search.
+    Needles(Vec<memchr::memmem::Finder<'static>>),
+    /// Several literals (an ignored case gives one per case).
+    Regex(BytesRegex),
+}
+
+// None when the pattern has no prefix literals.
+fn prefilter(hir: &regex_syntax::hir::Hir) -> Option<Prefilter> {
     let seq = Extractor::new().extract(hir);
     let literals = seq.literals()?;
-    let mut alternatives = Vec::with_capacity(literals.len() + 2);
+    let mut needles = Vec::with_capacity(literals.len() + 2);
     for literal in literals {
-        if literal.as_bytes().is_empty() {
+        let text = std::str::from_utf8(literal.as_bytes()).ok()?;
+        if text.is_empty() {
             return None;
         }
-        let text = std::str::from_utf8(literal.as_bytes()).ok()?;
-        alternatives.push(regex::escape(&json_text(text)));
+        needles.push(json_text(text));
     }
-    alternatives.push(r"\\u".to_owned());
-    alternatives.push(r"\\/".to_owned());
+    if needles.iter().any(|n| n.contains('/')) {
+        needles.push(r"\/".to_owned());
+    }
+    needles.push(r"\u".to_owned());
+    if literals.len() == 1 {
+        let finders = needles
+            .iter()
+            .map(|n| memchr::memmem::Finder::new(n).into_owned());
+        return Some(Prefilter::Needles(finders.collect()));
+    }
+    let alternatives: Vec<String> = needles.iter().map(|n| regex::escape(n)).collect();
     regex::bytes::RegexBuilder::new(&alternatives.join("|"))
         .unicode(false)
         .build()
         .ok()
+        .map(Prefilter::Regex)
+}
+
+impl Prefilter {
+    // Where the first candidate at or after `from` starts. `next` holds each
+    // needle's next hit in `block` (None: no more), empty before the first
+    // call on a block, so that no needle searches a byte of it twice.
+    fn find(&self, block: &[u8], from: usize, next: &mut Vec<Option<usize>>) -> Option<usize> {
+        let needles = match self {
+            Prefilter::Regex(r) => return r.find_at(block, from).map(|m| m.start()),
+            Prefilter::Needles(needles) => needles,
+        };
+        let search = |f: &memchr::memmem::Finder<'_>| f.find(&block[from..]).map(|i| from + i);
+        if next.is_empty() {
+            next.extend(needles.iter().map(search));
+        }
+        for (f, at) in needles.iter().zip(next.iter_mut()) {
+            if at.is_some_and(|a| a < from) {
+                *at = search(f);
+            }
+        }
+        next.iter().flatten().min().copied()
+    }
 }
 
 /// `text` as canonical JSON writes it inside a string (what
@@ -313,7 +356,7 @@ const CHUNK: usize = 4 << 20;
 fn candidates<R: ReadAt + ?Sized>(
     src: &R,
     size: u64,
-    prefilter: Option<&BytesRegex>,
+    prefilter: Option<&Prefilter>,
     mut each: impl FnMut(u64, &[u8]),
 ) -> io::Result<()> {
     let mut buf = vec![0u8; CHUNK];
@@ -361,19 +404,18 @@ fn candidates<R: ReadAt + ?Sized>(
 fn scan_block(
     block: &[u8],
     before: u64,
-    prefilter: Option<&BytesRegex>,
+    prefilter: Option<&Prefilter>,
     each: &mut impl FnMut(u64, &[u8]),
 ) -> u64 {
     let mut lines = before;
     let mut pos = 0;
+    let mut next = Vec::new();
     while pos < block.len() {
         let start = match prefilter {
             None => pos,
-            Some(p) => match p.find_at(block, pos) {
+            Some(p) => match p.find(block, pos, &mut next) {
                 None => break,
-                Some(m) => {
-                    memchr::memrchr(b'\n', &block[pos..m.start()]).map_or(pos, |i| pos + i + 1)
-                }
+                Some(at) => memchr::memrchr(b'\n', &block[pos..at]).map_or(pos, |i| pos + i + 1),
             },
         };
         lines += memchr::memchr_iter(b'\n', &block[pos..start]).count() as u64;
@@ -854,6 +896,37 @@ mod tests {
         let data = transcript(&["a needle", &long, "b", "needle again"]);
         assert_eq!(lines_found(&data, &query("needle", true, true)), [2, 3, 5]);
         assert_eq!(lines_found(&data, &query("needle", true, false)), [2, 3, 5]);
+    }
+
+    #[test]
+    fn lines_are_numbered_right_across_blocks_without_candidates() {
+        // Lines of ~1 KiB for three chunks; the needle (plain, \u-escaped, or
+        // holding a `\/`) in the first line, around each chunk boundary and in
+        // the last line; line numbers checked against a line-by-line count.
+        let filler = "f".repeat(1000);
+        let mut messages: Vec<String> = vec![filler.clone(); 3 * CHUNK / 1100];
+        let at_boundary = |k: usize| k * CHUNK / 1120; // the line holding byte ~k*CHUNK
+        for (i, k) in [(0, 0), (at_boundary(1), 1), (at_boundary(2), 2)] {
+            for (j, spelled) in ["a/b", "a\\/b", "\\u0061/b"].iter().enumerate() {
+                messages[i + j + k % 2] = format!("{filler}{spelled}");
+            }
+        }
+        let last = messages.len() - 1;
+        messages[last] = "a/b".to_owned();
+        let texts: Vec<&str> = messages.iter().map(String::as_str).collect();
+        let data = transcript(&texts);
+        let expected: Vec<u64> = data
+            .split(|&b| b == b'\n')
+            .zip(1..)
+            .filter(|(l, _)| {
+                let l = String::from_utf8_lossy(l);
+                l.contains("a/b") || l.contains("a\\/b") || l.contains("u0061/b")
+            })
+            .map(|(_, n)| n)
+            .collect();
+        assert_eq!(expected.len(), 10);
+        assert_eq!(lines_found(&data, &query("a/b", true, true)), expected);
+        assert_eq!(lines_found(&data, &query("a/b", true, false)), expected);
     }
 
     #[test]
