@@ -129,6 +129,9 @@ pub struct Writer<F: Sink = File> {
     // The timestamp text of the last second an append was stamped in.
     stamps: Stamper,
     buf: Vec<u8>,
+    // The lines of an append being checked, kept between appends: an append
+    // allocates nothing of its own.
+    accepted: Vec<(Accepted, usize)>,
     // The fork generation the writer was made in: a forked child never
     // writes through its parent's writer, even where no at-fork hook ran.
     opened_in: u64,
@@ -157,6 +160,7 @@ impl<F: Sink> Writer<F> {
             ids: IdGen::new(),
             stamps: Stamper::default(),
             buf: Vec::new(),
+            accepted: Vec::new(),
             opened_in: fork::generation(),
         }
     }
@@ -275,31 +279,37 @@ impl<F: Sink> Writer<F> {
 
     fn append_lines(&mut self, buf: &[u8], lines: &[(Made<'_>, usize)]) -> Result<(), WriteError> {
         self.refuse_if_broken()?;
-        let mut accepted = Vec::with_capacity(lines.len());
+        let mut accepted = std::mem::take(&mut self.accepted);
+        accepted.clear();
         let mut start = 1;
+        let mut last_fresh: Option<&FreshId> = None;
         for &(made, end) in lines {
             let body = buf.get(start..end.saturating_sub(1)).unwrap_or_default();
             accepted.push((self.accept(made, body)?, body.len()));
             start = end;
-        }
-        // Each envelope was checked without the others: their ids must
-        // differ among themselves too (a generator's ids strictly increase).
-        let fresh: Vec<&FreshId> = lines
-            .iter()
-            .filter_map(|(made, _)| match made {
-                Made::Message { id, .. } => Some(*id),
-                Made::Line { id } => *id,
-            })
-            .collect();
-        if fresh.windows(2).any(|w| w[0].digits() >= w[1].digits()) {
-            return Err(WriteError::Invalid("two envelopes of one call share an id".into()));
+            // Each envelope is checked without the others: their ids must
+            // differ among themselves too (a generator's ids strictly increase).
+            let fresh = match made {
+                Made::Message { id, .. } => Some(id),
+                Made::Line { id } => id,
+            };
+            if let Some(id) = fresh {
+                if last_fresh.is_some_and(|last| last.digits() >= id.digits()) {
+                    return Err(WriteError::Invalid(
+                        "two envelopes of one call share an id".into(),
+                    ));
+                }
+                last_fresh = Some(id);
+            }
         }
         let end = lines.last().map_or(1, |&(_, end)| end);
         let written = buf.get(..end).unwrap_or_default();
         let line =
             if self.missing_newline { written } else { written.get(1..).unwrap_or_default() };
         self.write_durably(line).map_err(WriteError::Io)?;
-        self.after_write(written.len() as u64 - 1, accepted)
+        let result = self.after_write(written.len() as u64 - 1, &mut accepted);
+        self.accepted = accepted;
+        result
     }
 
     // The envelope of one line (`body`, without its `\n`) for appending.
@@ -361,7 +371,7 @@ impl<F: Sink> Writer<F> {
     fn after_write(
         &mut self,
         total: u64,
-        written: Vec<(Accepted, usize)>,
+        written: &mut Vec<(Accepted, usize)>,
     ) -> Result<(), WriteError> {
         // A transcript deleted, or replaced by a rename, has no name left: the
         // line just written can never be read again, so refuse it (and every
@@ -408,7 +418,7 @@ impl<F: Sink> Writer<F> {
         }
         let mut offset = self.good_len - total;
         self.missing_newline = false;
-        for (accepted, len) in written {
+        for (accepted, len) in written.drain(..) {
             let number = self.transcript.line_count + 1;
             let rec = accepted.line_rec(offset, len, number);
             offset += len as u64 + 1;

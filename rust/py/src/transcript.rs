@@ -19,7 +19,7 @@ use crate::canonical::{write_envelope, write_message_envelope, MessageFields, Me
 use crate::errors::{load_error, os_error, write_error, SessionClosed};
 use crate::fds::dup;
 use crate::history::{self, place, ElisionRow, Later, Place};
-use crate::lines::{file_size, id_key, out_of_range, reader_methods, Indexed, Reader};
+use crate::lines::{file_size, id_key, reader_methods, Indexed, Reader};
 use crate::signals::Signals;
 
 /// One transcript open for appending (or read-only): the core's writer.
@@ -92,12 +92,17 @@ impl Transcript {
         })
     }
 
-    // Draws `n` fresh ids and the timestamp of now, and takes the buffer.
-    fn begin(slf: &Bound<'_, Self>, n: usize) -> PyResult<(Vec<FreshId>, [u8; 27], Vec<u8>)> {
+    // Draws the fresh ids `draw` asks for (by the writer and the millisecond
+    // of now) and the timestamp of now, and takes the buffer. One id is drawn
+    // into no collection: an append allocates nothing of its own.
+    fn begin<T>(
+        slf: &Bound<'_, Self>,
+        draw: impl FnOnce(&mut Writer<Option<File>>, u64) -> T,
+    ) -> PyResult<(T, [u8; 27], Vec<u8>)> {
         let mut t = slf.try_borrow_mut()?;
         t.writer.refuse_if_broken().map_err(write_error)?;
         let now = Instant::now();
-        let ids = (0..n).map(|_| t.writer.fresh_id(now.millis())).collect();
+        let ids = draw(&mut t.writer, now.millis());
         let ts = t.writer.stamp(now);
         Ok((ids, ts, t.writer.take_buffer()))
     }
@@ -111,8 +116,8 @@ impl Transcript {
     ) -> PyResult<Bound<'py, PyString>> {
         let py = slf.py();
         // As in `append`: no borrow is held while the message is walked.
-        let (fresh, ts, mut buf) = Self::begin(slf, 1)?;
-        let fresh = fresh.first().ok_or_else(out_of_range)?;
+        let (fresh, ts, mut buf) = Self::begin(slf, |w, ms| w.fresh_id(ms))?;
+        let fresh = &fresh;
         let read = write_message_envelope(py, &mut buf, fresh.digits(), fields, &ts);
         let (written, read) = match read {
             Ok(read) => (Ok(()), Some(read)),
@@ -243,8 +248,8 @@ reader_methods!(Transcript {
         // and finds it as it was, not PyO3's "Already mutably borrowed". No
         // Python code of this thread runs while it is borrowed (other threads
         // wait for the session's lock).
-        let (fresh, ts, mut buf) = Self::begin(slf, usize::from(id.is_none()))?;
-        let id = match (id, fresh.first()) {
+        let (fresh, ts, mut buf) = Self::begin(slf, |w, ms| id.is_none().then(|| w.fresh_id(ms)))?;
+        let id = match (id, fresh) {
             (Some(id), _) => id,
             (None, fresh) => fresh.map(|f| f.as_str().to_owned()).unwrap_or_default(),
         };
@@ -286,8 +291,8 @@ reader_methods!(Transcript {
         tool_call_id: &Bound<'_, PyAny>,
         sticky: bool,
     ) -> PyResult<String> {
-        let (fresh, ts, mut buf) = Self::begin(slf, 1)?;
-        let fresh = fresh.first().ok_or_else(out_of_range)?;
+        let (fresh, ts, mut buf) = Self::begin(slf, |w, ms| w.fresh_id(ms))?;
+        let fresh = &fresh;
         let ts = std::str::from_utf8(&ts).unwrap_or_default();
         let written = write_envelope(py, &mut buf, fresh.as_str(), payload, ts, "message");
         let read = MessageRead::new(role.clone(), tool_call_id.clone(), sticky);
@@ -322,7 +327,8 @@ reader_methods!(Transcript {
             return Ok(PyList::empty(py));
         }
         // As in `append`: no borrow is held while the rows are walked.
-        let (ids, ts, mut buf) = Self::begin(slf, rows.len())?;
+        let (ids, ts, mut buf) =
+            Self::begin(slf, |w, ms| (0..rows.len()).map(|_| w.fresh_id(ms)).collect::<Vec<_>>())?;
         let mut lines = Vec::with_capacity(rows.len());
         let ts_text = std::str::from_utf8(&ts).unwrap_or_default();
         let written = ids.iter().zip(&rows).try_for_each(|(fresh, row)| {
