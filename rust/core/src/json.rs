@@ -679,12 +679,7 @@ pub(crate) fn fast_value_end(input: &[u8], mut at: usize) -> Result<usize, Unsur
                 objects = objects << 1 | u64::from(object);
                 at += 1;
                 match input.get(at) {
-                    Some(b'}') if object => {
-                        at += 1;
-                        depth -= 1;
-                        objects >>= 1;
-                    }
-                    Some(b']') if !object => {
+                    Some(&c) if c == if object { b'}' } else { b']' } => {
                         at += 1;
                         depth -= 1;
                         objects >>= 1;
@@ -701,23 +696,16 @@ pub(crate) fn fast_value_end(input: &[u8], mut at: usize) -> Result<usize, Unsur
                     _ => continue,
                 }
             }
-            Some(b't') => {
-                if input.get(at..at + 4) != Some(b"true") {
+            Some(&c @ (b't' | b'f' | b'n')) => {
+                let word: &[u8] = match c {
+                    b't' => b"true",
+                    b'f' => b"false",
+                    _ => b"null",
+                };
+                if input.get(at..at + word.len()) != Some(word) {
                     return Err(Unsure);
                 }
-                at += 4;
-            }
-            Some(b'f') => {
-                if input.get(at..at + 5) != Some(b"false") {
-                    return Err(Unsure);
-                }
-                at += 5;
-            }
-            Some(b'n') => {
-                if input.get(at..at + 4) != Some(b"null") {
-                    return Err(Unsure);
-                }
-                at += 4;
+                at += word.len();
             }
             Some(b'-' | b'0'..=b'9') => at = fast_number_end(input, at)?,
             _ => return Err(Unsure),
@@ -743,8 +731,7 @@ pub(crate) fn fast_value_end(input: &[u8], mut at: usize) -> Result<usize, Unsur
                     }
                     break;
                 }
-                Some(b'}') if object => {}
-                Some(b']') if !object => {}
+                Some(&c) if c == if object { b'}' } else { b']' } => {}
                 _ => return Err(Unsure),
             }
             at += 1;
