@@ -810,7 +810,11 @@ impl Sink for Vec<u8> {
     }
     #[inline(always)]
     fn code(&mut self, code: u32) {
-        push_code_point(self, code);
+        // An ASCII escape (`\n`, `\"`) is the common case: one byte, pushed here.
+        match u8::try_from(code) {
+            Ok(byte) if byte < 0x80 => self.push(byte),
+            _ => push_code_point(self, code),
+        }
     }
 }
 
