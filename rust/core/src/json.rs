@@ -249,10 +249,15 @@ impl<'a> Reader<'a> {
     {
         self.open_string()?;
         let start = self.pos;
-        self.pos = self.plain_run();
+        self.pos = plain_run_from(self.input, self.pos);
         if self.input.get(self.pos) == Some(&b'"') {
             self.pos += 1;
-            return Ok(JStr::Text(self.utf8(start, self.pos - 1)?));
+            // The input is UTF-8 and a run starts and ends next to ASCII
+            // bytes, so this slice is always on character boundaries.
+            let text = self.text.get(start..self.pos - 1);
+            return text
+                .map(JStr::Text)
+                .ok_or(JsonError { offset: start, reason: "invalid UTF-8 in string" });
         }
         scratch.clear();
         scratch.extend_from_slice(&self.input[start..self.pos]);
@@ -295,7 +300,7 @@ impl<'a> Reader<'a> {
     fn string_rest<S: Sink>(&mut self, sink: &mut S) -> Result<bool, JsonError> {
         let mut surrogate = false;
         loop {
-            let at = self.plain_run();
+            let at = plain_run_from(self.input, self.pos);
             // Runs start and end next to ASCII bytes of UTF-8 input, so each is
             // whole characters: a sink may take it as UTF-8.
             sink.run(&self.input[self.pos..at]);
@@ -321,20 +326,6 @@ impl<'a> Reader<'a> {
     fn skip_string(&mut self) -> Result<(), JsonError> {
         self.open_string()?;
         self.string_rest(&mut ()).map(drop)
-    }
-
-    // The end of the run of plain string bytes starting at `pos`: sixteen bytes
-    // at a time where SSE2 is (every x86_64), then byte by byte.
-    fn plain_run(&self) -> usize {
-        plain_run_from(self.input, self.pos)
-    }
-
-    fn utf8(&self, start: usize, end: usize) -> Result<&'a str, JsonError> {
-        // The input is UTF-8 and string runs start and end next to ASCII bytes,
-        // so this slice is always on character boundaries.
-        self.text
-            .get(start..end)
-            .ok_or(JsonError { offset: start, reason: "invalid UTF-8 in string" })
     }
 
     fn hex4(&mut self) -> Result<u32, JsonError> {
