@@ -231,57 +231,45 @@ impl<'a> Reader<'a> {
         Ok(if float { Number::Float(text) } else { Number::Int(text) })
     }
 
+    // Reads the `"` that opens a string.
+    fn open_string(&mut self) -> Result<(), JsonError> {
+        self.skip_ws();
+        if self.input.get(self.pos) != Some(&b'"') {
+            return self.err("expected a string");
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
     /// Reads a string. Without escapes the result borrows the input; with them
     /// it is decoded into `scratch` (cleared first).
     pub fn string<'s>(&mut self, scratch: &'s mut Vec<u8>) -> Result<JStr<'s>, JsonError>
     where
         'a: 's,
     {
-        self.skip_ws();
-        if self.input.get(self.pos) != Some(&b'"') {
-            return self.err("expected a string");
-        }
-        self.pos += 1;
+        self.open_string()?;
         let start = self.pos;
-        let run_end = self.plain_run();
-        if self.input.get(run_end) == Some(&b'"') {
-            let text = self.utf8(start, run_end)?;
-            self.pos = run_end + 1;
-            return Ok(JStr::Text(text));
+        self.pos = plain_run_from(self.input, self.pos);
+        if self.input.get(self.pos) == Some(&b'"') {
+            self.pos += 1;
+            // The input is UTF-8 and a run starts and ends next to ASCII
+            // bytes, so this slice is always on character boundaries.
+            let text = self.text.get(start..self.pos - 1);
+            return text
+                .map(JStr::Text)
+                .ok_or(JsonError { offset: start, reason: "invalid UTF-8 in string" });
         }
         scratch.clear();
-        let mut surrogate = false;
-        let mut run_start = start;
-        let mut at = run_end;
-        loop {
-            self.utf8(run_start, at)?;
-            scratch.extend_from_slice(&self.input[run_start..at]);
-            self.pos = at;
-            match self.input.get(at) {
-                Some(b'"') => {
-                    self.pos = at + 1;
-                    break;
-                }
-                Some(b'\\') => {
-                    self.pos = at + 1;
-                    surrogate |= self.escape(scratch)?;
-                }
-                Some(_) => return self.err("control character in string"),
-                None => return self.err("unterminated string"),
-            }
-            run_start = self.pos;
-            at = self.plain_run();
+        scratch.extend_from_slice(&self.input[start..self.pos]);
+        if self.string_rest(scratch)? {
+            return Ok(JStr::Wtf8(scratch.as_slice()));
         }
-        if surrogate {
-            Ok(JStr::Wtf8(scratch.as_slice()))
-        } else {
-            // Runs of valid text and escapes that are not surrogates: UTF-8 by
-            // construction; checked all the same, with SIMD (std's check was
-            // a tenth of an export's column pass).
-            match simdutf8::basic::from_utf8(scratch) {
-                Ok(text) => Ok(JStr::Text(text)),
-                Err(_) => self.err("invalid UTF-8 in string"),
-            }
+        // Runs of valid text and escapes that are not surrogates: UTF-8 by
+        // construction; checked all the same, with SIMD (std's check was
+        // a tenth of an export's column pass).
+        match simdutf8::basic::from_utf8(scratch) {
+            Ok(text) => Ok(JStr::Text(text)),
+            Err(_) => self.err("invalid UTF-8 in string"),
         }
     }
 
@@ -291,63 +279,42 @@ impl<'a> Reader<'a> {
     /// values), so a caller need not check it again. On an error `out` may
     /// hold part of the string.
     pub fn string_into(&mut self, out: &mut Vec<u8>) -> Result<bool, JsonError> {
-        self.skip_ws();
-        if self.input.get(self.pos) != Some(&b'"') {
-            return self.err("expected a string");
-        }
-        self.pos += 1;
-        let mut surrogate = false;
-        loop {
-            let at = self.plain_run();
-            out.extend_from_slice(self.utf8(self.pos, at)?.as_bytes());
-            self.pos = at;
-            match self.input.get(at) {
-                Some(b'"') => {
-                    self.pos = at + 1;
-                    return Ok(surrogate);
-                }
-                Some(b'\\') => {
-                    self.pos = at + 1;
-                    surrogate |= self.escape(out)?;
-                }
-                Some(_) => return self.err("control character in string"),
-                None => return self.err("unterminated string"),
-            }
-        }
+        self.open_string()?;
+        self.string_rest(out)
     }
 
     /// Reads a string and answers its size once decoded, in UTF-8 bytes (a lone
     /// surrogate counts its three WTF-8 bytes), without building it.
     pub fn string_size(&mut self) -> Result<u64, JsonError> {
-        self.skip_ws();
-        if self.input.get(self.pos) != Some(&b'"') {
-            return self.err("expected a string");
-        }
-        self.pos += 1;
         let mut size = 0u64;
-        let mut one = Vec::with_capacity(4);
+        self.open_string()?;
+        self.string_rest(&mut size)?;
+        Ok(size)
+    }
+
+    // The one loop of every string read: the rest of a string whose opening
+    // quote is consumed, each run of plain bytes and each escaped code point
+    // handed to `sink`; true when it held a lone surrogate. Inlined into each
+    // kind of sink, so the skip builds and counts nothing.
+    #[inline(always)]
+    fn string_rest<S: Sink>(&mut self, sink: &mut S) -> Result<bool, JsonError> {
+        let mut surrogate = false;
         loop {
-            let at = self.plain_run();
-            size += (at - self.pos) as u64;
+            let at = plain_run_from(self.input, self.pos);
+            // Runs start and end next to ASCII bytes of UTF-8 input, so each is
+            // whole characters: a sink may take it as UTF-8.
+            sink.run(&self.input[self.pos..at]);
             self.pos = at;
             match self.input.get(at) {
                 Some(b'"') => {
-                    self.pos = at + 1;
-                    return Ok(size);
+                    self.pos += 1;
+                    return Ok(surrogate);
                 }
                 Some(b'\\') => {
-                    self.pos = at + 1;
-                    if let Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') =
-                        self.input.get(self.pos)
-                    {
-                        // One byte, whatever it is: the common case, counted here.
-                        self.pos += 1;
-                        size += 1;
-                    } else {
-                        one.clear();
-                        self.escape(&mut one)?;
-                        size += one.len() as u64;
-                    }
+                    self.pos += 1;
+                    let code = self.escape()?;
+                    surrogate |= (0xD800..0xE000).contains(&code);
+                    sink.code(code);
                 }
                 Some(_) => return self.err("control character in string"),
                 None => return self.err("unterminated string"),
@@ -355,40 +322,10 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// Skips a string without decoding it, checking it all the same.
+    // Skips a string without decoding it, checking it all the same.
     fn skip_string(&mut self) -> Result<(), JsonError> {
-        // The opening quote was seen by the caller.
-        self.pos += 1;
-        loop {
-            let at = self.plain_run();
-            self.pos = at;
-            match self.input.get(at) {
-                Some(b'"') => {
-                    self.pos = at + 1;
-                    return Ok(());
-                }
-                Some(b'\\') => {
-                    self.pos = at + 1;
-                    self.check_escape()?;
-                }
-                Some(_) => return self.err("control character in string"),
-                None => return self.err("unterminated string"),
-            }
-        }
-    }
-
-    // The end of the run of plain string bytes starting at `pos`: sixteen bytes
-    // at a time where SSE2 is (every x86_64), then byte by byte.
-    fn plain_run(&self) -> usize {
-        plain_run_from(self.input, self.pos)
-    }
-
-    fn utf8(&self, start: usize, end: usize) -> Result<&'a str, JsonError> {
-        // The input is UTF-8 and string runs start and end next to ASCII bytes,
-        // so this slice is always on character boundaries.
-        self.text
-            .get(start..end)
-            .ok_or(JsonError { offset: start, reason: "invalid UTF-8 in string" })
+        self.open_string()?;
+        self.string_rest(&mut ()).map(drop)
     }
 
     fn hex4(&mut self) -> Result<u32, JsonError> {
@@ -406,26 +343,23 @@ impl<'a> Reader<'a> {
         Ok(v)
     }
 
-    // Decodes one escape (the backslash is consumed) into `out`; true when it
-    // wrote a lone surrogate.
-    fn escape(&mut self, out: &mut Vec<u8>) -> Result<bool, JsonError> {
+    // Decodes one escape (its backslash consumed): the code point it stands
+    // for, a lone surrogate kept as one.
+    fn escape(&mut self) -> Result<u32, JsonError> {
         let c = match self.input.get(self.pos) {
             Some(&c) => c,
             None => return self.err("unterminated string"),
         };
         self.pos += 1;
-        let simple = match c {
-            b'"' => b'"',
-            b'\\' => b'\\',
-            b'/' => b'/',
+        Ok(match c {
+            b'"' | b'\\' | b'/' => u32::from(c),
             b'b' => 0x08,
             b'f' => 0x0c,
-            b'n' => b'\n',
-            b'r' => b'\r',
-            b't' => b'\t',
+            b'n' => 0x0a,
+            b'r' => 0x0d,
+            b't' => 0x09,
             b'u' => {
                 let unit = self.hex4()?;
-                let mut code = unit;
                 if (0xD800..0xDC00).contains(&unit)
                     && self.input.get(self.pos..self.pos + 2) == Some(b"\\u")
                 {
@@ -434,33 +368,14 @@ impl<'a> Reader<'a> {
                     self.pos += 2;
                     let low = self.hex4()?;
                     if (0xDC00..0xE000).contains(&low) {
-                        code = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
-                    } else {
-                        self.pos = save;
+                        return Ok(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00));
                     }
+                    self.pos = save;
                 }
-                push_code_point(out, code);
-                return Ok((0xD800..0xE000).contains(&code));
+                unit
             }
             _ => return self.err("invalid escape"),
-        };
-        out.push(simple);
-        Ok(false)
-    }
-
-    fn check_escape(&mut self) -> Result<(), JsonError> {
-        match self.input.get(self.pos) {
-            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
-                self.pos += 1;
-                Ok(())
-            }
-            Some(b'u') => {
-                self.pos += 1;
-                self.hex4().map(|_| ())
-            }
-            Some(_) => self.err("invalid escape"),
-            None => self.err("unterminated string"),
-        }
+        })
     }
 
     fn enter(&mut self) -> Result<(), JsonError> {
@@ -614,10 +529,6 @@ impl<'a> Reader<'a> {
         if !self.more(b'}')? {
             return Ok(false);
         }
-        self.skip_ws();
-        if self.input.get(self.pos) != Some(&b'"') {
-            return self.err("expected a string");
-        }
         self.skip_string()?;
         self.skip_ws();
         if self.input.get(self.pos) != Some(&b':') {
@@ -759,12 +670,7 @@ pub(crate) fn fast_value_end(input: &[u8], mut at: usize) -> Result<usize, Unsur
                 objects = objects << 1 | u64::from(object);
                 at += 1;
                 match input.get(at) {
-                    Some(b'}') if object => {
-                        at += 1;
-                        depth -= 1;
-                        objects >>= 1;
-                    }
-                    Some(b']') if !object => {
+                    Some(&c) if c == if object { b'}' } else { b']' } => {
                         at += 1;
                         depth -= 1;
                         objects >>= 1;
@@ -781,23 +687,16 @@ pub(crate) fn fast_value_end(input: &[u8], mut at: usize) -> Result<usize, Unsur
                     _ => continue,
                 }
             }
-            Some(b't') => {
-                if input.get(at..at + 4) != Some(b"true") {
+            Some(&c @ (b't' | b'f' | b'n')) => {
+                let word: &[u8] = match c {
+                    b't' => b"true",
+                    b'f' => b"false",
+                    _ => b"null",
+                };
+                if input.get(at..at + word.len()) != Some(word) {
                     return Err(Unsure);
                 }
-                at += 4;
-            }
-            Some(b'f') => {
-                if input.get(at..at + 5) != Some(b"false") {
-                    return Err(Unsure);
-                }
-                at += 5;
-            }
-            Some(b'n') => {
-                if input.get(at..at + 4) != Some(b"null") {
-                    return Err(Unsure);
-                }
-                at += 4;
+                at += word.len();
             }
             Some(b'-' | b'0'..=b'9') => at = fast_number_end(input, at)?,
             _ => return Err(Unsure),
@@ -823,8 +722,7 @@ pub(crate) fn fast_value_end(input: &[u8], mut at: usize) -> Result<usize, Unsur
                     }
                     break;
                 }
-                Some(b'}') if object => {}
-                Some(b']') if !object => {}
+                Some(&c) if c == if object { b'}' } else { b']' } => {}
                 _ => return Err(Unsure),
             }
             at += 1;
@@ -887,6 +785,53 @@ pub fn wtf8_from_utf16(units: impl IntoIterator<Item = u16>) -> Vec<u8> {
         }
     }
     out
+}
+
+// What reading a string does with its text (see `Reader::string_rest`).
+trait Sink {
+    fn run(&mut self, bytes: &[u8]);
+    fn code(&mut self, code: u32);
+}
+
+// Decoding keeps the bytes.
+impl Sink for Vec<u8> {
+    #[inline(always)]
+    fn run(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+    #[inline(always)]
+    fn code(&mut self, code: u32) {
+        // An ASCII escape (`\n`, `\"`) is the common case: one byte, pushed here.
+        match u8::try_from(code) {
+            Ok(byte) if byte < 0x80 => self.push(byte),
+            _ => push_code_point(self, code),
+        }
+    }
+}
+
+// Sizing counts them, as UTF-8 (and WTF-8, for a lone surrogate) encodes them.
+impl Sink for u64 {
+    #[inline(always)]
+    fn run(&mut self, bytes: &[u8]) {
+        *self += bytes.len() as u64;
+    }
+    #[inline(always)]
+    fn code(&mut self, code: u32) {
+        *self += match code {
+            0..0x80 => 1,
+            0x80..0x800 => 2,
+            0x800..0x10000 => 3,
+            _ => 4,
+        };
+    }
+}
+
+// Skipping keeps nothing: the checks are the reading's own.
+impl Sink for () {
+    #[inline(always)]
+    fn run(&mut self, _: &[u8]) {}
+    #[inline(always)]
+    fn code(&mut self, _: u32) {}
 }
 
 /// Appends `code` (a scalar value or a surrogate) in UTF-8's encoding scheme.

@@ -14,7 +14,8 @@ where
     E: From<io::Error>,
     F: FnMut(&[u8], u64, u64) -> Result<(), E>,
 {
-    for_each_line_within(src, start, end, u64::MAX, &mut each, &mut |_, _, _| Ok(()))
+    let mut each = |line: &[u8], offset, number, _utf8| each(line, offset, number);
+    lines_within(src, start, end, u64::MAX, &mut each, &mut |_, _, _| Ok(()))
 }
 
 /// The read size of [`for_each_line`]; a longer line grows its buffer a
@@ -45,26 +46,7 @@ pub fn read_exact_at<R: ReadAt + ?Sized>(src: &R, buf: &mut [u8], at: u64) -> io
 
 /// [`for_each_line`], keeping no line longer than `max` bytes: each such
 /// line goes to `too_long` as `(offset, length, number)`, measured without
-/// being read into memory.
-pub fn for_each_line_within<R, E, F, G>(
-    src: &R,
-    start: u64,
-    end: u64,
-    max: u64,
-    each: &mut F,
-    too_long: &mut G,
-) -> Result<u64, E>
-where
-    R: ReadAt + ?Sized,
-    E: From<io::Error>,
-    F: FnMut(&[u8], u64, u64) -> Result<(), E>,
-    G: FnMut(u64, u64, u64) -> Result<(), E>,
-{
-    let mut each = |line: &[u8], offset, number, _utf8| each(line, offset, number);
-    lines_within(src, start, end, max, &mut each, too_long)
-}
-
-/// [`for_each_line_within`], telling `each` whether its line is known to be
+/// being read into memory; and telling `each` whether its line is known to be
 /// UTF-8: the lines of each read are checked at once (a check of 256 KiB is
 /// a fraction of 1,000 checks of 256 bytes), and when that read is not all
 /// UTF-8, or for a line read on its own, `each` is told false and checks.

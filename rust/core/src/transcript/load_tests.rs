@@ -170,12 +170,12 @@ type TooLong = Vec<(u64, u64, u64)>;
 
 fn lines_within(text: &[u8], max: u64) -> (Kept, TooLong) {
     let (mut kept, mut long) = (Vec::new(), Vec::new());
-    let counted = for_each_line_within(
+    let counted = super::lines_within(
         text,
         0,
         text.len() as u64,
         max,
-        &mut |line: &[u8], at, n| -> io::Result<()> {
+        &mut |line: &[u8], at, n, _| -> io::Result<()> {
             kept.push((line.to_vec(), at, n));
             Ok(())
         },
