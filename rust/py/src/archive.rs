@@ -68,8 +68,6 @@ pub const ZSTD_LEVEL: i32 = archive::LEVEL;
 #[pyo3(signature = (src_fd, limit, /))]
 pub fn zstd_head(py: Python<'_>, src_fd: RawFd, limit: usize) -> PyResult<Py<PyAny>> {
     let src = dup(src_fd)?;
-    let head = py
-        .detach(|| archive::zstd_head(&src, limit))
-        .map_err(|e| pass_error(&e))?;
+    let head = py.detach(|| archive::zstd_head(&src, limit)).map_err(|e| pass_error(&e))?;
     Ok(pyo3::types::PyBytes::new(py, &head).into_any().unbind())
 }

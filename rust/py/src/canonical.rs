@@ -106,11 +106,7 @@ pub struct MessageRead<'py> {
 impl<'py> MessageRead<'py> {
     /// `sticky`: the `Message`'s `is_sticky`.
     pub fn new(role: Bound<'py, PyAny>, tool_call_id: Bound<'py, PyAny>, sticky: bool) -> Self {
-        MessageRead {
-            role,
-            tool_call_id,
-            sticky,
-        }
+        MessageRead { role, tool_call_id, sticky }
     }
 
     /// The role as the reader reads it, when the writer can tell: None for a
@@ -181,10 +177,9 @@ pub fn write_message_envelope<'py>(
     if sysprompt {
         walker.out.extend_from_slice(b",\"sysprompt\":true");
     }
-    for (key, value) in [
-        (&b",\"tool_call_id\":"[..], tool_call_id),
-        (&b",\"tool_calls\":"[..], tool_calls),
-    ] {
+    for (key, value) in
+        [(&b",\"tool_call_id\":"[..], tool_call_id), (&b",\"tool_calls\":"[..], tool_calls)]
+    {
         if !value.is_none() {
             walker.out.extend_from_slice(key);
             walker.write(value)?;
@@ -274,12 +269,7 @@ struct Key<'py> {
 impl<'py> Key<'py> {
     /// Its bytes read as empty until they are read.
     fn unread(key: Bound<'py, PyAny>) -> Self {
-        Key {
-            key,
-            wtf8: None,
-            ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(),
-            len: 0,
-        }
+        Key { key, wtf8: None, ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(), len: 0 }
     }
 
     fn as_bytes(&self) -> &[u8] {
@@ -605,11 +595,7 @@ impl<'py, 'b> Walker<'py, 'b> {
         // SAFETY: `tuple` is a live tuple.
         let len = unsafe { ffi::PyTuple_Size(tuple.as_ptr()) };
         self.out.push(b'[');
-        self.frames.push(Frame::Tuple {
-            tuple,
-            next: 0,
-            len,
-        });
+        self.frames.push(Frame::Tuple { tuple, next: 0, len });
         Ok(())
     }
 
@@ -672,10 +658,7 @@ impl<'py, 'b> Walker<'py, 'b> {
                     self.py,
                     ffi::PyTuple_GetItem(item.as_ptr(), 1),
                 )?;
-                self.entries.push(Entry {
-                    key: Key::unread(key),
-                    value,
-                });
+                self.entries.push(Entry { key: Key::unread(key), value });
                 index += 1;
             }
         }
@@ -690,9 +673,7 @@ impl<'py, 'b> Walker<'py, 'b> {
         let py = self.py;
         let refuse_pairs = self.refuse_surrogate_pairs;
         let Some(entries) = self.entries.get_mut(start..) else {
-            return Err(PyValueError::new_err(
-                "canonical writer: lost its dict items",
-            ));
+            return Err(PyValueError::new_err("canonical writer: lost its dict items"));
         };
         for entry in entries.iter_mut() {
             let key = &mut entry.key;
@@ -729,11 +710,7 @@ impl<'py, 'b> Walker<'py, 'b> {
         }
         let end = self.entries.len();
         self.out.push(b'{');
-        self.frames.push(Frame::Dict {
-            start,
-            next: start,
-            end,
-        });
+        self.frames.push(Frame::Dict { start, next: start, end });
         Ok(())
     }
 }
@@ -784,8 +761,5 @@ fn refuse_surrogate_pair(refuse: bool, wtf8: &[u8]) -> PyResult<()> {
 }
 
 fn type_name(obj: &Bound<'_, PyAny>) -> String {
-    obj.get_type()
-        .name()
-        .map(|name| name.to_string())
-        .unwrap_or_else(|_| "?".to_owned())
+    obj.get_type().name().map(|name| name.to_string()).unwrap_or_else(|_| "?".to_owned())
 }

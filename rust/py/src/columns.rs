@@ -55,12 +55,7 @@ impl ColumnBuffer {
 }
 
 fn buffer(py: Python<'_>, data: &mut Vec<u8>) -> PyResult<Py<ColumnBuffer>> {
-    Py::new(
-        py,
-        ColumnBuffer {
-            data: std::mem::take(data),
-        },
-    )
+    Py::new(py, ColumnBuffer { data: std::mem::take(data) })
 }
 
 fn validity(py: Python<'_>, bits: &mut Bits) -> PyResult<Option<Py<ColumnBuffer>>> {
@@ -76,9 +71,7 @@ fn text_column<'py>(py: Python<'py>, name: &str, c: &mut Utf8) -> PyResult<Bound
     buffers.append(validity(py, &mut c.valid)?)?;
     buffers.append(buffer(py, &mut c.offsets)?)?;
     buffers.append(buffer(py, &mut c.data)?)?;
-    Ok((name, "utf8", c.len(), c.valid.unset, buffers, py.None())
-        .into_pyobject(py)?
-        .into_any())
+    Ok((name, "utf8", c.len(), c.valid.unset, buffers, py.None()).into_pyobject(py)?.into_any())
 }
 
 fn column<'py>(py: Python<'py>, name: &str, c: Column<'_>) -> PyResult<Bound<'py, PyAny>> {
@@ -99,25 +92,16 @@ fn column<'py>(py: Python<'py>, name: &str, c: Column<'_>) -> PyResult<Bound<'py
             let buffers = PyList::empty(py);
             buffers.append(validity(py, &mut b.valid)?)?;
             buffers.append(buffer(py, &mut b.values.bytes)?)?;
-            Ok(
-                (name, "bool", b.valid.len, b.valid.unset, buffers, py.None())
-                    .into_pyobject(py)?
-                    .into_any(),
-            )
+            Ok((name, "bool", b.valid.len, b.valid.unset, buffers, py.None())
+                .into_pyobject(py)?
+                .into_any())
         }
         Column::TextList(l) => {
             let buffers = PyList::empty(py);
             buffers.append(validity(py, &mut l.valid)?)?;
             buffers.append(buffer(py, &mut l.offsets)?)?;
             let child = text_column(py, "item", &mut l.items)?;
-            Ok((
-                name,
-                "list_utf8",
-                l.valid.len,
-                l.valid.unset,
-                buffers,
-                child,
-            )
+            Ok((name, "list_utf8", l.valid.len, l.valid.unset, buffers, child)
                 .into_pyobject(py)?
                 .into_any())
         }
@@ -200,29 +184,14 @@ fn with_input<T>(
         Source::Replayed(t) => {
             let t = t.bind(py).borrow();
             let (core, file, end) = t.export_input()?;
-            f(Input {
-                index: &core.index,
-                src: &*file,
-                replay: Some(core),
-                end,
-            })
+            f(Input { index: &core.index, src: &*file, replay: Some(core), end })
         }
         Source::Lenient(p) => {
             let p = p.bind(py).borrow();
             let (index, file, end) = p.export_input();
-            f(Input {
-                index,
-                src: file,
-                replay: None,
-                end,
-            })
+            f(Input { index, src: file, replay: None, end })
         }
-        Source::Nothing(index) => f(Input {
-            index,
-            src: &NoBytes,
-            replay: None,
-            end: 0,
-        }),
+        Source::Nothing(index) => f(Input { index, src: &NoBytes, replay: None, end: 0 }),
     })
 }
 
@@ -245,10 +214,8 @@ impl ExportFile {
                 "ExportFile() takes a Transcript, a Peeked or None",
             ));
         };
-        let state = with_input(py, &source, |input| {
-            FileState::new(session.as_bytes(), input)
-        })?
-        .map_err(load_error)?;
+        let state = with_input(py, &source, |input| FileState::new(session.as_bytes(), input))?
+            .map_err(load_error)?;
         Ok(ExportFile { state, source })
     }
 
@@ -269,10 +236,8 @@ impl ExportFile {
     ) -> PyResult<bool> {
         let state = &mut self.state;
         let batch = &mut batch.batch;
-        with_input(py, &self.source, |input| {
-            py.detach(|| state.fill(batch, input, budget))
-        })?
-        .map_err(load_error)
+        with_input(py, &self.source, |input| py.detach(|| state.fill(batch, input, budget)))?
+            .map_err(load_error)
     }
 
     /// `finish(batch, status, reason, size, mtime, lines, /)`: adds the file's

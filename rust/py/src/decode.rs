@@ -177,18 +177,13 @@ fn scalar<'py>(
             r.null()?;
             py.None().into_bound(py)
         }
-        Kind::Bool => pyo3::types::PyBool::new(py, r.boolean()?)
-            .to_owned()
-            .into_any(),
+        Kind::Bool => pyo3::types::PyBool::new(py, r.boolean()?).to_owned().into_any(),
         Kind::Number => match r.number()? {
             Number::Int(t) => int(py, t)?,
             Number::Float(t) => match parse_float(t) {
                 Ok(f) => PyFloat::new(py, f).into_any(),
                 Err(why) => {
-                    return Err(DecodeError::Json(JsonError {
-                        offset: r.offset(),
-                        reason: why,
-                    }))
+                    return Err(DecodeError::Json(JsonError { offset: r.offset(), reason: why }))
                 }
             },
         },
@@ -231,9 +226,7 @@ fn escaped_surrogates(text: &Bound<'_, PyString>) -> PyResult<Vec<u8>> {
     let mut out = Vec::with_capacity(units.len());
     let mut in_string = false;
     let mut backslashes = 0usize;
-    let units = units
-        .chunks_exact(2)
-        .map(|u| u16::from_le_bytes([u[0], u[1]]));
+    let units = units.chunks_exact(2).map(|u| u16::from_le_bytes([u[0], u[1]]));
     for c in char::decode_utf16(units) {
         match c {
             Ok(c) => {
@@ -279,7 +272,5 @@ pub fn py_loads<'py>(
         let text = escaped_surrogates(s)?;
         return loads_within(py, &text, max_depth).map_err(DecodeError::into_pyerr);
     }
-    Err(pyo3::exceptions::PyTypeError::new_err(
-        "loads() takes bytes or str",
-    ))
+    Err(pyo3::exceptions::PyTypeError::new_err("loads() takes bytes or str"))
 }

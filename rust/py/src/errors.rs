@@ -40,9 +40,7 @@ fn named_os_error(e: &io::Error, path: Option<&Path>) -> PyErr {
             None => PyOSError::new_err(text),
         };
     };
-    let text = text
-        .strip_suffix(&format!(" (os error {code})"))
-        .unwrap_or(&text);
+    let text = text.strip_suffix(&format!(" (os error {code})")).unwrap_or(&text);
     match path {
         Some(path) => PyOSError::new_err((code, text.to_owned(), path.as_os_str().to_owned())),
         None => PyOSError::new_err((code, text.to_owned())),

@@ -27,18 +27,13 @@ pub fn excerpt<'py>(
         Ok(s) => s.as_bytes(),
         Err(_) => {
             // A lone surrogate: its WTF-8 is what `surrogatepass` writes.
-            wtf8 = text
-                .call_method1("encode", ("utf-8", "surrogatepass"))?
-                .cast_into::<PyBytes>()?;
+            wtf8 =
+                text.call_method1("encode", ("utf-8", "surrogatepass"))?.cast_into::<PyBytes>()?;
             wtf8.as_bytes()
         }
     };
     let build = || excerpt_of(bytes, indent, avail, max_lines);
-    let found = if bytes.len() > DETACH_BYTES {
-        py.detach(build)
-    } else {
-        build()
-    };
+    let found = if bytes.len() > DETACH_BYTES { py.detach(build) } else { build() };
     to_python(py, found?)
 }
 

@@ -18,8 +18,5 @@ pub fn dup(fd: RawFd) -> PyResult<File> {
     // SAFETY: the caller passes a descriptor it keeps open for this call; it is
     // only borrowed long enough to duplicate it into one this call owns.
     let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
-    borrowed
-        .try_clone_to_owned()
-        .map(File::from)
-        .map_err(|e| os_error(&e))
+    borrowed.try_clone_to_owned().map(File::from).map_err(|e| os_error(&e))
 }

@@ -80,9 +80,7 @@ fn decode_span<'py>(
     let Some(at) = at else {
         return Ok(py.None().into_bound(py));
     };
-    let part = bytes
-        .get(at.start as usize..at.end as usize)
-        .unwrap_or_default();
+    let part = bytes.get(at.start as usize..at.end as usize).unwrap_or_default();
     loads(py, part).map_err(DecodeError::into_pyerr)
 }
 
@@ -98,12 +96,7 @@ struct Messages<'a> {
 impl<'a> Messages<'a> {
     fn new(t: &'a core::Transcript, file: &'a File) -> Self {
         let (line, stub) = (Kept::default(), Kept::default());
-        Messages {
-            t,
-            file,
-            line,
-            stub,
-        }
+        Messages { t, file, line, stub }
     }
 
     /// The message `at` as a payload dict: a message line's payload, a
@@ -173,9 +166,7 @@ impl<'a> Messages<'a> {
         } else {
             (self.id(py, at)?, self.dict(py, at, m.stub())?)
         };
-        (id, d, rec.number, m.stub().is_some())
-            .into_pyobject(py)
-            .map(Bound::into_any)
+        (id, d, rec.number, m.stub().is_some()).into_pyobject(py).map(Bound::into_any)
     }
 }
 
@@ -265,10 +256,7 @@ pub(crate) fn live_message<'py>(
 /// it)`, each or None.
 pub(crate) fn later(t: &core::Transcript, index: u32, part: Option<u32>) -> PyResult<Later> {
     let h = history(t)?;
-    let at = Source {
-        line: index,
-        part: part.unwrap_or(WHOLE),
-    };
+    let at = Source { line: index, part: part.unwrap_or(WHOLE) };
     let settled = h.settled_by.get(&index).filter(|_| part.is_none());
     Ok((
         settled.copied(),
@@ -287,9 +275,7 @@ pub(crate) fn compaction_effect(
     index: u32,
 ) -> PyResult<(Vec<Place>, Vec<Place>, Option<usize>)> {
     let compactions = &history(t)?.compactions;
-    let done = compactions
-        .get(&index)
-        .ok_or_else(|| not_a("a compaction"))?;
+    let done = compactions.get(&index).ok_or_else(|| not_a("a compaction"))?;
     let put = t.parts_of(index).map(<[_]>::len);
     Ok((places(&done.replaced), places(&done.kept), put))
 }
@@ -347,16 +333,10 @@ pub(crate) fn elision_rows<'py>(
             let role = decode_at(py, &rec, part, &["role"])?;
             (role, decode_at(py, &rec, part, &["tool_call_id"])?)
         } else if rec.kind == EnvelopeType::Compaction {
-            (
-                "user".into_pyobject(py)?.into_any(),
-                py.None().into_bound(py),
-            )
+            ("user".into_pyobject(py)?.into_any(), py.None().into_bound(py))
         } else {
             let role = decode_at(py, &rec, bytes, &["payload", "role"])?;
-            (
-                role,
-                decode_at(py, &rec, bytes, &["payload", "tool_call_id"])?,
-            )
+            (role, decode_at(py, &rec, bytes, &["payload", "tool_call_id"])?)
         };
         rows.push((e.line, role, call, size));
     }
@@ -379,6 +359,5 @@ pub(crate) fn elided_sizes(
             return Err(not_a("an elision"));
         }
     }
-    py.detach(|| t.elided_sizes(file, &indices))
-        .map_err(load_error)
+    py.detach(|| t.elided_sizes(file, &indices)).map_err(load_error)
 }

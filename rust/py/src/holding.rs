@@ -19,6 +19,5 @@ pub fn lines_holding(
     block: usize,
 ) -> PyResult<Vec<Held>> {
     let file = dup(fd)?;
-    py.detach(|| find(&file, &words, block))
-        .map_err(|e| os_error(&e))
+    py.detach(|| find(&file, &words, block)).map_err(|e| os_error(&e))
 }

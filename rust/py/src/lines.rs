@@ -173,13 +173,7 @@ pub(crate) fn envelope_fields<'py>(
     let get = |k: &str| -> PyResult<Bound<'py, PyAny>> {
         Ok(d.get_item(k)?.unwrap_or_else(|| py.None().into_bound(py)))
     };
-    Ok([
-        get("id")?,
-        get("type")?,
-        get("ts")?,
-        get("v")?,
-        get("payload")?,
-    ])
+    Ok([get("id")?, get("type")?, get("ts")?, get("v")?, get("payload")?])
 }
 
 /// `(id, type, ts, v, payload, line, as_is, excerpt)`: [`event_tuple`], whether
@@ -205,9 +199,7 @@ pub(crate) fn shown_tuple<'py>(
         (loads(py, &bytes).map_err(corrupt)?, None)
     };
     let [id, kind, ts, v, payload] = envelope_fields(py, value, rec.number)?;
-    Ok((id, kind, ts, v, payload, rec.number, as_is, excerpt)
-        .into_pyobject(py)?
-        .into_any())
+    Ok((id, kind, ts, v, payload, rec.number, as_is, excerpt).into_pyobject(py)?.into_any())
 }
 
 pub(crate) fn event_tuple<'py>(
@@ -217,9 +209,7 @@ pub(crate) fn event_tuple<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let value = loads(py, &read_line(file, rec)?).map_err(corrupt_decode(rec))?;
     let [id, kind, ts, v, payload] = envelope_fields(py, value, rec.number)?;
-    Ok((id, kind, ts, v, payload, rec.number)
-        .into_pyobject(py)?
-        .into_any())
+    Ok((id, kind, ts, v, payload, rec.number).into_pyobject(py)?.into_any())
 }
 
 /// An id from Python as the core compares ids: the bytes its line decodes to
@@ -230,11 +220,7 @@ pub(crate) fn id_key<'a>(id: &'a Bound<'_, PyString>) -> PyResult<Cow<'a, [u8]>>
     }
     let utf16 = id.call_method1("encode", ("utf-16-le", "surrogatepass"))?;
     let units = utf16.cast::<PyBytes>()?.as_bytes();
-    Ok(Cow::Owned(wtf8_from_utf16(
-        units
-            .chunks_exact(2)
-            .map(|u| u16::from_le_bytes([u[0], u[1]])),
-    )))
+    Ok(Cow::Owned(wtf8_from_utf16(units.chunks_exact(2).map(|u| u16::from_le_bytes([u[0], u[1]])))))
 }
 
 pub(crate) fn out_of_range() -> PyErr {
@@ -276,9 +262,7 @@ pub(crate) fn fields_of<'py>(
     keys: Vec<String>,
 ) -> PyResult<Bound<'py, PyList>> {
     let names: Vec<&str> = keys.iter().map(String::as_str).collect();
-    let found = py
-        .detach(|| index.payload_members(file, &indices, &names))
-        .map_err(load_error)?;
+    let found = py.detach(|| index.payload_members(file, &indices, &names)).map_err(load_error)?;
     let list = PyList::empty(py);
     for m in found {
         let d = PyDict::new(py);

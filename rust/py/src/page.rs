@@ -43,14 +43,7 @@ pub struct PageWalk {
     source: Source,
 }
 
-type PageTuple<'py> = (
-    u64,
-    u64,
-    u64,
-    Bound<'py, PyList>,
-    Bound<'py, PyList>,
-    PageBytes,
-);
+type PageTuple<'py> = (u64, u64, u64, Bound<'py, PyList>, Bound<'py, PyList>, PageBytes);
 
 /// A page's bytes, for `PageWriter.chunk` (which takes them: they are not copied).
 #[pyclass(module = "agent_transcript._core")]
@@ -92,9 +85,7 @@ impl PageWalk {
         } else if let Ok(p) = source.cast::<Peeked>() {
             Source::Lenient(p.clone().unbind())
         } else {
-            return Err(PyTypeError::new_err(
-                "PageWalk() takes a Transcript or a Peeked",
-            ));
+            return Err(PyTypeError::new_err("PageWalk() takes a Transcript or a Peeked"));
         };
         let start = match first {
             0 => Some((0, 1, 0)),
@@ -105,18 +96,8 @@ impl PageWalk {
         let Some(start) = start else {
             return Err(PyIndexError::new_err("PageWalk(): no such envelope"));
         };
-        let limits = Limits {
-            soft_records,
-            hard_records,
-            soft_bytes,
-            hard_bytes,
-            big_line,
-            head,
-        };
-        Ok(PageWalk {
-            walk: Walk::from(limits, start, end),
-            source,
-        })
+        let limits = Limits { soft_records, hard_records, soft_bytes, hard_bytes, big_line, head };
+        Ok(PageWalk { walk: Walk::from(limits, start, end), source })
     }
 
     /// The next page, `(start, stop, first line, items, odd lines, bytes)`, or
@@ -144,18 +125,8 @@ impl PageWalk {
         for o in &page.odd {
             odd.append((o.line, o.index, o.start, o.end))?;
         }
-        let bytes = PageBytes {
-            data: std::mem::take(&mut page.data),
-            start: page.start,
-        };
-        Ok(Some((
-            page.start,
-            page.stop,
-            page.first_line,
-            items,
-            odd,
-            bytes,
-        )))
+        let bytes = PageBytes { data: std::mem::take(&mut page.data), start: page.start };
+        Ok(Some((page.start, page.stop, page.first_line, items, odd, bytes)))
     }
 }
 
@@ -218,11 +189,7 @@ impl PageWriter {
     /// `file(path, pieces, /)`: queues the file of `pieces` (bytes), as they are.
     #[pyo3(signature = (path, pieces, /))]
     fn file(&mut self, py: Python<'_>, path: PathBuf, pieces: Vec<Vec<u8>>) -> PyResult<()> {
-        let job = Job {
-            path,
-            prefix: pieces.concat(),
-            ..Job::default()
-        };
+        let job = Job { path, prefix: pieces.concat(), ..Job::default() };
         let writer = &mut self.writer;
         py.detach(|| writer.send(job)).map_err(|e| write_error(&e))
     }

@@ -24,17 +24,11 @@ use crate::signals::Signals;
 pub fn tail_check(py: Python<'_>, fd: RawFd) -> PyResult<(&'static str, u64, u64, u64, bool, u64)> {
     let file = dup(fd)?;
     let size = file_size(&file)?;
-    let (tail, read) = py
-        .detach(|| tail_scan(&file, size))
-        .map_err(|e| os_error(&e))?;
+    let (tail, read) = py.detach(|| tail_scan(&file, size)).map_err(|e| os_error(&e))?;
     Ok(match tail {
         Tail::Empty => ("empty", size, 0, 0, false, read),
         Tail::Whole { missing_newline } => ("whole", size, 0, 0, missing_newline, read),
-        Tail::Torn {
-            keep,
-            line,
-            removed,
-        } => ("torn", keep, line, removed, false, read),
+        Tail::Torn { keep, line, removed } => ("torn", keep, line, removed, false, read),
         Tail::Corrupt { line } => ("corrupt", size, line, 0, false, read),
         Tail::Damaged { line } => ("damaged", size, line, 0, false, read),
     })

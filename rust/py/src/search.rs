@@ -35,10 +35,7 @@ pub fn grep<'py>(
     for result in found {
         out.push(match result {
             Ok(hits) => {
-                let rows = hits
-                    .into_iter()
-                    .map(|h| row(py, h))
-                    .collect::<PyResult<Vec<_>>>()?;
+                let rows = hits.into_iter().map(|h| row(py, h)).collect::<PyResult<Vec<_>>>()?;
                 PyList::new(py, rows)?.into_any()
             }
             Err(SearchError::Io(e)) => (e.raw_os_error(), io_reason(&e)).into_bound_py_any(py)?,
@@ -52,10 +49,7 @@ pub fn grep<'py>(
 fn io_reason(e: &std::io::Error) -> String {
     let text = e.to_string();
     match e.raw_os_error() {
-        Some(code) => text
-            .strip_suffix(&format!(" (os error {code})"))
-            .unwrap_or(&text)
-            .to_owned(),
+        Some(code) => text.strip_suffix(&format!(" (os error {code})")).unwrap_or(&text).to_owned(),
         None => text,
     }
 }

@@ -95,18 +95,9 @@ impl SessionLock {
         if owner != 0 && number_of(owner) == me && !Self::left_behind(owner, generation) {
             return Some(false);
         }
-        let free = if Self::left_behind(owner, generation) {
-            owner
-        } else {
-            0
-        };
+        let free = if Self::left_behind(owner, generation) { owner } else { 0 };
         self.owner
-            .compare_exchange(
-                free,
-                pack(generation, me),
-                Ordering::SeqCst,
-                Ordering::SeqCst,
-            )
+            .compare_exchange(free, pack(generation, me), Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
             .then_some(true)
     }
@@ -118,11 +109,7 @@ impl SessionLock {
             None => self.wait_for(py).map(|()| true)?,
         };
         // Only the owner touches the depth: no read-modify-write needed.
-        let depth = if fresh {
-            1
-        } else {
-            self.depth.load(Ordering::Relaxed) + 1
-        };
+        let depth = if fresh { 1 } else { self.depth.load(Ordering::Relaxed) + 1 };
         self.depth.store(depth, Ordering::Relaxed);
         Ok(())
     }
@@ -134,17 +121,15 @@ impl SessionLock {
 
     fn count_waiting(&self, by: i64) {
         let generation = fork::generation();
-        let _counted = self
-            .waiting
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |word| {
-                let count = if generation_of(word) == generation & 0xFFFF_FFFF {
-                    i64::from(number_of(word))
-                } else {
-                    0
-                };
-                let count = u32::try_from((count + by).max(0)).unwrap_or(0);
-                Some(pack(generation, count))
-            });
+        let _counted = self.waiting.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |word| {
+            let count = if generation_of(word) == generation & 0xFFFF_FFFF {
+                i64::from(number_of(word))
+            } else {
+                0
+            };
+            let count = u32::try_from((count + by).max(0)).unwrap_or(0);
+            Some(pack(generation, count))
+        });
     }
 
     fn wait_for(&self, py: Python<'_>) -> PyResult<()> {
@@ -299,16 +284,7 @@ impl SessionBase {
         };
         let held = base.lock.get().hold(py)?;
         let appended = base.appendable.load(Ordering::SeqCst).then(|| {
-            let fields = [
-                role,
-                content,
-                name,
-                tool_calls,
-                tool_call_id,
-                sticky,
-                sysprompt,
-                depth,
-            ];
+            let fields = [role, content, name, tool_calls, tool_call_id, sticky, sysprompt, depth];
             Transcript::append_fields(transcript.bind(py), fields)
         });
         drop(held);
@@ -329,10 +305,7 @@ fn named(session: &Bound<'_, SessionBase>, e: PyErr) -> PyErr {
         return e;
     }
     let value = e.value(py);
-    let unnamed = value
-        .getattr(intern!(py, "filename"))
-        .map(|f| f.is_none())
-        .unwrap_or(false);
+    let unnamed = value.getattr(intern!(py, "filename")).map(|f| f.is_none()).unwrap_or(false);
     if unnamed {
         if let Ok(path) = session.getattr(intern!(py, "_path")).and_then(|p| p.str()) {
             // Best effort: the error is raised either way.

@@ -36,11 +36,8 @@ static LEARNED_IN: AtomicU64 = AtomicU64::new(0);
 
 /// Learns the main thread; at the module's import.
 pub fn learn_main_thread(py: Python<'_>) -> PyResult<()> {
-    let ident: u64 = py
-        .import("threading")?
-        .call_method0("main_thread")?
-        .getattr("ident")?
-        .extract()?;
+    let ident: u64 =
+        py.import("threading")?.call_method0("main_thread")?.getattr("ident")?.extract()?;
     MAIN_THREAD.store(ident, Ordering::SeqCst);
     LEARNED_IN.store(fork::generation(), Ordering::SeqCst);
     Ok(())
@@ -67,13 +64,8 @@ impl Signals {
     /// For a pass about to start on this thread (with the GIL).
     pub fn new(_py: Python<'_>) -> Self {
         let main = main_thread() == this_thread();
-        let long_ago = Instant::now()
-            .checked_sub(EVERY)
-            .unwrap_or_else(Instant::now);
-        Signals {
-            raised: Mutex::new(None),
-            last: main.then(|| Mutex::new(long_ago)),
-        }
+        let long_ago = Instant::now().checked_sub(EVERY).unwrap_or_else(Instant::now);
+        Signals { raised: Mutex::new(None), last: main.then(|| Mutex::new(long_ago)) }
     }
 
     /// For the core's `Stop`: runs the handlers (with the GIL, a moment), at
@@ -118,7 +110,6 @@ impl Signals {
     ) -> PyResult<T> {
         let signals = Signals::new(py);
         let stop = || signals.check();
-        py.detach(|| pass(&stop))
-            .map_err(|e| signals.raised(&e, convert))
+        py.detach(|| pass(&stop)).map_err(|e| signals.raised(&e, convert))
     }
 }

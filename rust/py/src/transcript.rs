@@ -44,12 +44,7 @@ struct Closed {
 fn message_made<'a>(fresh: &'a FreshId, read: Option<&'a MessageRead<'_>>) -> Made<'a> {
     if let Some(read) = read {
         if let (Some(role), Ok(tool_call_id)) = (read.role(), read.tool_call_id()) {
-            return Made::Message {
-                id: fresh,
-                role,
-                sticky: read.sticky,
-                tool_call_id,
-            };
+            return Made::Message { id: fresh, role, sticky: read.sticky, tool_call_id };
         }
     }
     Made::Line { id: Some(fresh) }
@@ -86,10 +81,7 @@ impl Transcript {
             other => load_error(other),
         })?;
         let writer = Writer::new(core, Some(file), size, missing_newline, fsync, broken);
-        Ok(Transcript {
-            writer,
-            closed: None,
-        })
+        Ok(Transcript { writer, closed: None })
     }
 
     // Draws the fresh ids `draw` asks for (by the writer and the millisecond
@@ -145,12 +137,8 @@ impl Transcript {
             w.keep_buffer(buf);
             return Err(e);
         }
-        if w.fsyncs() {
-            py.detach(|| w.append(buf, lines))
-        } else {
-            w.append(buf, lines)
-        }
-        .map_err(write_error)
+        if w.fsyncs() { py.detach(|| w.append(buf, lines)) } else { w.append(buf, lines) }
+            .map_err(write_error)
     }
 }
 

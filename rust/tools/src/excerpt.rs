@@ -50,12 +50,7 @@ pub fn excerpt(
     let shown = printable(text);
     // Python's `len`: every byte that does not continue a character starts one.
     let chars = shown.iter().filter(|&&b| (b as i8) >= -0x40).count();
-    let mut out = Builder {
-        indent,
-        lines: Vec::new(),
-        total: 0,
-        keep: max_lines,
-    };
+    let mut out = Builder { indent, lines: Vec::new(), total: 0, keep: max_lines };
     let mut body: Vec<u32> = Vec::new();
     let mut any = false;
     for para in split_printable_lines(&shown) {
@@ -69,11 +64,7 @@ pub fn excerpt(
     if !any {
         paragraph(b"", avail, &mut body, &mut out, class);
     }
-    Excerpt {
-        lines: out.lines,
-        total: out.total,
-        chars,
-    }
+    Excerpt { lines: out.lines, total: out.total, chars }
 }
 
 /// A paragraph that is one line whatever is in it: even with every byte a
@@ -340,9 +331,8 @@ fn wrap(
                 if b - a > space_left {
                     let word = &text[a..b];
                     let hyphen = u32::from('-');
-                    if let Some(at) = word[..space_left.min(word.len())]
-                        .iter()
-                        .rposition(|&u| u == hyphen)
+                    if let Some(at) =
+                        word[..space_left.min(word.len())].iter().rposition(|&u| u == hyphen)
                     {
                         if at > 0 && word[..at].iter().any(|&u| u != hyphen) {
                             end = at + 1;
@@ -409,9 +399,7 @@ impl Chunks<'_> {
         if k == 0 || !self.is(k, '-') || !self.is(k + 1, '-') {
             return None;
         }
-        let punct = ['!', '"', '\'', '&', '.', ',', '?']
-            .iter()
-            .any(|&p| self.is(k - 1, p));
+        let punct = ['!', '"', '\'', '&', '.', ',', '?'].iter().any(|&p| self.is(k - 1, p));
         if !punct && !self.word(k - 1) {
             return None;
         }
@@ -483,10 +471,7 @@ mod tests {
 
     fn lines(text: &str, avail: usize, max: Option<usize>) -> (Vec<String>, usize) {
         let e = excerpt(text.as_bytes(), "", avail, max, &mut rust_class);
-        let shown = e
-            .lines
-            .iter()
-            .map(|l| String::from_utf8_lossy(l).into_owned());
+        let shown = e.lines.iter().map(|l| String::from_utf8_lossy(l).into_owned());
         (shown.collect(), e.total)
     }
 
@@ -494,10 +479,7 @@ mod tests {
     fn a_short_text_is_one_line_and_an_empty_one_too() {
         assert_eq!(lines("hello", 20, Some(8)), (vec!["hello".to_string()], 1));
         assert_eq!(lines("", 20, Some(8)), (vec![String::new()], 1));
-        assert_eq!(
-            lines("a\n\nb\n", 20, None),
-            (vec!["a".into(), "".into(), "b".into()], 3)
-        );
+        assert_eq!(lines("a\n\nb\n", 20, None), (vec!["a".into(), "".into(), "b".into()], 3));
     }
 
     #[test]
@@ -514,18 +496,13 @@ mod tests {
 
     #[test]
     fn control_characters_are_made_visible() {
-        assert_eq!(
-            &*printable("a\r\nb\x1b[0m\r\u{85}".as_bytes()),
-            b"a\nb\\x1b[0m\\x0d\\x85"
-        );
+        assert_eq!(&*printable("a\r\nb\x1b[0m\r\u{85}".as_bytes()), b"a\nb\\x1b[0m\\x0d\\x85");
         assert_eq!(excerpt(b"\x1b", "", 20, None, &mut rust_class).chars, 4);
     }
 
     #[test]
     fn a_line_is_printable_as_is_only_without_a_control_or_its_escape() {
-        assert!(printable_as_is(
-            br#"{"a":"x\ny\tz \u00e9 \\r \ud800","b":[1,"\u2028"]}"#
-        ));
+        assert!(printable_as_is(br#"{"a":"x\ny\tz \u00e9 \\r \ud800","b":[1,"\u2028"]}"#));
         for line in [
             &br#"{"a":"\r"}"#[..],
             br#"{"a":"\u001b"}"#,

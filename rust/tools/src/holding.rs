@@ -91,23 +91,14 @@ mod tests {
         let words = ["usage".to_string(), "token_count".to_string()];
         let want: Vec<Held> = vec![(1, 0, 5), (3, 7, 15), (7, 38, 10)];
         for block in 1..=data.len() + 1 {
-            assert_eq!(
-                lines_holding(&f, &words, block).unwrap(),
-                want,
-                "block {block}"
-            );
+            assert_eq!(lines_holding(&f, &words, block).unwrap(), want, "block {block}");
         }
     }
 
     fn tempfile_with(data: &[u8]) -> File {
         let path = std::env::temp_dir().join(format!("holding-{}", std::process::id()));
-        let mut f = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
+        let mut f =
+            File::options().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
         f.write_all(data).unwrap();
         f

@@ -86,11 +86,7 @@ pub struct Page {
 
 impl Page {
     fn new(start: u64, first_line: u64) -> Self {
-        Page {
-            start,
-            first_line,
-            ..Page::default()
-        }
+        Page { start, first_line, ..Page::default() }
     }
 
     // Reads the page's bytes but for its odd lines, in one read or a few, and
@@ -132,11 +128,7 @@ impl Page {
 
     /// Record `k`'s head.
     pub fn head(&self, k: usize) -> &[u8] {
-        let from = if k == 0 {
-            0
-        } else {
-            self.head_ends.get(k - 1).copied().unwrap_or(0)
-        };
+        let from = if k == 0 { 0 } else { self.head_ends.get(k - 1).copied().unwrap_or(0) };
         let to = self.head_ends.get(k).copied().unwrap_or(from);
         self.heads.get(from..to).unwrap_or(&[])
     }
@@ -242,12 +234,7 @@ impl Walk {
             page.items.push((i, rec.number));
             page.spans.push((a, end - a));
             if len > lim.big_line {
-                page.odd.push(Odd {
-                    line: rec.number,
-                    index: Some(i),
-                    start: a,
-                    end,
-                });
+                page.odd.push(Odd { line: rec.number, index: Some(i), start: a, end });
             }
             self.next += 1;
             self.pos = (end + 1).min(self.end.max(end));
@@ -270,9 +257,7 @@ impl Walk {
         let mut line_start = self.pos;
         let mut blank = true;
         while at < to {
-            let want = buf
-                .len()
-                .min(usize::try_from(to - at).unwrap_or(usize::MAX));
+            let want = buf.len().min(usize::try_from(to - at).unwrap_or(usize::MAX));
             let got = &mut buf[..want];
             read_exact_at(src, got, at)?;
             let mut from = 0;
@@ -322,12 +307,7 @@ impl Walk {
                 {
                     run.end = end;
                 }
-                _ => page.odd.push(Odd {
-                    line,
-                    index: None,
-                    start,
-                    end,
-                }),
+                _ => page.odd.push(Odd { line, index: None, start, end }),
             }
         }
         self.line += 1;
@@ -379,11 +359,7 @@ static SPARE: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
 const SPARE_KEPT: usize = 16;
 
 fn spare_buffer() -> Vec<u8> {
-    let mut buf = SPARE
-        .lock()
-        .ok()
-        .and_then(|mut s| s.pop())
-        .unwrap_or_default();
+    let mut buf = SPARE.lock().ok().and_then(|mut s| s.pop()).unwrap_or_default();
     buf.clear();
     buf
 }
@@ -475,10 +451,9 @@ pub fn write_job(job: &Job) -> io::Result<()> {
 // An error unless `path` is missing, a regular file or a symlink.
 fn refuse_to_replace(path: &std::path::Path) -> io::Result<()> {
     match std::fs::symlink_metadata(path) {
-        Ok(m) if !m.file_type().is_file() && !m.file_type().is_symlink() => Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a regular file, not replaced",
-        )),
+        Ok(m) if !m.file_type().is_file() && !m.file_type().is_symlink() => {
+            Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file, not replaced"))
+        }
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
     }
@@ -502,11 +477,7 @@ fn put(f: &mut File, out: &mut Vec<u8>, piece: &[u8], escape: bool) -> io::Resul
 
 fn write_to(job: &Job, tmp: &std::path::Path) -> io::Result<()> {
     // A page is a copy of its transcript: never readable wider (0600), whatever the umask.
-    let mut f = File::options()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(tmp)?;
+    let mut f = File::options().write(true).create_new(true).mode(0o600).open(tmp)?;
     let mut out = Vec::with_capacity(COPY_BLOCK * 2);
     out.extend_from_slice(&job.prefix);
     // `at`: the file offset `data[used..]` starts at.
@@ -520,12 +491,7 @@ fn write_to(job: &Job, tmp: &std::path::Path) -> io::Result<()> {
         put(&mut f, &mut out, sub, job.escape)?;
         at = (*to).max(at);
     }
-    put(
-        &mut f,
-        &mut out,
-        job.data.get(used..).unwrap_or(&[]),
-        job.escape,
-    )?;
+    put(&mut f, &mut out, job.data.get(used..).unwrap_or(&[]), job.escape)?;
     out.extend_from_slice(&job.suffix);
     f.write_all(&out)?;
     Ok(())
@@ -560,16 +526,8 @@ impl Writer {
             .name("html-pages".into())
             .spawn(move || run(&rx));
         Ok(match thread {
-            Ok(thread) => Writer {
-                tx: Some(tx),
-                thread: Some(thread),
-                inline: false,
-            },
-            Err(_) => Writer {
-                tx: None,
-                thread: None,
-                inline: true,
-            },
+            Ok(thread) => Writer { tx: Some(tx), thread: Some(thread), inline: false },
+            Err(_) => Writer { tx: None, thread: None, inline: true },
         })
     }
 
@@ -596,10 +554,7 @@ impl Writer {
         }
         // The thread stopped: it failed (or finish was called).
         self.finish()?;
-        Err(WriteError {
-            error: io::Error::other("the page writer has stopped"),
-            path,
-        })
+        Err(WriteError { error: io::Error::other("the page writer has stopped"), path })
     }
 
     /// Waits for every job queued; the first failure, if any.
@@ -628,10 +583,7 @@ impl Drop for Writer {
 
 fn run(rx: &Receiver<Job>) -> Result<(), WriteError> {
     for job in rx {
-        write_job(&job).map_err(|error| WriteError {
-            error,
-            path: job.path.clone(),
-        })?;
+        write_job(&job).map_err(|error| WriteError { error, path: job.path.clone() })?;
         recycle(job.data);
     }
     Ok(())
@@ -691,10 +643,7 @@ mod tests {
         let t = inspect(&data[..], data.len() as u64).unwrap();
         let ps = walk(&t.index, &data, limits(8, 1 << 20));
         assert!(ps.len() > 5);
-        let items: Vec<u32> = ps
-            .iter()
-            .flat_map(|p| p.items.iter().map(|x| x.0))
-            .collect();
+        let items: Vec<u32> = ps.iter().flat_map(|p| p.items.iter().map(|x| x.0)).collect();
         assert_eq!(items, (0..100).collect::<Vec<u32>>());
         assert_eq!(ps[0].start, 0);
         assert_eq!(ps.last().map(|p| p.stop), Some(data.len() as u64));
@@ -763,10 +712,7 @@ mod tests {
     // Each page's first line is the file's line at its start.
     fn numbered_as_the_file(data: &[u8], ps: &[Page]) {
         for p in ps {
-            let before = data[..p.start as usize]
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count();
+            let before = data[..p.start as usize].iter().filter(|&&b| b == b'\n').count();
             assert_eq!(p.first_line, before as u64 + 1);
         }
     }
@@ -802,11 +748,7 @@ mod tests {
         let ps = walk(&t.index, &data, lim);
         assert!(ps.len() > 20, "{} pages", ps.len());
         for p in &ps {
-            assert!(
-                p.stop - p.start <= 8192 + 1000,
-                "a page of {} bytes",
-                p.stop - p.start
-            );
+            assert!(p.stop - p.start <= 8192 + 1000, "a page of {} bytes", p.stop - p.start);
             assert!(p.odd.len() <= 10, "{} odd entries", p.odd.len());
             for o in &p.odd {
                 assert!(o.end - o.start <= 1000);
@@ -835,10 +777,7 @@ mod tests {
         assert_eq!(ps[0].start, rec.offset);
         assert_eq!(ps[0].items[0], (10, rec.number));
         numbered_as_the_file(&data, &ps);
-        let items: Vec<u32> = ps
-            .iter()
-            .flat_map(|p| p.items.iter().map(|x| x.0))
-            .collect();
+        let items: Vec<u32> = ps.iter().flat_map(|p| p.items.iter().map(|x| x.0)).collect();
         assert_eq!(items, (10..40).collect::<Vec<u32>>());
     }
 
@@ -888,10 +827,7 @@ mod tests {
     fn a_failed_write_comes_back_with_its_path() {
         let mut w = Writer::new(2).unwrap();
         let path = PathBuf::from("/nonexistent-dir-of-agent-transcript/x.js");
-        let first = w.send(Job {
-            path: path.clone(),
-            ..Job::default()
-        });
+        let first = w.send(Job { path: path.clone(), ..Job::default() });
         let got = first.and_then(|()| w.finish());
         let err = got.unwrap_err();
         assert_eq!(err.path, path);

@@ -35,15 +35,8 @@ use transcript_core::transcript::{load, LoadError, Transcript, WHOLE};
 /// Keys whose string values are never searched: ids, part types, signatures
 /// and base64 data, which nobody searches for and which would match hex or
 /// type names everywhere.
-pub const SKIPPED_KEYS: &[&str] = &[
-    "type",
-    "id",
-    "tool_use_id",
-    "tool_call_id",
-    "call_id",
-    "signature",
-    "data",
-];
+pub const SKIPPED_KEYS: &[&str] =
+    &["type", "id", "tool_use_id", "tool_call_id", "call_id", "signature", "data"];
 
 /// What to search for, and where.
 #[derive(Debug)]
@@ -70,11 +63,7 @@ impl Query {
         role: Option<String>,
         kind: Option<String>,
     ) -> Result<Query, String> {
-        let source = if literal {
-            regex::escape(pattern)
-        } else {
-            pattern.to_owned()
-        };
+        let source = if literal { regex::escape(pattern) } else { pattern.to_owned() };
         let text = RegexBuilder::new(&source)
             .case_insensitive(ignore_case)
             .multi_line(true)
@@ -86,13 +75,7 @@ impl Query {
             .build()
             .parse(&source)
             .map_err(|e| one_line(&e.to_string()))?;
-        Ok(Query {
-            text,
-            prefilter: prefilter(&hir),
-            all_lines,
-            role,
-            kind,
-        })
+        Ok(Query { text, prefilter: prefilter(&hir), all_lines, role, kind })
     }
 
     /// Whether a prefilter spares the lines that cannot match from decoding.
@@ -104,10 +87,7 @@ impl Query {
 // The last line of an error (the regex crate draws the pattern and a caret above it).
 fn one_line(error: &str) -> String {
     let last = error.lines().rev().find(|l| !l.trim().is_empty());
-    last.unwrap_or(error)
-        .trim()
-        .trim_start_matches("error: ")
-        .to_owned()
+    last.unwrap_or(error).trim().trim_start_matches("error: ").to_owned()
 }
 
 /// The raw-byte prefilter: the prefix literals as canonical JSON writes them,
@@ -139,9 +119,7 @@ fn prefilter(hir: &regex_syntax::hir::Hir) -> Option<Prefilter> {
     }
     needles.push(r"\u".to_owned());
     if literals.len() == 1 {
-        let finders = needles
-            .iter()
-            .map(|n| memchr::memmem::Finder::new(n).into_owned());
+        let finders = needles.iter().map(|n| memchr::memmem::Finder::new(n).into_owned());
         return Some(Prefilter::Needles(finders.collect()));
     }
     let alternatives: Vec<String> = needles.iter().map(|n| regex::escape(n)).collect();
@@ -244,9 +222,8 @@ pub fn search_files(paths: &[PathBuf], query: &Query, threads: usize) -> Vec<Fil
         }
     };
     std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads.clamp(1, paths.len().max(1)))
-            .map(|_| spawn_or_run(scope, work))
-            .collect();
+        let workers: Vec<_> =
+            (0..threads.clamp(1, paths.len().max(1))).map(|_| spawn_or_run(scope, work)).collect();
         for w in workers {
             let _ = w.join();
         }
@@ -255,9 +232,7 @@ pub fn search_files(paths: &[PathBuf], query: &Query, threads: usize) -> Vec<Fil
         .into_iter()
         .map(|slot| {
             slot.into_inner().ok().flatten().unwrap_or_else(|| {
-                Err(SearchError::Io(io::Error::other(
-                    "the search of this file failed",
-                )))
+                Err(SearchError::Io(io::Error::other("the search of this file failed")))
             })
         })
         .collect()
@@ -280,10 +255,7 @@ pub fn search_file(path: &Path, query: &Query) -> Result<Vec<Hit>, SearchError> 
 // `path` opened for reading if it is a regular file; never waiting on a FIFO.
 fn open_regular(path: &Path) -> io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
     let kind = file.metadata()?.file_type();
     if kind.is_dir() {
         return Err(io::Error::from_raw_os_error(libc::EISDIR));
@@ -565,11 +537,7 @@ fn message_texts<'v>(
     out: &mut Vec<Text<'v>>,
 ) {
     let role = payload.get("role").and_then(Value::str);
-    let keys: &[&'static str] = if content {
-        &["content", "tool_calls"]
-    } else {
-        &["tool_calls"]
-    };
+    let keys: &[&'static str] = if content { &["content", "tool_calls"] } else { &["tool_calls"] };
     for &key in keys {
         let mut strings = Vec::new();
         if let Some(v) = payload.get(key) {
@@ -591,11 +559,7 @@ fn line_texts<'v>(kind: &str, payload: &'v Value, out: &mut Vec<(Option<u32>, Te
             if let Some(v) = payload.get(field) {
                 v.strings(&mut strings);
             }
-            out.extend(
-                strings
-                    .into_iter()
-                    .map(|text| (None, Text { field, role, text })),
-            );
+            out.extend(strings.into_iter().map(|text| (None, Text { field, role, text })));
         };
     match kind {
         "message" => {
@@ -626,14 +590,7 @@ fn line_texts<'v>(kind: &str, payload: &'v Value, out: &mut Vec<(Option<u32>, Te
             if let Some(Value::Arr(items)) = payload.get("items") {
                 for item in items {
                     if let Some(text) = item.get("stub").and_then(Value::str) {
-                        out.push((
-                            None,
-                            Text {
-                                field: "stub",
-                                role: None,
-                                text,
-                            },
-                        ));
+                        out.push((None, Text { field: "stub", role: None, text }));
                     }
                 }
             }
@@ -651,11 +608,8 @@ impl Query {
         if self.role.is_some() && self.role.as_deref() != t.role {
             return None;
         }
-        let spans: Vec<(usize, usize)> = self
-            .text
-            .find_iter(t.text)
-            .map(|m| (m.start(), m.end()))
-            .collect();
+        let spans: Vec<(usize, usize)> =
+            self.text.find_iter(t.text).map(|m| (m.start(), m.end())).collect();
         if spans.is_empty() {
             return None;
         }
@@ -705,10 +659,7 @@ impl Live {
         let mut stubs: HashMap<u32, Vec<(u32, u32)>> = HashMap::new();
         for m in &t.live {
             let stub = m.stub();
-            by_line
-                .entry(m.line)
-                .or_default()
-                .push((m.part, stub.is_some()));
+            by_line.entry(m.line).or_default().push((m.part, stub.is_some()));
             if let Some((at, _)) = stub {
                 stubs.entry(at).or_default().push((m.line, m.part));
             }
@@ -760,14 +711,7 @@ fn live_hits(
                 if part == WHOLE {
                     let summary = payload.get("summary").and_then(Value::str);
                     if let (Some(text), false) = (summary, stubbed) {
-                        texts.push((
-                            None,
-                            Text {
-                                field: "summary",
-                                role: Some("user"),
-                                text,
-                            },
-                        ));
+                        texts.push((None, Text { field: "summary", role: Some("user"), text }));
                     }
                 } else if let Some(Value::Arr(parts)) = payload.get("replacement") {
                     if let Some(message) = parts.get(part as usize) {
@@ -804,10 +748,9 @@ fn stub_hits(
         return;
     };
     for item in items {
-        let (Some(id), Some(text)) = (
-            item.get("id").and_then(Value::str),
-            item.get("stub").and_then(Value::str),
-        ) else {
+        let (Some(id), Some(text)) =
+            (item.get("id").and_then(Value::str), item.get("stub").and_then(Value::str))
+        else {
             continue;
         };
         let Some(at) = t.resolve(id.as_bytes()) else {
@@ -827,11 +770,7 @@ fn stub_hits(
         } else {
             t.index.role(line)
         };
-        let text = Text {
-            field: "stub",
-            role,
-            text,
-        };
+        let text = Text { field: "stub", role, text };
         hits.extend(query.hit(number, id.to_owned(), kind, &text));
     }
 }
@@ -872,19 +811,11 @@ mod tests {
     #[test]
     fn the_decoded_text_is_matched_whatever_the_escapes() {
         // "café" written as canonical JSON, with \u escapes, and with \/.
-        let data = transcript(&[
-            "caf\u{e9}",
-            "caf\\u00e9",
-            "caf\\u00E9 a\\/b",
-            "say \\\"hi\\\"",
-        ]);
+        let data = transcript(&["caf\u{e9}", "caf\\u00e9", "caf\\u00E9 a\\/b", "say \\\"hi\\\""]);
         assert_eq!(lines_found(&data, &query("café", true, true)), [2, 3, 4]);
         assert_eq!(lines_found(&data, &query("a/b", true, false)), [4]);
         assert_eq!(lines_found(&data, &query("\"hi\"", true, false)), [5]);
-        assert_eq!(
-            lines_found(&data, &query("c.f\u{e9}", false, false)),
-            [2, 3, 4]
-        );
+        assert_eq!(lines_found(&data, &query("c.f\u{e9}", false, false)), [2, 3, 4]);
         // Not in ids, roles or keys.
         assert!(lines_found(&data, &query("user", true, true)).is_empty());
         assert!(lines_found(&data, &query("m1", true, true)).is_empty());

@@ -46,11 +46,7 @@ pub struct Utf8 {
 
 impl Default for Utf8 {
     fn default() -> Self {
-        Utf8 {
-            offsets: 0i64.to_le_bytes().to_vec(),
-            data: Vec::new(),
-            valid: Bits::default(),
-        }
+        Utf8 { offsets: 0i64.to_le_bytes().to_vec(), data: Vec::new(), valid: Bits::default() }
     }
 }
 
@@ -137,8 +133,7 @@ impl Fixed {
 
     /// Adds a float or a null.
     pub fn push_f64(&mut self, v: Option<f64>) {
-        self.values
-            .extend_from_slice(&v.unwrap_or(0.0).to_le_bytes());
+        self.values.extend_from_slice(&v.unwrap_or(0.0).to_le_bytes());
         self.valid.push(v.is_some());
     }
 }

@@ -281,18 +281,8 @@ impl FileState {
                 self.totals.messages += 1;
                 let at = Source::whole(i32_);
                 let fields = fields.unwrap_or_default();
-                self.message(
-                    batch,
-                    from,
-                    at,
-                    line_no,
-                    id.as_deref(),
-                    ts,
-                    "message",
-                    bytes,
-                    fields,
-                )
-                .map_err(&bad)?;
+                self.message(batch, from, at, line_no, id.as_deref(), ts, "message", bytes, fields)
+                    .map_err(&bad)?;
             }
             EnvelopeType::Compaction => {
                 self.totals.compactions += 1;
@@ -305,10 +295,7 @@ impl FileState {
                             let mut part_id = id.clone().unwrap_or_default();
                             part_id.push(b':');
                             part_id.extend_from_slice(itoa::Buffer::new().format(k).as_bytes());
-                            let at = Source {
-                                line: i32_,
-                                part: k,
-                            };
+                            let at = Source { line: i32_, part: k };
                             let item = slice(list, item);
                             let mut r = Reader::new(item);
                             let fields = walk_message(
@@ -352,14 +339,8 @@ impl FileState {
             EnvelopeType::Rewind => self.totals.rewinds += 1,
             EnvelopeType::ToolDispatched => {
                 self.totals.dispatches += 1;
-                let keys = [
-                    "call-id",
-                    "tool",
-                    "arguments-digest",
-                    "idempotency",
-                    "run-id",
-                    "round",
-                ];
+                let keys =
+                    ["call-id", "tool", "arguments-digest", "idempotency", "run-id", "round"];
                 let p = members(payload, &keys).map_err(&bad)?;
                 let get = |k: usize| p[k].map(|at| slice(payload, at));
                 let op = Op {
@@ -420,11 +401,7 @@ impl FileState {
                     Some(row) => row,
                     None => {
                         let tool = named.and_then(|r| self.ops[r].tool.clone());
-                        self.ops.push(Op {
-                            op_id: op_id.clone(),
-                            tool,
-                            ..Op::default()
-                        });
+                        self.ops.push(Op { op_id: op_id.clone(), tool, ..Op::default() });
                         self.ops.len() - 1
                     }
                 };
@@ -488,8 +465,6 @@ impl Window {
 
     fn line(&self, rec: &LineRec) -> &[u8] {
         let at = usize::try_from(rec.offset - self.start).unwrap_or(usize::MAX);
-        self.buf[..self.len]
-            .get(at..at + rec.len as usize)
-            .unwrap_or_default()
+        self.buf[..self.len].get(at..at + rec.len as usize).unwrap_or_default()
     }
 }

@@ -14,19 +14,14 @@ pub(super) fn malformed(rec: &LineRec) -> impl Fn(JsonError) -> LoadError + '_ {
 }
 
 pub(super) fn slice(text: &str, at: Span) -> &str {
-    text.get(at.start as usize..at.end as usize)
-        .unwrap_or_default()
+    text.get(at.start as usize..at.end as usize).unwrap_or_default()
 }
 
 /// `line` as text: every line is checked once (with SIMD), then read through
 /// slices of it, never checked again.
 pub(super) fn utf8<'l>(line: &'l [u8], rec: &LineRec) -> Result<&'l str, LoadError> {
-    simdutf8::basic::from_utf8(line).map_err(|_| {
-        malformed(rec)(JsonError {
-            offset: 0,
-            reason: "invalid UTF-8",
-        })
-    })
+    simdutf8::basic::from_utf8(line)
+        .map_err(|_| malformed(rec)(JsonError { offset: 0, reason: "invalid UTF-8" }))
 }
 
 /// Where the members named `keys` are in the JSON object `value` (see

@@ -30,8 +30,7 @@ impl FileState {
         m.line.push_i64(Some(line_no));
         m.id.push_opt(id);
         m.source.push_str(source);
-        m.part
-            .push_i64((at.part != WHOLE).then_some(i64::from(at.part)));
+        m.part.push_i64((at.part != WHOLE).then_some(i64::from(at.part)));
         m.ts.push_i64(ts);
         m.role.push_opt(fields.role.as_deref());
         m.name.push_opt(fields.name.as_deref());
@@ -145,26 +144,19 @@ impl FileState {
             return;
         };
         let pos = if at.part == WHOLE {
-            self.live_pos
-                .get(at.line as usize)
-                .copied()
-                .filter(|&p| p != NOT_LIVE)
+            self.live_pos.get(at.line as usize).copied().filter(|&p| p != NOT_LIVE)
         } else {
             self.part_pos.get(&at).copied()
         };
         m.live.push(Some(pos.is_some()));
         m.live_position.push_i64(pos.map(i64::from));
         let number = |l: Option<&u32>| {
-            l.and_then(|&l| from.index.get(l as usize))
-                .and_then(|r| i64::try_from(r.number).ok())
+            l.and_then(|&l| from.index.get(l as usize)).and_then(|r| i64::try_from(r.number).ok())
         };
         let h = t.history.as_ref();
-        m.elided_line
-            .push_i64(number(h.and_then(|h| h.elided_by.get(&at))));
-        m.compacted_line
-            .push_i64(number(h.and_then(|h| h.compacted_by.get(&at))));
-        m.rewound_line
-            .push_i64(number(h.and_then(|h| h.rewound_by.get(&at))));
+        m.elided_line.push_i64(number(h.and_then(|h| h.elided_by.get(&at))));
+        m.compacted_line.push_i64(number(h.and_then(|h| h.compacted_by.get(&at))));
+        m.rewound_line.push_i64(number(h.and_then(|h| h.rewound_by.get(&at))));
     }
 
     /// Adds the file's `tool_operations` rows and its `sessions` row, once
@@ -182,8 +174,7 @@ impl FileState {
         lines: i64,
     ) {
         let number = |l: Option<u32>| {
-            l.and_then(|l| from.index.get(l as usize))
-                .and_then(|r| i64::try_from(r.number).ok())
+            l.and_then(|l| from.index.get(l as usize)).and_then(|r| i64::try_from(r.number).ok())
         };
         let o = &mut batch.tool_operations;
         for op in std::mem::take(&mut self.ops) {
@@ -217,9 +208,7 @@ impl FileState {
                 Some(s) => o.state.push_str(s),
                 None => o.state.push_null(),
             }
-            let result = pending
-                .and_then(|p| p.result)
-                .and_then(|r| self.result_ids.get(&r));
+            let result = pending.and_then(|p| p.result).and_then(|r| self.result_ids.get(&r));
             o.result_message_id.push_opt(result.map(|v| &v[..]));
         }
         let s = &mut batch.sessions;
@@ -236,18 +225,13 @@ impl FileState {
         s.lines.push_i64(Some(lines));
         s.envelopes.push_i64(Some(t.envelopes));
         s.messages.push_i64(Some(t.messages));
-        s.live_messages.push_i64(
-            from.replay
-                .map(|r| i64::try_from(r.live.len()).unwrap_or(i64::MAX)),
-        );
+        s.live_messages
+            .push_i64(from.replay.map(|r| i64::try_from(r.live.len()).unwrap_or(i64::MAX)));
         s.compactions.push_i64(Some(t.compactions));
         s.elisions.push_i64(Some(t.elisions));
         s.rewinds.push_i64(Some(t.rewinds));
         s.tool_operations.push_i64(Some(t.dispatches));
-        s.pending.push_i64(
-            from.replay
-                .map(|r| i64::try_from(r.pending.len()).unwrap_or(i64::MAX)),
-        );
+        s.pending.push_i64(from.replay.map(|r| i64::try_from(r.pending.len()).unwrap_or(i64::MAX)));
         s.first_ts.push_i64(t.first_ts);
         s.last_ts.push_i64(t.last_ts);
         match &t.last_type {

@@ -6,18 +6,9 @@ use super::*;
 #[test]
 fn timestamps_parse_as_spec_writes_them() {
     assert_eq!(parse_ts(b"1970-01-01T00:00:00.000000Z"), Some(0));
-    assert_eq!(
-        parse_ts(b"2026-08-09T13:10:08.542283Z"),
-        Some(1_786_281_008_542_283)
-    );
-    assert_eq!(
-        parse_ts(b"2026-08-09T13:10:08Z"),
-        Some(1_786_281_008_000_000)
-    );
-    assert_eq!(
-        parse_ts(b"2026-08-09T13:10:08.5+00:00"),
-        Some(1_786_281_008_500_000)
-    );
+    assert_eq!(parse_ts(b"2026-08-09T13:10:08.542283Z"), Some(1_786_281_008_542_283));
+    assert_eq!(parse_ts(b"2026-08-09T13:10:08Z"), Some(1_786_281_008_000_000));
+    assert_eq!(parse_ts(b"2026-08-09T13:10:08.5+00:00"), Some(1_786_281_008_500_000));
     for bad in [
         &b"2026-02-30T00:00:00Z"[..],
         b"2026-08-09 13:10:08Z",
@@ -35,10 +26,7 @@ fn bits_and_columns_are_laid_out_as_arrow_lays_them() {
     for bit in [true, false, true, true, false, false, false, false, true] {
         b.push(bit);
     }
-    assert_eq!(
-        (b.bytes.as_slice(), b.len, b.unset),
-        (&[0b0000_1101, 1][..], 9, 5)
-    );
+    assert_eq!((b.bytes.as_slice(), b.len, b.unset), (&[0b0000_1101, 1][..], 9, 5));
     let mut t = Utf8::default();
     t.push_str("ab");
     t.push_null();
@@ -84,16 +72,9 @@ fn the_text_column_takes_the_last_content_and_escapes_a_lone_surrogate() {
         .map_err(|_| ())
         .unwrap_or_default();
     assert_eq!(t.index.len(), lines.len());
-    let input = Input {
-        index: &t.index,
-        src,
-        replay: Some(&t),
-        end: text.len() as u64,
-    };
+    let input = Input { index: &t.index, src, replay: Some(&t), end: text.len() as u64 };
     let mut batch = Batch::default();
-    let Ok(mut f) = FileState::new(b"s.jsonl", input) else {
-        unreachable!()
-    };
+    let Ok(mut f) = FileState::new(b"s.jsonl", input) else { unreachable!() };
     assert!(matches!(f.fill(&mut batch, input, usize::MAX), Ok(true)));
     let m = &batch.messages.text;
     let offsets: Vec<usize> = m
@@ -131,12 +112,7 @@ fn a_transcript_fills_the_four_tables() {
         .map_err(|_| ())
         .unwrap_or_default();
     assert_eq!(t.index.len(), 4);
-    let input = Input {
-        index: &t.index,
-        src,
-        replay: Some(&t),
-        end: text.len() as u64,
-    };
+    let input = Input { index: &t.index, src, replay: Some(&t), end: text.len() as u64 };
     let mut batch = Batch::default();
     let started = FileState::new(b"s.jsonl", input);
     assert!(started.is_ok());

@@ -8,9 +8,7 @@ pub fn parse_ts(ts: &[u8]) -> Option<i64> {
         if s.is_empty() || !s.iter().all(u8::is_ascii_digit) {
             return None;
         }
-        s.iter().try_fold(0i64, |n, &d| {
-            n.checked_mul(10)?.checked_add(i64::from(d - b'0'))
-        })
+        s.iter().try_fold(0i64, |n, &d| n.checked_mul(10)?.checked_add(i64::from(d - b'0')))
     };
     if ts.len() < 20 || ts[4] != b'-' || ts[7] != b'-' || ts[10] != b'T' {
         return None;
@@ -19,11 +17,7 @@ pub fn parse_ts(ts: &[u8]) -> Option<i64> {
         return None;
     }
     let (y, mo, d) = (digits(&ts[..4])?, digits(&ts[5..7])?, digits(&ts[8..10])?);
-    let (h, mi, s) = (
-        digits(&ts[11..13])?,
-        digits(&ts[14..16])?,
-        digits(&ts[17..19])?,
-    );
+    let (h, mi, s) = (digits(&ts[11..13])?, digits(&ts[14..16])?, digits(&ts[17..19])?);
     let mut rest = &ts[19..];
     let mut micros = 0i64;
     if rest.first() == Some(&b'.') {

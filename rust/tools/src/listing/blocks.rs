@@ -74,13 +74,7 @@ impl<'f, R: ReadAt + ?Sized> Back<'f, R> {
     /// The file's last bytes down to `floor`, the first ones read (or taken
     /// from `head`, the file's first bytes, when it holds them).
     pub(super) fn new(file: &'f R, floor: u64, size: u64, head: &[u8]) -> Result<Self, Stop> {
-        let mut back = Back {
-            file,
-            floor,
-            end: size,
-            start: size,
-            data: Vec::new(),
-        };
+        let mut back = Back { file, floor, end: size, start: size, data: Vec::new() };
         if floor >= size {
             return Ok(back);
         }
@@ -142,11 +136,7 @@ impl<'f, R: ReadAt + ?Sized> Back<'f, R> {
                 self.grow_toward(self.floor)?;
             }
             let start = self.start;
-            match self
-                .slice(start, end)?
-                .iter()
-                .rposition(|&b| !is_blank_byte(b))
-            {
+            match self.slice(start, end)?.iter().rposition(|&b| !is_blank_byte(b)) {
                 Some(i) => return Ok(start + i as u64 + 1),
                 None => end = start,
             }

@@ -30,18 +30,13 @@ pub(super) fn parsed(raw: &[u8]) -> LastLine {
 /// last), read without parsing the line; None for any other ending.
 pub(super) fn canonical_end(raw: &[u8]) -> Option<Fields> {
     // `[ \t\r]*` after the brace.
-    let end = raw
-        .iter()
-        .rposition(|b| !matches!(b, b' ' | b'\t' | b'\r'))
-        .map_or(0, |i| i + 1);
+    let end = raw.iter().rposition(|b| !matches!(b, b' ' | b'\t' | b'\r')).map_or(0, |i| i + 1);
     let rest = raw.get(..end)?.strip_suffix(b"}")?;
     let digits = rest.iter().rev().take_while(|b| b.is_ascii_digit()).count();
     if digits == 0 {
         return None;
     }
-    let rest = rest
-        .get(..rest.len() - digits)?
-        .strip_suffix(b"\",\"v\":")?;
+    let rest = rest.get(..rest.len() - digits)?.strip_suffix(b"\",\"v\":")?;
     // `quoted_tail` leaves each value's opening quote on what comes before.
     let (rest, type_) = quoted_tail(rest)?;
     let (rest, ts) = quoted_tail(rest.strip_suffix(b"\",\"type\":\"")?)?;
@@ -50,19 +45,13 @@ pub(super) fn canonical_end(raw: &[u8]) -> Option<Fields> {
     }
     // Bytes that are not UTF-8 are for the strict reader to refuse.
     let text = |b: &[u8]| simdutf8::basic::from_utf8(b).is_ok().then(|| b.to_vec());
-    Some(Fields {
-        ts: Some(text(ts)?),
-        type_: Some(text(type_)?),
-    })
+    Some(Fields { ts: Some(text(ts)?), type_: Some(text(type_)?) })
 }
 
 /// Splits `bytes` before its trailing run of bytes that are neither `"` nor
 /// `\`: (what comes before, the run); None when a `\` ends the run.
 fn quoted_tail(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
-    let at = bytes
-        .iter()
-        .rposition(|&b| b == b'"' || b == b'\\')
-        .map_or(0, |i| i + 1);
+    let at = bytes.iter().rposition(|&b| b == b'"' || b == b'\\').map_or(0, |i| i + 1);
     if at > 0 && bytes.get(at - 1) == Some(&b'\\') {
         return None;
     }
@@ -102,10 +91,7 @@ fn envelope_fields(raw: &[u8]) -> Result<LastLine, JsonError> {
         r.finish()?;
         return Ok(None);
     }
-    let mut fields = Fields {
-        ts: None,
-        type_: None,
-    };
+    let mut fields = Fields { ts: None, type_: None };
     let mut scratch = Vec::new();
     let mut value_scratch = Vec::new();
     r.begin_object()?;
@@ -129,12 +115,7 @@ pub(super) fn session_meta(raw: &[u8]) -> Option<Meta> {
 
 fn read_meta(raw: &[u8]) -> Result<Option<Meta>, JsonError> {
     let mut r = Reader::from_bytes(raw)?;
-    let mut meta = Meta {
-        version: Ok(()),
-        ts: None,
-        agent: None,
-        model: None,
-    };
+    let mut meta = Meta { version: Ok(()), ts: None, agent: None, model: None };
     let (mut is_meta, mut has_id, mut version) = (false, false, None);
     let mut scratch = Vec::new();
     let mut value_scratch = Vec::new();

@@ -167,10 +167,7 @@ pub struct Ends {
 
 impl Ends {
     fn only(status: Status) -> Self {
-        Ends {
-            status,
-            ..Ends::default()
-        }
+        Ends { status, ..Ends::default() }
     }
 }
 
@@ -258,9 +255,8 @@ pub fn read_rows(paths: &[PathBuf], threads: usize) -> Vec<Row> {
     };
     std::thread::scope(|s| {
         // A helper that cannot start has already done its share here.
-        let helpers: Vec<_> = (1..threads)
-            .map(|_| transcript_core::threads::spawn_or_run(s, work))
-            .collect();
+        let helpers: Vec<_> =
+            (1..threads).map(|_| transcript_core::threads::spawn_or_run(s, work)).collect();
         place(work());
         for h in helpers {
             // A helper that failed to finish leaves its rows to be read here.
@@ -269,10 +265,7 @@ pub fn read_rows(paths: &[PathBuf], threads: usize) -> Vec<Row> {
             }
         }
     });
-    out.into_iter()
-        .zip(paths)
-        .map(|(row, path)| row.unwrap_or_else(|| read_row(path)))
-        .collect()
+    out.into_iter().zip(paths).map(|(row, path)| row.unwrap_or_else(|| read_row(path))).collect()
 }
 
 fn errno(e: &io::Error) -> Status {
@@ -281,12 +274,7 @@ fn errno(e: &io::Error) -> Status {
 
 /// The row of one file; never fails: a file that cannot be read says why.
 pub fn read_row(path: &Path) -> Row {
-    let unreadable = |status| Row {
-        size: 0,
-        mtime: 0.0,
-        file_id: None,
-        ends: Ends::only(status),
-    };
+    let unreadable = |status| Row { size: 0, mtime: 0.0, file_id: None, ends: Ends::only(status) };
     let mut meta = match std::fs::metadata(path) {
         Ok(meta) => meta,
         Err(_) if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) => {
@@ -301,27 +289,17 @@ pub fn read_row(path: &Path) -> Row {
         ends,
     };
     if !meta.file_type().is_file() {
-        return row(
-            &meta,
-            Ends::only(Status::Unreadable(Unreadable::NotRegular)),
-        );
+        return row(&meta, Ends::only(Status::Unreadable(Unreadable::NotRegular)));
     }
     // Non-blocking: a FIFO swapped in after the stat must not hang the listing.
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-    {
+    let file = match OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) {
         Ok(file) => file,
         Err(e) => return row(&meta, Ends::only(errno(&e))),
     };
     let archive = path.as_os_str().as_encoded_bytes().ends_with(b".zst");
     for _ in 0..3 {
-        let read = if archive {
-            archive::archive_ends(&file)
-        } else {
-            read_ends(&file, meta.len())
-        };
+        let read =
+            if archive { archive::archive_ends(&file) } else { read_ends(&file, meta.len()) };
         let ends = match read {
             Ok(ends) => ends,
             Err(Stop::Not(status)) => Ends::only(status),
@@ -343,11 +321,7 @@ pub fn read_row(path: &Path) -> Row {
 /// say. Errors: `Not` for a file that is not a transcript, `Changed` when the
 /// file is shorter than `size`, `Io` when a read fails.
 fn read_ends<R: ReadAt + ?Sized>(file: &R, size: u64) -> Result<Ends, Stop> {
-    let mut head = Head {
-        file,
-        data: Vec::new(),
-        eof: false,
-    };
+    let mut head = Head { file, data: Vec::new(), eof: false };
     head.want(HEAD_FIRST)?;
     let not_blank = |data: &[u8]| data.iter().position(|&b| !is_blank_byte(b));
     let mut start = not_blank(&head.data);
@@ -376,10 +350,7 @@ fn read_ends<R: ReadAt + ?Sized>(file: &R, size: u64) -> Result<Ends, Stop> {
             title_limit = HEAD_MAX;
         }
     }
-    let first_raw = head
-        .data
-        .get(start..first_end.unwrap_or(head.data.len()))
-        .unwrap_or(&[]);
+    let first_raw = head.data.get(start..first_end.unwrap_or(head.data.len())).unwrap_or(&[]);
     let meta = session_meta(first_raw).ok_or(Stop::Not(Status::NotATranscript(NOT_META)))?;
     let title = match first_end {
         None => None,
@@ -402,10 +373,7 @@ fn read_ends<R: ReadAt + ?Sized>(file: &R, size: u64) -> Result<Ends, Stop> {
     }
     let floor = first_end.map_or(size, |e| e as u64 + 1);
     let mut back = Back::new(file, floor, size, &head.data)?;
-    let first_fields = Fields {
-        ts: meta.ts.clone(),
-        type_: Some(b"session-meta".to_vec()),
-    };
+    let first_fields = Fields { ts: meta.ts.clone(), type_: Some(b"session-meta".to_vec()) };
     let (last, before, brace, span) = back.last_lines()?;
     let (mut status, env) = match (last, before, brace) {
         (None, _, _) => (Status::Clean, Some(first_fields)),

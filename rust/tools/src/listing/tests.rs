@@ -11,30 +11,15 @@ fn line(id: &str, kind: &str, payload: &str, ts: &str) -> String {
 }
 
 fn meta() -> String {
-    line(
-        "m",
-        "session-meta",
-        r#"{"agent":"coder","model":"m-1"}"#,
-        TS,
-    )
+    line("m", "session-meta", r#"{"agent":"coder","model":"m-1"}"#, TS)
 }
 
 fn transcript(n: usize) -> String {
     let mut out = format!(
         "{}\n{}\n{}\n",
         meta(),
-        line(
-            "s",
-            "message",
-            r#"{"content":"be brief","role":"system"}"#,
-            TS
-        ),
-        line(
-            "u",
-            "message",
-            r#"{"content":"fix  the\nbug","role":"user"}"#,
-            TS
-        )
+        line("s", "message", r#"{"content":"be brief","role":"system"}"#, TS),
+        line("u", "message", r#"{"content":"fix  the\nbug","role":"user"}"#, TS)
     );
     for i in 0..n {
         out.push_str(&line(
@@ -60,8 +45,7 @@ fn answer(bytes: &[u8]) -> Ends {
 }
 
 fn s(text: &Option<Text>) -> Option<&str> {
-    text.as_deref()
-        .map(|t| std::str::from_utf8(t).unwrap_or("not UTF-8"))
+    text.as_deref().map(|t| std::str::from_utf8(t).unwrap_or("not UTF-8"))
 }
 
 /// Why the file is not a transcript, if it is not.
@@ -91,21 +75,14 @@ fn a_torn_tail_and_two_damaged_lines() {
     assert_eq!(s(&e.last_activity), Some("2026-08-10T00:00:02.000000Z"));
     for end in [" {", "\r{", "\t{\"id", " garbage", "garbage"] {
         let damaged = transcript(3) + end;
-        assert_eq!(
-            answer(damaged.as_bytes()).status,
-            Status::DamagedEnd,
-            "{end:?}"
-        );
+        assert_eq!(answer(damaged.as_bytes()).status, Status::DamagedEnd, "{end:?}");
     }
     let corrupt = transcript(3) + "garbage\n{more garbage";
     let e = answer(corrupt.as_bytes());
     assert_eq!((e.status, e.last_type), (Status::Corrupt, None));
     // Only the session-meta before a torn line: the meta is the last whole one.
     let e = answer(format!("{}\n{{\"id\":", meta()).as_bytes());
-    assert_eq!(
-        (e.status, s(&e.last_type)),
-        (Status::TornTail, Some("session-meta"))
-    );
+    assert_eq!((e.status, s(&e.last_type)), (Status::TornTail, Some("session-meta")));
 }
 
 #[test]
@@ -124,26 +101,15 @@ fn a_last_line_torn_inside_a_utf8_character() {
 #[test]
 fn no_newline_at_all() {
     let e = answer(meta().as_bytes());
-    assert_eq!(
-        (e.status, s(&e.last_type), e.title),
-        (Status::Clean, Some("session-meta"), None)
-    );
+    assert_eq!((e.status, s(&e.last_type), e.title), (Status::Clean, Some("session-meta"), None));
     // A first line without its newline that is longer than the first read.
-    let big = line(
-        "m",
-        "session-meta",
-        &format!(r#"{{"agent":"{}"}}"#, "a".repeat(20_000)),
-        TS,
-    );
+    let big = line("m", "session-meta", &format!(r#"{{"agent":"{}"}}"#, "a".repeat(20_000)), TS);
     let e = answer(big.as_bytes());
     assert_eq!(e.agent.map(|a| a.len()), Some(20_000));
     // The last line without its newline is whole.
     let t = transcript(1);
     let e = answer(t.trim_end().as_bytes());
-    assert_eq!(
-        (e.status, s(&e.last_type)),
-        (Status::Clean, Some("message"))
-    );
+    assert_eq!((e.status, s(&e.last_type)), (Status::Clean, Some("message")));
 }
 
 #[test]
@@ -152,21 +118,14 @@ fn a_first_line_longer_than_the_head() {
     let long = format!(
         "{}\n{}\n",
         line("m", "session-meta", &payload, TS),
-        line(
-            "u",
-            "message",
-            r#"{"content":"the task","role":"user"}"#,
-            TS
-        )
+        line("u", "message", r#"{"content":"the task","role":"user"}"#, TS)
     );
     let e = answer(long.as_bytes());
     assert_eq!((s(&e.agent), s(&e.title)), (Some("a"), Some("the task")));
     let payload = format!(r#"{{"notes":"{}"}}"#, "n".repeat(HEAD_MAX));
     assert_eq!(
         not_one(format!("{}\n", line("m", "session-meta", &payload, TS)).as_bytes()),
-        Some(Status::NotATranscript(
-            "the first line is longer than 1 MiB"
-        ))
+        Some(Status::NotATranscript("the first line is longer than 1 MiB"))
     );
 }
 
@@ -178,10 +137,7 @@ fn the_title_after_a_long_first_message() {
         line(
             "s",
             "message",
-            &format!(
-                r#"{{"content":"{}","role":"system"}}"#,
-                "s".repeat(3 * HEAD_FIRST)
-            ),
+            &format!(r#"{{"content":"{}","role":"system"}}"#, "s".repeat(3 * HEAD_FIRST)),
             TS
         ),
         line(
@@ -199,18 +155,10 @@ fn the_title_after_a_long_first_message() {
         line(
             "s",
             "message",
-            &format!(
-                r#"{{"content":"{}","role":"system"}}"#,
-                "s".repeat(HEAD - 300)
-            ),
+            &format!(r#"{{"content":"{}","role":"system"}}"#, "s".repeat(HEAD - 300)),
             TS
         ),
-        line(
-            "u",
-            "message",
-            &format!(r#"{{"role":"user","content":"{}"}}"#, "u".repeat(1000)),
-            TS
-        )
+        line("u", "message", &format!(r#"{{"role":"user","content":"{}"}}"#, "u".repeat(1000)), TS)
     );
     assert_eq!(answer(t.as_bytes()).title, None);
 }
@@ -219,10 +167,7 @@ fn the_title_after_a_long_first_message() {
 fn a_file_shorter_than_its_stat_said() {
     let t = transcript(300);
     let bytes = t.as_bytes();
-    assert!(matches!(
-        read_ends(bytes, bytes.len() as u64 + 10_000),
-        Err(Stop::Changed)
-    ));
+    assert!(matches!(read_ends(bytes, bytes.len() as u64 + 10_000), Err(Stop::Changed)));
     // Cut to nothing: an empty file.
     assert!(matches!(
         read_ends(&bytes[..0], bytes.len() as u64),
@@ -246,10 +191,7 @@ fn crlf_lines() {
     assert_eq!(s(&e.title), Some("fix the bug"));
     assert_eq!(s(&e.last_activity), Some("2026-08-10T00:00:01.000000Z"));
     let e = answer((t + "\r\n \r\n\t").as_bytes());
-    assert_eq!(
-        (e.status, s(&e.last_type)),
-        (Status::Clean, Some("message"))
-    );
+    assert_eq!((e.status, s(&e.last_type)), (Status::Clean, Some("message")));
 }
 
 #[test]
@@ -317,15 +259,9 @@ fn what_is_not_a_transcript_says_why() {
             line("m", "session-meta", "{}", TS).replace("\"v\":1", "\"v\":2"),
             Status::UnsupportedVersion("version 2".into()),
         ),
-        (
-            line("m", "session-meta", "{}", TS).replace("\"v\":1", "\"v\":1.0"),
-            not_meta.clone(),
-        ),
+        (line("m", "session-meta", "{}", TS).replace("\"v\":1", "\"v\":1.0"), not_meta.clone()),
         (line("m", "message", "{}", TS), not_meta.clone()),
-        (
-            r#"{"type":"session-meta","v":1}"#.to_owned(),
-            not_meta.clone(),
-        ),
+        (r#"{"type":"session-meta","v":1}"#.to_owned(), not_meta.clone()),
         ("hello".to_owned(), not_meta.clone()),
         (
             "  \n\n".to_owned(),
@@ -340,10 +276,7 @@ fn what_is_not_a_transcript_says_why() {
         };
         assert_eq!(got, status, "{first}");
     }
-    assert_eq!(
-        not_one(b""),
-        Some(Status::NotATranscript("the file is empty"))
-    );
+    assert_eq!(not_one(b""), Some(Status::NotATranscript("the file is empty")));
 }
 
 #[test]
@@ -357,10 +290,7 @@ fn a_run_ending_in_a_call_is_pending() {
         ) + "\n"
     };
     let status = |tail: &str| answer((transcript(1) + tail).as_bytes()).status;
-    assert_eq!(
-        status(&call(r#""c1""#)),
-        Status::Pending { dispatched: false }
-    );
+    assert_eq!(status(&call(r#""c1""#)), Status::Pending { dispatched: false });
     assert_eq!(status(&call("7")), Status::Clean);
     assert_eq!(
         status(&(line("d", "tool-dispatched", "{}", TS) + "\n")),
@@ -383,14 +313,8 @@ fn clip_is_pythons_split_and_join() {
     let c = clipped(&"word ".repeat(40));
     assert_eq!(c.chars().count(), 80);
     assert!(c.ends_with('…'));
-    assert_eq!(
-        clipped(&format!("{} b", "a".repeat(79))).chars().count(),
-        80
-    );
-    assert_eq!(
-        clipped(&format!("{} bc", "a".repeat(79))),
-        format!("{}…", "a".repeat(79))
-    );
+    assert_eq!(clipped(&format!("{} b", "a".repeat(79))).chars().count(), 80);
+    assert_eq!(clipped(&format!("{} bc", "a".repeat(79))), format!("{}…", "a".repeat(79)));
     // A lone surrogate (WTF-8) is one character.
     let mut wtf8 = [0xED, 0xA0, 0x80].repeat(81);
     wtf8.insert(0, b' ');

@@ -168,9 +168,7 @@ pub fn clip(text: &[u8]) -> Text {
         };
         let unit = text.get(i..i + len).unwrap_or(&[]);
         i += len;
-        let c = std::str::from_utf8(unit)
-            .ok()
-            .and_then(|s| s.chars().next());
+        let c = std::str::from_utf8(unit).ok().and_then(|s| s.chars().next());
         if c.is_some_and(is_python_space) {
             gap = n > 0;
             continue;
