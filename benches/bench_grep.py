@@ -11,9 +11,9 @@ system, from ``wait4``: on a shared machine the wall clock says more about the
 other processes than about the search), the wall time, the lines printed and
 the ratio of CPU time to ``rg``'s. ``--python`` adds the rows of another
 install's ``agent-transcript grep`` (``before=/tmp/venv-main/bin/python``), to
-compare two builds in one run; ``rg`` uses one thread, ``agent-transcript grep``
-two (a big file in two halves), so the wall time is the user's figure and the
-CPU time the work's. The needles go from one the file does not
+compare two builds in one run; each searches one file on one thread (over many
+files ``agent-transcript grep`` uses two), so the CPU time is the work's and, on
+a quiet machine, the wall time too. The needles go from one the file does not
 hold (the pure scan) to one in the lines that hold most of its bytes (the scan
 plus decoding and printing most of the file).
 """
