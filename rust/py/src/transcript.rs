@@ -365,11 +365,6 @@ reader_methods!(Transcript {
         Ok(self.core().resolve(id_key(id)?).map(place))
     }
 
-    #[pyo3(signature = (id, /))]
-    fn is_live(&self, id: &Bound<'_, PyString>) -> PyResult<bool> {
-        Ok(self.core().is_live(id_key(id)?))
-    }
-
     fn live_len(&self) -> usize {
         self.core().live.len()
     }
@@ -409,10 +404,6 @@ reader_methods!(Transcript {
     /// Its own duplicate: a forked child puts an unlocked one in its place.
     fn fileno(&self) -> RawFd {
         self.writer.file().as_ref().map_or(-1, std::os::fd::AsRawFd::as_raw_fd)
-    }
-
-    fn broken(&self) -> Option<String> {
-        self.writer.broken().map(str::to_owned)
     }
 
     // The history's reads: see `crate::history`. Read-only transcripts
