@@ -111,6 +111,13 @@ def run_context_arguments(sections: Sequence[tuple[str, str]], facts: Sequence[t
                           ) -> tuple[list[tuple[str, str]], list[list[Any]]]:
     """``append_run_context``'s sections and facts, checked: ``(sections, facts)``."""
     checked_sections = pairs(sections, "section", ("name", "text"), str)
+    for name, text in checked_sections:
+        if not text.isascii():
+            try:
+                text.encode()
+            except UnicodeEncodeError:  # a section's digest is of its UTF-8 text
+                raise ValueError(f"section {name!r}: its text holds a lone surrogate, "
+                                 "which has no UTF-8 to digest") from None
     fact_list = [[key, value] for key, value in pairs(facts, "fact", ("key", "value"), object)]
     return checked_sections, fact_list
 

@@ -294,6 +294,20 @@ def test_a_refused_append_writes_nothing(tmp_path: Path, call: Any, exc: type[Ex
         assert [m.content for m in t.messages] == ["before", "after"]
 
 
+def test_a_section_whose_text_has_no_utf8_is_refused_by_name(tmp_path: Path) -> None:
+    """A section's digest is of its UTF-8 text, which a lone surrogate has not:
+    the section is named, and nothing is written."""
+    p = tmp_path / "run.jsonl"
+    with Session.create(p) as s:
+        before = freeze(p)
+        with pytest.raises(ValueError, match="section 'prompt': its text holds a lone surrogate") as e:
+            s.append_run_context([("ok", "fine"), ("prompt", "a \ud800 b")], [("k", "v")])
+        assert type(e.value) is ValueError and state(p) == before
+        s.append_run_context([("prompt", "a b")], [])  # and the session goes on
+    with Session.load(p) as t:
+        assert t.run_context_section(digest("a b")) == "a b"
+
+
 def test_create_with_a_meta_that_is_not_json(tmp_path: Path) -> None:
     p = tmp_path / "run.jsonl"
     with pytest.raises(TypeError):
