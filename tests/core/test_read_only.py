@@ -8,12 +8,15 @@ these hold the binding to them.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_transcript import _core, canonical_json
 
@@ -169,3 +172,26 @@ def test_an_os_error_from_the_core_says_what_python_would(tmp_path: Path) -> Non
         os.close(fd)
     assert caught.value.errno == errno.EISDIR
     assert caught.value.strerror == os.strerror(errno.EISDIR)
+
+
+@settings(max_examples=200)
+@given(st.one_of(st.none(), st.text(st.characters(exclude_categories=()))), st.booleans())
+def test_an_elided_contents_size_is_its_utf8_length_once_decoded(
+    tmp_path_factory: pytest.TempPathFactory, content: str | None, ascii_only: bool
+) -> None:
+    # Escapes, escaped pairs and lone surrogates included: json.loads joins an escaped pair as the
+    # reader does, and a lone surrogate counts its three bytes, as `surrogatepass` encodes it.
+    dumped = json.dumps(content, ensure_ascii=ascii_only or content is None or not content.isprintable())
+    expected = 0 if content is None else len(json.loads(dumped).encode("utf-8", "surrogatepass"))
+    text = "\n".join([
+        line("meta", "session-meta", {}),
+        '{"id":"t1","payload":{"content":' + dumped + ',"role":"tool"},"ts":"t","type":"message","v":1}',
+        line("e1", "elision", {"items": [{"id": "t1", "stub": "[gone]"}]}),
+    ]) + "\n"
+    path = tmp_path_factory.mktemp("e") / "t.jsonl"
+    path.write_bytes(text.encode("utf-8", "surrogatepass"))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert _core.Transcript.read_only(fd, os.fstat(fd).st_size).elided_sizes([2]) == [[expected]]
+    finally:
+        os.close(fd)
