@@ -195,3 +195,83 @@ def test_an_elided_contents_size_is_its_utf8_length_once_decoded(
         assert _core.Transcript.read_only(fd, os.fstat(fd).st_size).elided_sizes([2]) == [[expected]]
     finally:
         os.close(fd)
+
+
+def test_the_index_counts_blank_lines_and_a_last_line_without_its_newline(tmp_path: Path) -> None:
+    lines = [
+        line("meta", "session-meta", {}),
+        line("s", "message", {"role": "system", "content": "s"}),
+        line("z1", "later-thing", None),
+        line("d", "message", {"role": "developer", "content": "d"}),
+        line("u", "message", {"role": "user", "content": "u"}),
+        line("z2", "other-thing", []),
+        line("z3", "later-thing", 1),
+        line("u2", "message", {"role": "user", "content": "u2"}),
+    ]
+    path = tmp_path / "b.jsonl"
+    path.write_text("\n \n".join(lines), encoding="utf-8")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        for index in (_core.Transcript.read_only(fd, size), _core.Peeked.open(fd)):
+            assert [index.type_name(i) for i in range(len(index))] == [
+                "session-meta", "message", "later-thing", "message", "message", "other-thing", "later-thing", "message"
+            ]
+            assert [index.role(i) for i in range(len(index))] == [
+                None, "system", None, "developer", "user", None, None, "user"
+            ]
+            assert index.role_counts() == [("system", 1), ("developer", 1), ("user", 2)]
+            assert index.indices_of_type("later-thing") == [2, 6] and index.indices_of_type("grants") == []
+            assert [index.line_number(i) for i in range(len(index))] == [1, 3, 5, 7, 9, 11, 13, 15]
+            assert index.line_count() == 15
+            # Each line's bytes and its newline, the last without one; the blank lines' bytes in no type.
+            sized = [len(text) + (i + 1 < len(lines)) for i, text in enumerate(lines)]
+            totals = [(name, count, sum(sized[i] for i in index.indices_of_type(name))) for name, count, _ in index.type_totals()]
+            assert index.type_totals() == totals
+            assert sum(b for _, _, b in totals) == size - 7 * 2
+            with pytest.raises(IndexError):
+                index.type_name(8)
+            many = [[1, 3, 2][k % 3] for k in range(1000)]  # read on every core, in order
+            want = {1: {"role": "system"}, 3: {"role": "developer"}, 2: {}}
+            assert index.payload_fields(many, ["role", "nope"]) == [want[i] for i in many]
+    finally:
+        os.close(fd)
+
+
+def test_a_message_elided_twice_names_its_first_elision_and_each_stub_before(tmp_path: Path) -> None:
+    lines = [
+        line("meta", "session-meta", {}),
+        line("t1", "message", {"role": "tool", "content": "t1", "tool_call_id": "c1"}),
+        line("e1", "elision", {"items": [{"id": "t1", "stub": "[a]"}]}),
+        line("e2", "elision", {"items": [{"id": "t1", "stub": "[b]"}]}),
+    ]
+    path = tmp_path / "e.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        t = _core.Transcript.read_only(fd, os.fstat(fd).st_size)
+        assert t.later(1, None) == (None, 2, None, None), "the first elision"
+        assert t.elision_effect(2) == [(1, {"role": "tool", "content": "t1", "tool_call_id": "c1"})]
+        assert t.elision_effect(3) == [(1, {"role": "tool", "content": "[a]", "tool_call_id": "c1"})]
+        # e2 stubbed the stub "[a]": its 3 bytes.
+        assert t.elided_sizes([2, 3]) == [[2], [3]]
+    finally:
+        os.close(fd)
+
+
+def test_elided_sizes_are_read_on_every_core_in_order(tmp_path: Path) -> None:
+    lines = [line("meta", "session-meta", {})]
+    for i in range(300):
+        lines.append(line(f"m{i}", "message", {"role": "tool", "content": f"m{i}"}))
+        lines.append(line(f"e{i}", "elision", {"items": [{"id": f"m{i}", "stub": "x" * (i % 7)}]}))
+    lines.append(line("c", "compaction", {"replaces-through-id": "m0", "summary": "ü"}))
+    lines.append(line("ec", "elision", {"items": [{"id": "c", "stub": "s"}]}))
+    path = tmp_path / "m.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        t = _core.Transcript.read_only(fd, os.fstat(fd).st_size)
+        sizes = t.elided_sizes([2 + 2 * i for i in range(300)] + [602])
+        assert sizes == [[len(f"m{i}")] for i in range(300)] + [[2]]
+    finally:
+        os.close(fd)
