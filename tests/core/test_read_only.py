@@ -275,3 +275,27 @@ def test_elided_sizes_are_read_on_every_core_in_order(tmp_path: Path) -> None:
         assert sizes == [[len(f"m{i}")] for i in range(300)] + [[2]]
     finally:
         os.close(fd)
+
+
+def test_a_compaction_through_a_replacement_message_replaces_that_part(tmp_path: Path) -> None:
+    lines = [
+        line("meta", "session-meta", {}),
+        line("u1", "message", {"role": "user", "content": "u1"}),
+        line("u2", "message", {"role": "user", "content": "u2"}),
+        line("c1", "compaction", {"replaces-through-id": "u2", "summary": "S", "replacement": [
+            {"role": "user", "content": "ab"}, {"role": "user", "content": "x"}]}),
+        line("e1", "elision", {"items": [{"id": "c1:0", "stub": "[x]"}]}),
+        line("c2", "compaction", {"replaces-through-id": "c1:0", "summary": "S2"}),
+    ]
+    path = tmp_path / "p.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        t = _core.Transcript.read_only(fd, os.fstat(fd).st_size)
+        assert t.compaction_effect(3) == ([(1, None), (2, None)], [], 2)
+        assert t.compaction_effect(5) == ([(3, 0)], [], None)
+        assert t.later(3, 0) == (None, 4, 5, None)
+        assert t.elided_sizes([4]) == [[2]], "the replacement message's own content"
+        assert t.live_ids() == ["c2", "c1:1"]
+    finally:
+        os.close(fd)
