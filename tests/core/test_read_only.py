@@ -8,6 +8,7 @@ these hold the binding to them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterator
@@ -174,6 +175,25 @@ def test_an_os_error_from_the_core_says_what_python_would(tmp_path: Path) -> Non
     assert caught.value.strerror == os.strerror(errno.EISDIR)
 
 
+@contextlib.contextmanager
+def file_of(path: Path, data: bytes) -> Iterator[int]:
+    """A descriptor of a new file at ``path`` holding ``data``, open for reading."""
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def read_only(fd: int) -> _core.Transcript:
+    return _core.Transcript.read_only(fd, os.fstat(fd).st_size)
+
+
+def lines_of(lines: list[str]) -> bytes:
+    return ("\n".join(lines) + "\n").encode()
+
+
 @settings(max_examples=200)
 @given(st.one_of(st.none(), st.text(st.characters(exclude_categories=()))), st.booleans())
 def test_an_elided_contents_size_is_its_utf8_length_once_decoded(
@@ -188,13 +208,8 @@ def test_an_elided_contents_size_is_its_utf8_length_once_decoded(
         '{"id":"t1","payload":{"content":' + dumped + ',"role":"tool"},"ts":"t","type":"message","v":1}',
         line("e1", "elision", {"items": [{"id": "t1", "stub": "[gone]"}]}),
     ]) + "\n"
-    path = tmp_path_factory.mktemp("e") / "t.jsonl"
-    path.write_bytes(text.encode("utf-8", "surrogatepass"))
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        assert _core.Transcript.read_only(fd, os.fstat(fd).st_size).elided_sizes([2]) == [[expected]]
-    finally:
-        os.close(fd)
+    with file_of(tmp_path_factory.mktemp("e") / "t.jsonl", text.encode("utf-8", "surrogatepass")) as fd:
+        assert read_only(fd).elided_sizes([2]) == [[expected]]
 
 
 def test_the_index_counts_blank_lines_and_a_last_line_without_its_newline(tmp_path: Path) -> None:
@@ -208,10 +223,7 @@ def test_the_index_counts_blank_lines_and_a_last_line_without_its_newline(tmp_pa
         line("z3", "later-thing", 1),
         line("u2", "message", {"role": "user", "content": "u2"}),
     ]
-    path = tmp_path / "b.jsonl"
-    path.write_text("\n \n".join(lines), encoding="utf-8")
-    fd = os.open(path, os.O_RDONLY)
-    try:
+    with file_of(tmp_path / "b.jsonl", "\n \n".join(lines).encode()) as fd:
         size = os.fstat(fd).st_size
         for index in (_core.Transcript.read_only(fd, size), _core.Peeked.open(fd)):
             assert [index.type_name(i) for i in range(len(index))] == [
@@ -234,8 +246,6 @@ def test_the_index_counts_blank_lines_and_a_last_line_without_its_newline(tmp_pa
             many = [[1, 3, 2][k % 3] for k in range(1000)]  # read on every core, in order
             want = {1: {"role": "system"}, 3: {"role": "developer"}, 2: {}}
             assert index.payload_fields(many, ["role", "nope"]) == [want[i] for i in many]
-    finally:
-        os.close(fd)
 
 
 def test_a_message_elided_twice_names_its_first_elision_and_each_stub_before(tmp_path: Path) -> None:
@@ -245,18 +255,13 @@ def test_a_message_elided_twice_names_its_first_elision_and_each_stub_before(tmp
         line("e1", "elision", {"items": [{"id": "t1", "stub": "[a]"}]}),
         line("e2", "elision", {"items": [{"id": "t1", "stub": "[b]"}]}),
     ]
-    path = tmp_path / "e.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        t = _core.Transcript.read_only(fd, os.fstat(fd).st_size)
+    with file_of(tmp_path / "e.jsonl", lines_of(lines)) as fd:
+        t = read_only(fd)
         assert t.later(1, None) == (None, 2, None, None), "the first elision"
         assert t.elision_effect(2) == [(1, {"role": "tool", "content": "t1", "tool_call_id": "c1"})]
         assert t.elision_effect(3) == [(1, {"role": "tool", "content": "[a]", "tool_call_id": "c1"})]
         # e2 stubbed the stub "[a]": its 3 bytes.
         assert t.elided_sizes([2, 3]) == [[2], [3]]
-    finally:
-        os.close(fd)
 
 
 def test_elided_sizes_are_read_on_every_core_in_order(tmp_path: Path) -> None:
@@ -266,15 +271,10 @@ def test_elided_sizes_are_read_on_every_core_in_order(tmp_path: Path) -> None:
         lines.append(line(f"e{i}", "elision", {"items": [{"id": f"m{i}", "stub": "x" * (i % 7)}]}))
     lines.append(line("c", "compaction", {"replaces-through-id": "m0", "summary": "ü"}))
     lines.append(line("ec", "elision", {"items": [{"id": "c", "stub": "s"}]}))
-    path = tmp_path / "m.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        t = _core.Transcript.read_only(fd, os.fstat(fd).st_size)
+    with file_of(tmp_path / "m.jsonl", lines_of(lines)) as fd:
+        t = read_only(fd)
         sizes = t.elided_sizes([2 + 2 * i for i in range(300)] + [602])
         assert sizes == [[len(f"m{i}")] for i in range(300)] + [[2]]
-    finally:
-        os.close(fd)
 
 
 def test_a_compaction_through_a_replacement_message_replaces_that_part(tmp_path: Path) -> None:
@@ -287,15 +287,10 @@ def test_a_compaction_through_a_replacement_message_replaces_that_part(tmp_path:
         line("e1", "elision", {"items": [{"id": "c1:0", "stub": "[x]"}]}),
         line("c2", "compaction", {"replaces-through-id": "c1:0", "summary": "S2"}),
     ]
-    path = tmp_path / "p.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        t = _core.Transcript.read_only(fd, os.fstat(fd).st_size)
+    with file_of(tmp_path / "p.jsonl", lines_of(lines)) as fd:
+        t = read_only(fd)
         assert t.compaction_effect(3) == ([(1, None), (2, None)], [], 2)
         assert t.compaction_effect(5) == ([(3, 0)], [], None)
         assert t.later(3, 0) == (None, 4, 5, None)
         assert t.elided_sizes([4]) == [[2]], "the replacement message's own content"
         assert t.live_ids() == ["c2", "c1:1"]
-    finally:
-        os.close(fd)
