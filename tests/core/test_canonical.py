@@ -160,6 +160,8 @@ def test_control_characters_and_escapes() -> None:
     assert canonical_json(text).startswith('"\\u0000\\u0001')
     assert "\\u001f" in canonical_json(text) and "\\u001F" not in canonical_json(text)
     assert canonical_json("\b\f\n\r\t") == '"\\b\\f\\n\\r\\t"'
+    # U+D55C and U+D7FF begin with 0xED as a surrogate does, but are not one.
+    assert canonical_json("한\ud7ff") == '"한\ud7ff"'
 
 
 def test_tuples_are_lists() -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -147,3 +149,45 @@ def test_a_lone_surrogate_where_json_loads_refuses_one_is_refused(text: str) -> 
         json.loads(text)
     with pytest.raises(ValueError):
         _core.loads(text)
+
+
+def whole_by_tail_check(tmp: Path, text: bytes) -> bool:
+    """The reader's skip of one value (what the tail check asks of a last line)."""
+    path = tmp / "t.jsonl"
+    path.write_bytes(b'{"id":"a"}\n' + text)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return _core.tail_check(fd)[0] == "whole"
+    finally:
+        os.close(fd)
+
+
+def decodes(text: bytes) -> bool:
+    try:
+        _core.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+STRING_PARTS = [b"a", b"\\n", b'\\"', b"\\\\", b"\\u00e9", b"\\ud800", b"\\x", b"\\u12", b"\t", b"\x01", b'"',
+                "é".encode(), "🚀".encode(), b"\\", b"plain text "]
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from(STRING_PARTS), max_size=40))
+def test_skipping_a_string_agrees_with_decoding_it(tmp_path_factory: pytest.TempPathFactory, parts: list[bytes]) -> None:
+    text = b'"' + b"".join(parts) + b'"'
+    assert whole_by_tail_check(tmp_path_factory.mktemp("s"), text) == decodes(text)
+
+
+def test_every_stop_byte_is_found_at_every_position_of_a_block(tmp_path: Path) -> None:
+    for length in range(48):
+        for at in range(length):
+            control = b'"' + b"a" * at + b"\x01" + b"a" * (length - at - 1) + b'"'
+            assert not whole_by_tail_check(tmp_path, control) and not decodes(control), (at, length)
+            escape = b'"' + b"a" * at + b"\\n" + b"a" * (length - at - 1) + b'"'
+            assert _core.loads(escape) == "a" * at + "\n" + "a" * (length - at - 1)
+            assert whole_by_tail_check(tmp_path, escape)
+            quote = b'["' + b"a" * at + b'","' + b"a" * (length - at - 1) + b'"]'
+            assert _core.loads(quote) == ["a" * at, "a" * (length - at - 1)]

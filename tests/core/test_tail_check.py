@@ -35,6 +35,12 @@ def check(path: Path) -> tuple[str, int, int, int, bool, int]:
         (b"\r{", "damaged", 2, 1, False),
         (b'\t{"id', "damaged", 5, 1, False),
         (LINE + b"{\n" + b" x\n\n", "damaged", len(LINE) + 2 + 4, 3, False),
+        (b'{"a"', "torn", 0, 1, False),
+        (b"{}\n\n garbage\n", "damaged", 13, 3, False),
+        (b'{}\n"a', "damaged", 5, 2, False),
+        (b"{\n x", "damaged", 4, 2, False),
+        # A blank line is not a line: the torn one after it still begins with `{`.
+        (b'{}\n \n{"a', "torn", 5, 3, False),
     ],
 )
 def test_kinds_of_tail(tmp_path: Path, content: bytes, kind: str, keep: int, line: int, missing_newline: bool) -> None:
@@ -44,6 +50,7 @@ def test_kinds_of_tail(tmp_path: Path, content: bytes, kind: str, keep: int, lin
     assert got[0] == kind
     assert got[1] == keep
     assert got[2] == line
+    assert got[3] == (len(content) - keep if kind == "torn" else 0)
     assert got[4] is missing_newline
 
 
@@ -77,3 +84,44 @@ def test_a_file_whose_prefix_is_unreadable_garbage_still_checks_clean(tmp_path: 
     kind, _, _, _, _, bytes_read = check(p)
     assert kind == "whole"
     assert bytes_read < 1 << 20
+
+
+def test_a_torn_last_line_many_steps_long_is_read_in_linear_time(tmp_path: Path) -> None:
+    step = 64 * 1024
+    head = b"{}\n" + b" \n" * step
+    torn_len = 40 * step
+    content = head + b'{"' + ("\U0001f680" * (torn_len // 4)).encode()[: torn_len - 3]
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(content)
+    kind, keep, line, removed, _, bytes_read = check(p)
+    assert (kind, keep, line, removed) == ("torn", len(head), step + 2, len(content) - len(head))
+    # Walked back once, the line read once, the lines before it counted once.
+    assert bytes_read <= 3 * len(content)
+
+
+DEEP = 512
+WHOLE_VALUES = [
+    "null", "true", "false", "0", "-0", "12", "-1.5e+10", "1E-7", '""', '"a\\u00e9\\n"', "[]", "{}",
+    ' [1, {"a": [null]} ] ', '{"a":1,"a":2}', '"\\ud800"', '"日本"', '"🚀"',
+    "[" * DEEP + "]" * DEEP,
+    # Syntax alone: a number Python cannot hold is still a whole value (load refuses it as damage).
+    "[" + "9" * 4301 + "]", "[1e999]", '{"a":-1E400}',
+]
+NOT_VALUES = [
+    "nul", "NaN", "Infinity", "-Infinity", "01", "1.", ".5", "1e", "+1", "[1,]", '{"a":1,}', "[1 2]", '{"a" 1}',
+    "{1:2}", '"a', '"\\x"', '"\\u12"', '"\t"', "[", "]", "{}}", "1 2", "'a'", "[01]",
+    "[" * (DEEP + 1) + "]" * (DEEP + 1), "[" * 100_000, '{"a":' * 100_000,
+]
+
+
+@pytest.mark.parametrize(
+    ("last", "whole"),
+    [(v.encode(), True) for v in WHOLE_VALUES]
+    + [(v.encode(), False) for v in NOT_VALUES]
+    + [(b'"\xff"', False), (b'"\xf0\x9f\x9a"', False)],
+)
+def test_the_last_line_is_whole_when_it_is_exactly_one_json_value(tmp_path: Path, last: bytes, whole: bool) -> None:
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(LINE + last)
+    kind, _, _, _, missing_newline, _ = check(p)
+    assert (kind == "whole", missing_newline) == (whole, whole), kind

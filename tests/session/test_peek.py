@@ -183,3 +183,12 @@ def test_peek_does_not_lock_and_sees_a_live_writer(tmp_path: Path) -> None:
     assert pk.warnings == []
     with Session.load(p) as again:
         assert again.warnings == []
+
+
+def test_peek_names_the_first_100_skipped_lines_and_counts_the_rest(tmp_path: Path) -> None:
+    p = tmp_path / "run.jsonl"
+    write(p, meta(), b"1\n" * 150)
+    pk = Session.peek(p)
+    assert len(pk.warnings) == 101
+    assert names_line(pk.warnings[0], 2) and names_line(pk.warnings[99], 101)
+    assert pk.warnings[100] == "... and 50 more lines skipped"

@@ -173,9 +173,9 @@ def test_an_id_clash_between_an_envelope_and_a_replacement_message_is_corrupt(tm
 def test_ids_that_only_look_like_replacement_ids_are_ordinary(tmp_path: Path) -> None:
     p = tmp_path / "run.jsonl"
     write(p, meta(), msg("a"), replacing("c", "a", [{"role": "user"}]), msg("c:01"), msg("c:1"),
-          msg("c:-0"), msg("d:0"))
+          msg("c:-0"), msg("c:+0"), msg("c:"), msg("d:0"))
     with Session.load(p) as s:
-        assert s.message_ids == ["c:0", "c:01", "c:1", "c:-0", "d:0"]
+        assert s.message_ids == ["c:0", "c:01", "c:1", "c:-0", "c:+0", "c:", "d:0"]
 
 
 @pytest.mark.parametrize("replacement", [None, {}, "r", [1], [{"content": "no role"}], [{"role": 2}],

@@ -512,6 +512,15 @@ def test_a_duplicate_id_is_fatal(tmp_path: Path) -> None:
     corrupt(p, 2)
 
 
+@pytest.mark.parametrize("dup", ["0123abcd-89ab-cdef-0123-456789abcdef", "0123abcd89abcdef0123456789abcdef", "m1"])
+def test_a_duplicate_id_is_named_as_written(tmp_path: Path, dup: str) -> None:
+    # The id table keeps a UUID or 32 hex digits packed: the message spells it again.
+    p = tmp_path / "run.jsonl"
+    write(p, meta(), msg(dup), msg(dup))
+    with pytest.raises(CorruptTranscript, match=f'duplicate envelope id "{dup}"'):
+        Session.load(p)
+
+
 def test_blank_lines_anywhere_are_ignored(tmp_path: Path) -> None:
     p = tmp_path / "run.jsonl"
     write(p, b"\n", b" \t \r\n", meta(payload={"m": 1}), b"\r\n", msg("m1", content="a"), b"\t\n", b"\n",

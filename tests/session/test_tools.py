@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_transcript import (
     Message,
@@ -249,3 +251,37 @@ def test_an_arguments_string_too_deep_to_store_parsed_is_stored_as_the_string(tm
         (pending,) = again.pending_tool_operations()
         assert pending.op_id == op and pending.arguments == stored
         assert pending.arguments_digest == digest(canonical_json(stored))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3), st.integers(0, 5), st.integers(0, 99)), max_size=40))
+def test_a_tool_message_answers_every_pending_operation_for_its_call(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[int, int, int, int]]
+) -> None:
+    # Random runs of dispatches (some without a call id), messages naming a call (only a tool
+    # message answers one) and settles, over a few call ids: the pending operations and their
+    # results are a naive model's.
+    chunks = [meta()]
+    model: dict[str, list[Any]] = {}  # op id -> [call id, result id, settled]
+    for i, (kind, call, variant, pick) in enumerate(steps):
+        if kind <= 1:
+            call_id = None if variant == 0 else f"c{call}"
+            chunks.append(line(f"op{i}", "tool-dispatched", {"tool": "t"} if call_id is None else
+                               {"call-id": call_id, "tool": "t"}))
+            model[f"op{i}"] = [call_id, None, False]
+        elif kind <= 3:
+            role = "assistant" if variant == 0 else "tool"
+            chunks.append(msg(f"m{i}", role=role, tool_call_id=f"c{call}"))
+            for op in model.values():
+                if role == "tool" and not op[2] and op[1] is None and op[0] == f"c{call}":
+                    op[1] = f"m{i}"
+        elif open_ops := [op_id for op_id, op in model.items() if not op[2]]:
+            op_id = open_ops[pick % len(open_ops)]
+            chunks.append(line(f"s{i}", "tool-settled", {"op-id": op_id, "outcome": "completed"}))
+            model[op_id][2] = True
+    path = tmp_path_factory.mktemp("ops") / "run.jsonl"
+    write(path, *chunks)
+    want = [(op_id, "dispatched" if op[1] is None else "result-persisted", op[1])
+            for op_id, op in model.items() if not op[2]]
+    with Session.load(path) as s:
+        assert pending_states(s) == want

@@ -1,4 +1,4 @@
-//! Splitting bytes into lines, and the tail check that load runs before anything else.
+//! Blank lines, positional reads, and the tail check that load runs before anything else.
 //!
 //! A line ends at `\n`. A blank line holds only spaces, tabs and `\r`, and is
 //! ignored everywhere. The tail check reads the file backwards from its end, so
@@ -15,39 +15,9 @@ use crate::json::is_one_value;
 /// and the tail check reads none into memory.
 pub const MAX_LINE: u64 = u32::MAX as u64;
 
-/// One line of a buffer: where it starts and ends (the `\n` excluded), and its
-/// 1-based number counting every line, blank ones too.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Line {
-    /// Offset of its first byte.
-    pub start: usize,
-    /// Offset just past its last byte, before the `\n` if it has one.
-    pub end: usize,
-    /// 1-based line number.
-    pub number: usize,
-}
-
 /// True when `line` holds only spaces, tabs and `\r` (or nothing).
 pub fn is_blank(line: &[u8]) -> bool {
     line.iter().all(|&b| b == b' ' || b == b'\t' || b == b'\r')
-}
-
-/// The non-blank lines of `buf`, in order; a last line without `\n` is included.
-pub fn lines(buf: &[u8]) -> impl Iterator<Item = Line> + '_ {
-    let mut start = 0;
-    let mut number = 0;
-    std::iter::from_fn(move || loop {
-        if start >= buf.len() {
-            return None;
-        }
-        number += 1;
-        let end = memchr::memchr(b'\n', &buf[start..]).map_or(buf.len(), |i| start + i);
-        let line = Line { start, end, number };
-        start = end + 1;
-        if !is_blank(&buf[line.start..line.end]) {
-            return Some(line);
-        }
-    })
 }
 
 /// Positional reads, so the tail check can run on a file or, in tests, on
@@ -263,90 +233,4 @@ fn count_lines_before<R: ReadAt + ?Sized>(
         *bytes_read += n as u64;
     }
     Ok(count)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::cell::Cell;
-
-    fn scan(bytes: &[u8]) -> Tail {
-        match tail_scan(bytes, bytes.len() as u64) {
-            Ok((tail, _)) => tail,
-            Err(e) => Tail::Corrupt { line: e.raw_os_error().unwrap_or(0) as u64 + 1_000_000 },
-        }
-    }
-
-    #[test]
-    fn lines_skip_blank_ones_and_count_them() {
-        let buf = b"a\n \t\r\n\nb\nc";
-        let got: Vec<_> = lines(buf).map(|l| (&buf[l.start..l.end], l.number)).collect();
-        assert_eq!(got, vec![(&b"a"[..], 1), (&b"b"[..], 4), (&b"c"[..], 5)]);
-    }
-
-    #[test]
-    fn a_torn_first_line() {
-        assert_eq!(scan(b"{\"a\""), Tail::Torn { keep: 0, line: 1, removed: 4 });
-    }
-
-    #[test]
-    fn a_malformed_last_line_not_beginning_with_a_brace_is_damage() {
-        // Found by the fuzzer: each was cut as if torn, leaving an empty file.
-        assert_eq!(scan(b" {"), Tail::Damaged { line: 1 });
-        assert_eq!(scan(b"\r{"), Tail::Damaged { line: 1 });
-        assert_eq!(scan(b"\t{\"id"), Tail::Damaged { line: 1 });
-        assert_eq!(scan(b"{}\n\n garbage\n"), Tail::Damaged { line: 3 });
-        assert_eq!(scan(b"{}\n\"a"), Tail::Damaged { line: 2 });
-        // Before a malformed line that is not a write of ours, the line is named.
-        assert_eq!(scan(b"{\n x"), Tail::Damaged { line: 2 });
-        // A blank line is not a line: the torn one after it still begins with `{`.
-        assert_eq!(scan(b"{}\n \n{\"a"), Tail::Torn { keep: 5, line: 3, removed: 3 });
-    }
-
-    #[test]
-    fn a_torn_last_line_many_steps_long_is_read_in_linear_time() {
-        let mut file = b"{}\n".to_vec();
-        file.extend_from_slice(&b" \n".repeat(STEP));
-        let keep = file.len() as u64;
-        let torn_len = 40 * STEP;
-        file.extend_from_slice(b"{\"");
-        file.extend_from_slice(&"\u{1F680}".repeat(torn_len / 4).as_bytes()[..torn_len - 3]);
-        let (tail, read) = tail_scan(&file[..], file.len() as u64).unwrap_or((Tail::Empty, 0));
-        assert_eq!(
-            tail,
-            Tail::Torn { keep, line: STEP as u64 + 2, removed: file.len() as u64 - keep }
-        );
-        // Walked back once, the line read once, the lines before it counted once.
-        assert!(read <= 3 * file.len() as u64, "read {read} of {}", file.len());
-    }
-
-    struct Counting<'a> {
-        bytes: &'a [u8],
-        read: Cell<u64>,
-        lowest: Cell<u64>,
-    }
-
-    impl ReadAt for Counting<'_> {
-        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-            self.lowest.set(self.lowest.get().min(offset));
-            let n = self.bytes.read_at(buf, offset)?;
-            self.read.set(self.read.get() + n as u64);
-            Ok(n)
-        }
-    }
-
-    #[test]
-    fn a_big_clean_file_is_read_only_at_its_tail() {
-        let line = b"{\"id\":\"x\",\"payload\":{},\"ts\":\"t\",\"type\":\"message\",\"v\":1}\n";
-        let mut big = Vec::with_capacity(100 << 20);
-        while big.len() < 100 << 20 {
-            big.extend_from_slice(line);
-        }
-        let src = Counting { bytes: &big, read: Cell::new(0), lowest: Cell::new(u64::MAX) };
-        let (tail, read) = tail_scan(&src, big.len() as u64).unwrap_or((Tail::Empty, 0));
-        assert_eq!(tail, Tail::Whole { missing_newline: false });
-        assert!(read <= STEP as u64, "read {read} bytes");
-        assert_eq!(src.read.get(), read);
-        assert!(src.lowest.get() >= big.len() as u64 - STEP as u64);
-    }
 }

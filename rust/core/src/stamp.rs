@@ -24,7 +24,9 @@ fn seed() -> u64 {
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut seed));
     let mut state = u64::from_le_bytes(seed);
     if from_os.is_err() {
-        state ^= now().0.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(std::process::id());
+        let t = Instant::now();
+        let micros = t.secs * 1_000_000 + u64::from(t.micros);
+        state ^= micros.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(std::process::id());
     }
     state
 }
@@ -44,21 +46,10 @@ impl IdGen {
         z ^ (z >> 31)
     }
 
-    /// The next id.
-    pub fn next_id(&mut self) -> String {
-        let id = self.next_id_at(Instant::now().millis());
-        // The digits are ASCII.
-        id.iter().map(|&b| char::from(b)).collect()
-    }
-
-    /// The next id, as its 32 ASCII digits, for an envelope stamped at Unix
-    /// millisecond `ms` (see [`Instant`]): the id and the timestamp of one
-    /// append come from one reading of the clock.
-    pub fn next_id_at(&mut self, ms: u64) -> [u8; 32] {
-        hex_digits(&self.next_bits_at(ms))
-    }
-
-    /// The next id's 128 bits (big-endian: its digits are [`hex_digits`] of them).
+    /// The next id's 128 bits (big-endian: its digits are [`hex_digits`] of
+    /// them), for an envelope stamped at Unix millisecond `ms` (see
+    /// [`Instant`]): the id and the timestamp of one append come from one
+    /// reading of the clock.
     pub fn next_bits_at(&mut self, ms: u64) -> [u8; 16] {
         let forks = fork::generation();
         if forks != self.forks {
@@ -85,35 +76,22 @@ impl IdGen {
     }
 }
 
-/// The 32 lowercase hex digits of an id's 128 bits.
+/// The 32 lowercase hex digits of an id's 128 bits; by hand, because
+/// `format!` is a noticeable share of an append.
 pub fn hex_digits(bits: &[u8; 16]) -> [u8; 32] {
-    let mut id = [0u8; 32];
-    let (a, b) = id.split_at_mut(16);
-    let (high, low) = bits.split_at(8);
-    hex16(a, u64::from_be_bytes(high.try_into().unwrap_or_default()));
-    hex16(b, u64::from_be_bytes(low.try_into().unwrap_or_default()));
-    id
-}
-
-// Sixteen lowercase hex digits of `v` into `out` (16 bytes); by hand,
-// because `format!` is a noticeable share of an append.
-fn hex16(out: &mut [u8], v: u64) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for (i, o) in out.iter_mut().take(16).enumerate() {
-        *o = DIGITS[((v >> ((15 - i) * 4)) & 0xF) as usize];
+    let mut id = [0u8; 32];
+    for (pair, &b) in id.chunks_exact_mut(2).zip(bits) {
+        pair[0] = DIGITS[usize::from(b >> 4)];
+        pair[1] = DIGITS[usize::from(b & 0x0F)];
     }
+    id
 }
 
 impl Default for IdGen {
     fn default() -> Self {
         Self::new()
     }
-}
-
-// Microseconds since the epoch, and the same split as (seconds, micros).
-fn now() -> (u64, u64, u32) {
-    let t = Instant::now();
-    (t.secs * 1_000_000 + u64::from(t.micros), t.secs, t.micros)
 }
 
 /// One reading of the clock: Unix seconds and the microseconds past them.
@@ -149,52 +127,36 @@ pub struct Stamper {
 }
 
 impl Stamper {
-    /// The timestamp of `at`: what [`format_timestamp`] writes.
+    /// The timestamp of `at`, `%Y-%m-%dT%H:%M:%S.%fZ`.
     pub fn text(&mut self, at: Instant) -> [u8; 27] {
         if self.secs_plus_one != at.secs.wrapping_add(1) {
-            let text = format_timestamp(at.secs, 0);
-            self.prefix.copy_from_slice(&text.as_bytes()[..20]);
+            let (y, m, d) = civil_from_days((at.secs / 86_400) as i64);
+            // Under 86,400: every field fits a u32.
+            let rem = (at.secs % 86_400) as u32;
+            let y = y.clamp(0, 9999) as u32;
+            let fields =
+                [(y, 4), (m, 2), (d, 2), (rem / 3600, 2), (rem / 60 % 60, 2), (rem % 60, 2)];
+            let mut end = 0;
+            for ((v, width), sep) in fields.into_iter().zip(*b"--T::.") {
+                put_digits(&mut self.prefix[end..end + width], v);
+                self.prefix[end + width] = sep;
+                end += width + 1;
+            }
             self.secs_plus_one = at.secs.wrapping_add(1);
         }
         let mut out = [0u8; 27];
         out[..20].copy_from_slice(&self.prefix);
-        let mut v = at.micros.min(999_999);
-        for d in out[20..26].iter_mut().rev() {
-            *d = b'0' + (v % 10) as u8;
-            v /= 10;
-        }
+        put_digits(&mut out[20..26], at.micros.min(999_999));
         out[26] = b'Z';
         out
     }
 }
 
-/// `secs` since the epoch plus `micros`, as `%Y-%m-%dT%H:%M:%S.%fZ`.
-pub fn format_timestamp(secs: u64, micros: u32) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (y, m, d) = civil_from_days(days);
-    let mut out = String::with_capacity(27);
-    push_digits(&mut out, y.clamp(0, 9999) as u64, 4);
-    out.push('-');
-    push_digits(&mut out, u64::from(m), 2);
-    out.push('-');
-    push_digits(&mut out, u64::from(d), 2);
-    out.push('T');
-    push_digits(&mut out, rem / 3600, 2);
-    out.push(':');
-    push_digits(&mut out, rem / 60 % 60, 2);
-    out.push(':');
-    push_digits(&mut out, rem % 60, 2);
-    out.push('.');
-    push_digits(&mut out, u64::from(micros), 6);
-    out.push('Z');
-    out
-}
-
-// `v` in exactly `width` decimal digits, zero-padded.
-fn push_digits(out: &mut String, v: u64, width: u32) {
-    for place in (0..width).rev() {
-        out.push(char::from(b'0' + (v / 10u64.pow(place) % 10) as u8));
+// `v` in exactly `out.len()` decimal digits, zero-padded.
+fn put_digits(out: &mut [u8], mut v: u32) {
+    for d in out.iter_mut().rev() {
+        *d = b'0' + (v % 10) as u8;
+        v /= 10;
     }
 }
 
@@ -217,40 +179,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn timestamps_match_the_wire_format() {
-        assert_eq!(format_timestamp(0, 0), "1970-01-01T00:00:00.000000Z");
-        assert_eq!(format_timestamp(1_786_281_008, 542_283), "2026-08-09T13:10:08.542283Z");
-        assert_eq!(format_timestamp(951_782_400, 1), "2000-02-29T00:00:00.000001Z");
-    }
-
-    #[test]
-    fn the_stamper_writes_what_format_timestamp_does() {
-        let mut st = Stamper::default();
-        let cases = [
-            (0, 0),
-            (0, 999_999),
-            (1_786_281_008, 542_283),
-            (1_786_281_008, 7),
-            (1_786_281_009, 0),
-            (951_782_400, 1),
-            (253_402_300_799, 999_999),
-            (1_786_281_008, 10),
-        ];
-        for (secs, micros) in cases {
-            let out = st.text(Instant { secs, micros });
-            assert_eq!(&out[..], format_timestamp(secs, micros).as_bytes());
+    fn timestamps_match_the_wire_format_as_the_kept_second_changes() {
+        let mut kept = Stamper::default();
+        for (secs, micros, text) in [
+            (0, 0, "1970-01-01T00:00:00.000000Z"),
+            (0, 999_999, "1970-01-01T00:00:00.999999Z"),
+            (1_786_281_008, 542_283, "2026-08-09T13:10:08.542283Z"),
+            (1_786_281_008, 7, "2026-08-09T13:10:08.000007Z"),
+            (1_786_281_009, 0, "2026-08-09T13:10:09.000000Z"),
+            (951_782_400, 1, "2000-02-29T00:00:00.000001Z"),
+            (253_402_300_799, 999_999, "9999-12-31T23:59:59.999999Z"),
+            (1_786_281_008, 10, "2026-08-09T13:10:08.000010Z"),
+        ] {
+            assert_eq!(&kept.text(Instant { secs, micros })[..], text.as_bytes());
         }
     }
 
     #[test]
-    fn ids_of_one_millisecond_count_up_and_next_id_is_next_id_at() {
+    fn ids_of_one_millisecond_count_up() {
         let mut g = IdGen::new();
         let ms = Instant::now().millis();
-        let a = g.next_id_at(ms);
-        let b = g.next_id_at(ms);
+        let a = hex_digits(&g.next_bits_at(ms));
+        let b = hex_digits(&g.next_bits_at(ms));
         assert!(b > a);
         assert_eq!(&a[..12], &b[..12]);
-        let c = g.next_id();
-        assert!(c.as_bytes() > &b[..]);
     }
 }

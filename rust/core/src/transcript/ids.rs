@@ -217,17 +217,14 @@ impl Keyed {
 
     // The id's bytes again (for a message about it).
     pub(super) fn id_bytes(&self) -> Vec<u8> {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
         if let Some(id) = &self.other {
             return id.to_vec();
         }
-        let mut out = Vec::with_capacity(36);
-        for (i, b) in self.packed.iter().enumerate() {
-            if self.form == UUID && matches!(i, 4 | 6 | 8 | 10) {
-                out.push(b'-');
+        let mut out = crate::stamp::hex_digits(&self.packed).to_vec();
+        if self.form == UUID {
+            for at in [20, 16, 12, 8] {
+                out.insert(at, b'-');
             }
-            out.push(DIGITS[usize::from(b >> 4)]);
-            out.push(DIGITS[usize::from(b & 0x0F)]);
         }
         out
     }

@@ -118,16 +118,6 @@ fn work_meant_for_threads_is_done_here_when_no_thread_can_start() {
     assert_eq!(found.unwrap(), members);
 }
 
-#[test]
-fn peek_describes_the_first_skipped_lines_and_counts_the_rest() {
-    let mut text = meta() + "\n";
-    text.push_str(&"1\n".repeat(SKIPPED_KEPT + 50));
-    let p = peek(text.as_bytes(), text.len() as u64).unwrap();
-    assert_eq!(p.skipped.len(), SKIPPED_KEPT);
-    assert_eq!(p.skipped[0].0, 2);
-    assert_eq!(p.skipped_more, 50);
-}
-
 // A file made up as it is read: `head`, then `len` bytes of `fill`, then
 // `tail`. Nothing of it is in memory but what a read asks for.
 struct Synthetic {
