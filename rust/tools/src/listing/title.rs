@@ -134,7 +134,7 @@ fn user_text(line: &[u8]) -> Result<Option<Text>, JsonError> {
 }
 
 /// Python's `str.isspace()`, which `str.split()` splits on.
-pub(super) fn is_python_space(c: char) -> bool {
+fn is_python_space(c: char) -> bool {
     matches!(
         c,
         '\t'..='\r'
@@ -155,7 +155,7 @@ pub(super) fn is_python_space(c: char) -> bool {
 /// `" ".join(text.split())` of WTF-8 `text`, clipped to [`TITLE_CHARS`]
 /// characters, the last one `…` when it was longer. A lone surrogate is one
 /// character, and no space.
-pub fn clip(text: &[u8]) -> Text {
+fn clip(text: &[u8]) -> Text {
     let mut out = Vec::with_capacity(text.len().min(4 * TITLE_CHARS + 4));
     let (mut n, mut gap, mut i) = (0usize, false, 0usize); // gap: a space is owed
     let mut cut = 0; // where the `…` goes if it comes to that
