@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -150,3 +151,59 @@ def test_the_tables_hold_what_a_python_reading_of_each_line_says(items: list[tup
         assert table(whole, "messages", list(messages[0]) if messages else None) == messages
         for name in TABLES:
             assert table(cut, name) == table(whole, name), name
+
+
+def ts_oracle(text: str) -> dt.datetime | None:
+    """A timestamp as SPEC writes it (0 to 9 fraction digits, ``Z`` or
+    ``+00:00``, a leap second rolling over), read by ``datetime``; None for
+    any other text."""
+    m = re.fullmatch(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,9}))?"
+                     r"(?:Z|\+00:00)", text)
+    if m is None or int(m[4]) > 23 or int(m[5]) > 59 or int(m[6]) > 60:
+        return None
+    try:
+        day = dt.datetime(int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]), tzinfo=dt.timezone.utc)
+    except ValueError:  # no such day
+        return None
+    return day + dt.timedelta(seconds=int(m[6]), microseconds=int((m[7] or "").ljust(6, "0")[:6]))
+
+
+# Mostly what SPEC writes, each part now and then out of range (days 28 to 31 often).
+timestamp = st.one_of(
+    st.builds("{:04}-{:02}-{:02}{}{:02}:{:02}:{:02}{}{}".format, st.integers(1, 9999), st.integers(0, 13),
+              st.one_of(st.integers(28, 31), st.integers(0, 32)), st.sampled_from("TTT "), st.integers(0, 24),
+              st.integers(0, 60), st.integers(0, 61),
+              st.one_of(st.just(""), st.from_regex(r"\.[0-9]{1,9}", fullmatch=True),
+                        st.from_regex(r"\.[0-9]{0,10}", fullmatch=True)),
+              st.sampled_from(["Z", "Z", "+00:00", "", "z"])),
+    st.text(st.sampled_from("0129-:.TZ+ x"), max_size=30),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(timestamp, min_size=1, max_size=20))
+def test_the_ts_column_reads_a_timestamp_as_datetime_does(stamps: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path, out = Path(tmp) / "t.jsonl", Path(tmp) / "out"
+        meta, _ = line_of(0, "session-meta", {}, "canonical")
+        lines = [meta] + [json.dumps({"id": f"e{n}", "payload": {}, "ts": ts, "type": "custom-event", "v": 1})
+                          for n, ts in enumerate(stamps)]
+        path.write_text("\n".join(lines) + "\n")
+        export_transcripts(path, out=out)
+        assert [row["ts"] for row in table(out, "envelopes")][1:] == [ts_oracle(ts) for ts in stamps]
+
+
+def test_a_key_written_twice_is_read_as_json_reads_it(tmp_path: Path) -> None:
+    """A payload member written twice: the last one counts, as for ``json``
+    and load."""
+    payloads = ['{"role":"user","content":"x\\ny","content":"last"}', '{"role":"user","content":"gone","content":null}',
+                '{"role":"user","content":[{"type":"text","text":"p"}],"content":"q\\"r"}',
+                '{"role":"tool","content":"\\ud800","role":"user","content":{"k":1}}']
+    meta, _ = line_of(0, "session-meta", {}, "canonical")
+    lines = [meta] + [f'{{"id":"e{n}","payload":{p},"ts":"2026-01-01T00:00:01Z","type":"message","v":1}}'
+                      for n, p in enumerate(payloads)]
+    (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n")
+    export_transcripts(tmp_path / "t.jsonl", out=tmp_path / "out")
+    want = [{"role": p["role"], "text": text_of(p["content"], '{"k":1}')} for p in map(json.loads, payloads)]
+    assert want[0]["text"] == "last"
+    assert table(tmp_path / "out", "messages", ["role", "text"]) == want

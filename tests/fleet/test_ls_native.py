@@ -131,6 +131,23 @@ def test_the_title_after_long_first_messages(tmp_path: Path, before: int) -> Non
     assert row.title == ("look [image] [part]" if before < 65_000 else None)
 
 
+@pytest.mark.parametrize("size", [200_000, 5 << 20])
+def test_a_long_last_line(tmp_path: Path, size: int) -> None:
+    """A canonical last line longer than the tail read is read by its end
+    without parsing it, at any length; any other is parsed whole (up to 4 MiB,
+    past which both readers call it torn)."""
+    later = "2026-09-01T00:00:00.000000Z"
+    big = line("c" * 32, "message", {"role": "tool", "content": "z" * size}, ts=later)
+    odd = json.dumps({"v": 1, "type": "grants", "ts": later, "id": "g", "payload": "p" * size}).encode()
+    odd_want = ("torn tail", "session-meta", TS) if size > 4 << 20 else ("clean", "grants", later)
+    for name, body, want in (("whole", big, ("clean", "message", later)),
+                             ("torn", big + big[:1000], ("torn tail", "message", later)),
+                             ("odd", odd + b"\n\n", odd_want)):
+        (tmp_path / name).write_bytes(meta() + user("go") + body)
+        row = same_as_reference(tmp_path / name)
+        assert (row.status, row.last_type, row.last_activity) == want, name
+
+
 def test_crlf(tmp_path: Path) -> None:
     path = tmp_path / "a.jsonl"
     path.write_bytes((meta() + user("go") + turns(2)).replace(b"\n", b"\r\n") + b" \r\n\r\n")
@@ -188,6 +205,25 @@ def test_lone_surrogates_and_odd_content_are_read(tmp_path: Path) -> None:
     assert rows["dict.jsonl"].title == '{"a":1}'
     assert rows["parts.jsonl"].title == '"plain" t'
 
+
+def test_a_title_is_split_on_exactly_what_python_calls_a_space(tmp_path: Path) -> None:
+    """Every code point (lone surrogates too) in some title: the core's clip
+    is the oracle's ``" ".join(text.split())``, so it splits on exactly what
+    ``str.isspace`` calls a space. A run of 79 characters fits a title, so one
+    taken for a space (or a space not taken for one) changes it."""
+    want = {}
+
+    def write(name: str, text: str) -> None:
+        body = json.dumps({"id": "u", "payload": {"content": text, "role": "user"}, "ts": TS, "type": "message",
+                           "v": 1})
+        (tmp_path / name).write_bytes(meta() + body.encode() + b"\n")
+        want[name] = _clip(json.loads(body)["payload"]["content"])  # a surrogate pair is read as one
+
+    for lo in range(0, 0x110000, 79):
+        write(f"{lo}.jsonl", "".join(map(chr, range(lo, min(lo + 79, 0x110000)))))
+    write("cut.jsonl", " " + "\ud800" * 81)
+    assert want["cut.jsonl"] == "\ud800" * 79 + "…"  # a lone surrogate is one character
+    assert {r.path.name: r.title for r in list_transcripts(tmp_path)} == want
 
 
 def test_a_file_cut_short_while_it_is_listed(tmp_path: Path) -> None:

@@ -65,7 +65,7 @@ def test_role_type_and_case(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("args, says", [
-    (["grep", "(", "{dir}"], "bad pattern"),
+    (["grep", "(", "{dir}"], "bad pattern: unclosed group"),  # the last line of the regex error
     (["grep", "needle", "{dir}/missing.jsonl"], "no such file"),
     (["grep", "--type", "grants", "needle", "{dir}"], "invalid choice"),
 ])

@@ -275,3 +275,26 @@ def test_a_literal_matches_the_text_not_its_json_escapes(tmp_path: Path, pattern
     assert [(h.line, h.text[h.spans[0][0]:h.spans[0][1]]) for h in hits] == [(2, pattern)]
     if any(c in pattern for c in '"\\\n'):
         assert pattern not in raw  # the file holds it escaped: a raw search would miss it
+
+
+def test_escaped_spellings_are_found_at_their_lines_across_read_blocks(tmp_path: Path) -> None:
+    """The scan reads 4 MiB at a time and decodes only the lines its prefilter
+    finds: ``a/b`` written plainly, as ``a\\/b`` or as ``\\u0061/b``, on the
+    first line, the last, either side of a block's end, or in a line longer
+    than a block, is found at its line."""
+    filler = "f" * 1000
+    contents = [filler] * (3 * (4 << 20) // 1100)
+    for k in range(3):
+        for j, spelled in enumerate(["a/b", "a\\/b", "\\u0061/b"]):
+            contents[k * (4 << 20) // 1120 + j + k % 2] = filler + spelled
+    contents[-1] = "a/b"
+    contents[40] = "x" * (6 << 20) + "a\\/b"
+    lines = ['{"id":"m","payload":{},"ts":"2026-01-01T00:00:00.000000Z","type":"session-meta","v":1}'] + [
+        f'{{"id":"m{n}","payload":{{"content":"{c}","role":"user"}},"ts":"2026-01-01T00:00:00.000000Z",'
+        f'"type":"message","v":1}}' for n, c in enumerate(contents)]
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    want = [n for n, line in enumerate(lines, 1) if "a/b" in (json.loads(line)["payload"].get("content") or "")]
+    assert len(want) == 11
+    for all_lines in (True, False):
+        assert [h.line for h in grep("a/b", path, literal=True, all_lines=all_lines) if isinstance(h, Hit)] == want

@@ -165,6 +165,36 @@ def test_the_native_walk_is_the_python_walk(tmp_path: Path, data: bytes, soft: i
         assert earlier[1] + 1 == later[0] and data[earlier[1]] == ord("\n")
 
 
+def test_past_the_hard_limit_a_page_ends_at_any_record(tmp_path: Path) -> None:
+    """Records that are no turn: a page holds ``hard_records`` of them, then
+    ends whatever comes next (in the property, the byte limits mostly cut first)."""
+    path = tmp_path / "t.jsonl"
+    lines = [envelope(0, "session-meta", {})] + [envelope(k, "message", {"role": "assistant"}) for k in range(1, 50)]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    reading = read(str(path), lenient=True)
+    limits = (6, 16, 1 << 30, 1 << 30, 1 << 20)
+    got = native(reading, reading.size, *limits)
+    assert [len(page[3]) for page in got] == [16, 16, 16, 2]
+    assert [g[:5] for g in got] == oracle(reading, path.read_bytes(), reading.size, *limits)
+
+
+def test_a_walk_from_a_record_starts_at_its_line(tmp_path: Path) -> None:
+    """``PageWalk(..., first)`` (the tail page ``serve`` opens): its first page
+    starts at that record, and every page's first line is the file's."""
+    path = tmp_path / "t.jsonl"
+    lines = [envelope(0, "session-meta", {})] + [
+        envelope(k, "message", {"role": "user" if k % 3 == 1 else "assistant"}) for k in range(1, 40)]
+    data = b"\n".join(lines) + b"\n"
+    path.write_bytes(data)
+    reading = read(str(path), lenient=True)
+    assert reading.index is not None
+    walk = _core.PageWalk(reading.index, reading.size, 6, 16, 1 << 30, 1 << 30, 1 << 20, HEAD, 10)
+    pages = list(iter(walk.next_page, None))
+    assert (pages[0][0], pages[0][3][0][:2]) == (sum(len(line) + 1 for line in lines[:10]), (10, 11))
+    assert [item[0] for page in pages for item in page[3]] == list(range(10, 40))
+    assert [page[2] for page in pages] == [data[:page[0]].count(b"\n") + 1 for page in pages]
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=transcripts(), big=st.integers(40, 400),
        subs=st.lists(st.binary(max_size=20).map(lambda b: b + b"`$\r"), max_size=60))  # a replacement is escaped too

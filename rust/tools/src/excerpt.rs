@@ -453,52 +453,12 @@ impl Chunks<'_> {
     }
 }
 
+// The excerpt is checked in Python against textwrap (`wrap_py` in
+// `tests/cli/test_show_excerpt.py`); here, the test of `show`'s shortcut,
+// which prints a line as it is, with the same text a copy would print.
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A stand-in for Python's tables: Rust's own, which agree with them on
-    /// the characters these tests use.
-    fn rust_class(c: char) -> Class {
-        if c.is_numeric() {
-            Class::Digit
-        } else if c.is_alphanumeric() {
-            Class::Letter
-        } else {
-            Class::Other
-        }
-    }
-
-    fn lines(text: &str, avail: usize, max: Option<usize>) -> (Vec<String>, usize) {
-        let e = excerpt(text.as_bytes(), "", avail, max, &mut rust_class);
-        let shown = e.lines.iter().map(|l| String::from_utf8_lossy(l).into_owned());
-        (shown.collect(), e.total)
-    }
-
-    #[test]
-    fn a_short_text_is_one_line_and_an_empty_one_too() {
-        assert_eq!(lines("hello", 20, Some(8)), (vec!["hello".to_string()], 1));
-        assert_eq!(lines("", 20, Some(8)), (vec![String::new()], 1));
-        assert_eq!(lines("a\n\nb\n", 20, None), (vec!["a".into(), "".into(), "b".into()], 3));
-    }
-
-    #[test]
-    fn long_lines_wrap_and_the_rest_is_counted() {
-        let text = "word ".repeat(100);
-        let (shown, total) = lines(&text, 20, Some(2));
-        assert_eq!(shown, ["word word word word", "word word word word"]);
-        assert_eq!(total, 25);
-        assert_eq!(
-            lines(&"x".repeat(45), 20, None).0,
-            ["x".repeat(20), "x".repeat(20), "x".repeat(5)]
-        );
-    }
-
-    #[test]
-    fn control_characters_are_made_visible() {
-        assert_eq!(&*printable("a\r\nb\x1b[0m\r\u{85}".as_bytes()), b"a\nb\\x1b[0m\\x0d\\x85");
-        assert_eq!(excerpt(b"\x1b", "", 20, None, &mut rust_class).chars, 4);
-    }
 
     #[test]
     fn a_line_is_printable_as_is_only_without_a_control_or_its_escape() {
@@ -516,25 +476,5 @@ mod tests {
             assert!(printable_as_is(b"ends in a backslash \\"));
             assert!(!printable_as_is(line), "{}", String::from_utf8_lossy(line));
         }
-    }
-
-    #[test]
-    fn a_hyphen_beside_a_non_ascii_letter_breaks_as_the_class_says() {
-        // "éé-éé" breaks after its hyphen when é is a letter, not when a digit.
-        let text = format!("{}éé-éé", "a ".repeat(8));
-        assert_eq!(lines(&text, 20, None).0, ["a a a a a a a a éé-", "éé"]);
-        let e = excerpt(text.as_bytes(), "", 20, None, &mut |_| Class::Digit);
-        assert_eq!(e.lines, [&b"a a a a a a a a"[..], "éé-éé".as_bytes()]);
-    }
-
-    #[test]
-    fn a_lone_surrogate_is_kept_and_counted_as_one_character() {
-        // "S ab ST", S and T lone surrogates (U+D800, U+DC01): 7 characters.
-        let text = b"\xed\xa0\x80 ab \xed\xa0\x80\xed\xb0\x81";
-        let e = excerpt(text, "> ", 20, None, &mut rust_class);
-        assert_eq!((e.lines, e.chars), (vec![[b"> ", &text[..]].concat()], 7));
-        let e = excerpt(&[&text[..]; 3].join(&b' '), "", 20, None, &mut rust_class);
-        let first = [&text[..], b" ", text, b" ", &text[..6]].concat(); // "S ab ST S ab ST S ab"
-        assert_eq!(e.lines, [first, text[7..].to_vec()]);
     }
 }

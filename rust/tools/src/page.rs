@@ -148,7 +148,6 @@ pub struct Walk {
     // Where the first page starts, and its first line's number.
     origin: (u64, u64),
     open: Option<Page>,
-    pages: usize,
     done: bool,
 }
 
@@ -156,25 +155,10 @@ pub struct Walk {
 const GAP_BLOCK: usize = 1 << 20;
 
 impl Walk {
-    /// A walk over the first `end` bytes of a file whose envelopes `index` has.
-    pub fn new(limits: Limits, end: u64) -> Self {
-        Walk::from(limits, (0, 1, 0), end)
-    }
-
     /// A walk that starts at offset `start`, the start of line `line`, where
     /// envelope `next` (by its index) is the next one: `(start, line, next)`.
     pub fn from(limits: Limits, (start, line, next): (u64, u64, usize), end: u64) -> Self {
-        Walk {
-            limits,
-            end,
-            next,
-            pos: start,
-            line,
-            origin: (start, line),
-            open: None,
-            pages: 0,
-            done: false,
-        }
+        Walk { limits, end, next, pos: start, line, origin: (start, line), open: None, done: false }
     }
 
     fn page(&mut self) -> &mut Page {
@@ -224,7 +208,6 @@ impl Walk {
                         p
                     });
                     self.open = Some(Page::new(a, rec.number));
-                    self.pages += 1;
                 }
             }
             let len = u64::from(rec.len);
@@ -336,7 +319,6 @@ impl Walk {
         let mut page = self.open.take()?;
         page.stop = nl;
         self.origin = next;
-        self.pages += 1;
         self.pos = nl + 1;
         Some(page)
     }
@@ -589,250 +571,12 @@ fn run(rx: &Receiver<Job>) -> Result<(), WriteError> {
     Ok(())
 }
 
+// The walk and the writer are checked in Python against a line-by-line
+// oracle (`tests/viewer/test_pages.py`); here, what no test through the
+// binding can make: no thread to write on.
 #[cfg(test)]
 mod tests {
     use super::*;
-    use transcript_core::transcript::{inspect, peek};
-
-    fn limits(records: usize, bytes: u64) -> Limits {
-        Limits {
-            soft_records: records * 3 / 4,
-            hard_records: records * 2,
-            soft_bytes: bytes * 3 / 4,
-            hard_bytes: bytes * 2,
-            big_line: 1 << 20,
-            head: 16,
-        }
-    }
-
-    fn line(id: &str, ty: &str, payload: &str) -> String {
-        format!(
-            "{{\"id\":\"{id}\",\"payload\":{payload},\"ts\":\"2026-01-01T00:00:00.000000Z\",\"type\":\"{ty}\",\"v\":1}}\n"
-        )
-    }
-
-    // A session-meta, then n - 1 messages, every third one a user's; blank lines here and there.
-    fn file(n: usize) -> Vec<u8> {
-        let mut s = line("m0", "session-meta", "{}");
-        for k in 1..n {
-            let role = if k % 3 == 1 { "user" } else { "assistant" };
-            s += &line(
-                &format!("m{k}"),
-                "message",
-                &format!("{{\"content\":\"x`${k}\",\"role\":\"{role}\"}}"),
-            );
-            if k % 7 == 0 {
-                s += " \t\r\n";
-            }
-        }
-        s.into_bytes()
-    }
-
-    fn walk(index: &Index, data: &[u8], lim: Limits) -> Vec<Page> {
-        let mut w = Walk::new(lim, data.len() as u64);
-        let mut out = Vec::new();
-        while let Some(p) = w.next_page(index, data).unwrap() {
-            out.push(p);
-        }
-        out
-    }
-
-    #[test]
-    fn every_record_once_in_order_and_pages_cover_the_file() {
-        let data = file(100);
-        let t = inspect(&data[..], data.len() as u64).unwrap();
-        let ps = walk(&t.index, &data, limits(8, 1 << 20));
-        assert!(ps.len() > 5);
-        let items: Vec<u32> = ps.iter().flat_map(|p| p.items.iter().map(|x| x.0)).collect();
-        assert_eq!(items, (0..100).collect::<Vec<u32>>());
-        assert_eq!(ps[0].start, 0);
-        assert_eq!(ps.last().map(|p| p.stop), Some(data.len() as u64));
-        for w in ps.windows(2) {
-            // A page stops at the `\n` before the next one's start.
-            assert_eq!(w[0].stop + 1, w[1].start);
-            assert_eq!(data[w[0].stop as usize], b'\n');
-        }
-        for p in &ps {
-            assert_eq!(p.data, &data[p.start as usize..p.stop as usize]);
-            for (k, &(i, line)) in p.items.iter().enumerate() {
-                let rec = t.index.get(i as usize).unwrap();
-                assert_eq!(rec.number, line);
-                let at = rec.offset as usize;
-                assert_eq!(p.head(k), &data[at..at + 16]);
-            }
-        }
-        // Past the soft limit (6), a page ends at a user's message (every third);
-        // never past the hard one (16).
-        for p in &ps[1..] {
-            let rec = t.index.get(p.items[0].0 as usize).unwrap();
-            assert_eq!(rec.role, Some(Role::User));
-            assert!(p.items.len() <= 16);
-        }
-    }
-
-    #[test]
-    fn the_hard_limit_cuts_anywhere() {
-        let mut s = line("m0", "session-meta", "{}");
-        for k in 1..50 {
-            s += &line(&format!("m{k}"), "message", "{\"role\":\"assistant\"}");
-        }
-        let data = s.into_bytes();
-        let t = inspect(&data[..], data.len() as u64).unwrap();
-        let ps = walk(&t.index, &data, limits(8, 1 << 20));
-        let sizes: Vec<usize> = ps.iter().map(|p| p.items.len()).collect();
-        assert_eq!(sizes, vec![16, 16, 16, 2]);
-    }
-
-    #[test]
-    fn damaged_lines_are_odd_and_blank_ones_skipped() {
-        let mut data = file(5);
-        data.extend_from_slice(b"not json\n  \n");
-        data.extend_from_slice(line("m9", "message", "{\"role\":\"user\"}").as_bytes());
-        data.extend_from_slice(b"tail without newline");
-        let t = peek(&data[..], data.len() as u64).unwrap();
-        let ps = walk(&t.index, &data, limits(100, 1 << 20));
-        assert_eq!(ps.len(), 1);
-        let p = &ps[0];
-        assert_eq!(p.items.len(), 6);
-        assert_eq!(p.items[5], (5, 8));
-        let odd: Vec<(u64, Option<u32>)> = p.odd.iter().map(|o| (o.line, o.index)).collect();
-        assert_eq!(odd, vec![(6, None), (9, None)]);
-        let text = |o: &Odd| &data[o.start as usize..o.end as usize];
-        assert_eq!(text(&p.odd[0]), b"not json");
-        assert_eq!(text(&p.odd[1]), b"tail without newline");
-        assert_eq!(p.stop, data.len() as u64);
-        // The page's bytes are the file's but for its odd lines.
-        let mut want = data.clone();
-        want.truncate(p.odd[1].start as usize);
-        want.drain(p.odd[0].start as usize..p.odd[0].end as usize);
-        assert_eq!(p.data, want);
-        assert_eq!(p.head(5), b"{\"id\":\"m9\",\"payl");
-    }
-
-    // Each page's first line is the file's line at its start.
-    fn numbered_as_the_file(data: &[u8], ps: &[Page]) {
-        for p in ps {
-            let before = data[..p.start as usize].iter().filter(|&&b| b == b'\n').count();
-            assert_eq!(p.first_line, before as u64 + 1);
-        }
-    }
-
-    #[test]
-    fn a_run_of_junk_lines_is_one_odd_entry() {
-        let mut data = line("m0", "session-meta", "{}").into_bytes();
-        for k in 0..1000 {
-            data.extend_from_slice(if k % 10 == 9 { b"  \n" } else { b"junk\n" });
-        }
-        let run_end = data.len() as u64 - 1;
-        data.extend_from_slice(line("m1", "message", "{\"role\":\"user\"}").as_bytes());
-        data.extend_from_slice(b"after\n");
-        let t = peek(&data[..], data.len() as u64).unwrap();
-        let ps = walk(&t.index, &data, limits(100, 1 << 20));
-        assert_eq!(ps.len(), 1);
-        let odd: Vec<(u64, u64)> = ps[0].odd.iter().map(|o| (o.line, o.end)).collect();
-        // The last line of the run is blank: the run ends at line 1000's `\n`.
-        assert_eq!(odd, vec![(2, run_end - 3), (1003, data.len() as u64 - 1)]);
-        assert_eq!(ps[0].items, vec![(0, 1), (1, 1002)]);
-    }
-
-    #[test]
-    fn a_page_of_junk_lines_is_cut_at_its_bytes() {
-        let mut data = line("m0", "session-meta", "{}").into_bytes();
-        for k in 0..20_000 {
-            data.extend_from_slice(format!("junk {k}\n").as_bytes());
-        }
-        data.extend_from_slice(line("m1", "message", "{\"role\":\"user\"}").as_bytes());
-        let t = peek(&data[..], data.len() as u64).unwrap();
-        let mut lim = limits(100, 4096);
-        lim.big_line = 1000;
-        let ps = walk(&t.index, &data, lim);
-        assert!(ps.len() > 20, "{} pages", ps.len());
-        for p in &ps {
-            assert!(p.stop - p.start <= 8192 + 1000, "a page of {} bytes", p.stop - p.start);
-            assert!(p.odd.len() <= 10, "{} odd entries", p.odd.len());
-            for o in &p.odd {
-                assert!(o.end - o.start <= 1000);
-            }
-        }
-        for w in ps.windows(2) {
-            assert_eq!(w[0].stop + 1, w[1].start);
-        }
-        assert_eq!(ps.last().map(|p| p.stop), Some(data.len() as u64));
-        numbered_as_the_file(&data, &ps);
-        let items: Vec<(u32, u64)> = ps.iter().flat_map(|p| p.items.clone()).collect();
-        assert_eq!(items, vec![(0, 1), (1, 20_002)]);
-    }
-
-    #[test]
-    fn a_walk_from_a_record() {
-        let data = file(40);
-        let t = inspect(&data[..], data.len() as u64).unwrap();
-        let rec = t.index.get(10).unwrap();
-        let lim = limits(8, 1 << 20);
-        let mut w = Walk::from(lim, (rec.offset, rec.number, 10), data.len() as u64);
-        let mut ps = Vec::new();
-        while let Some(p) = w.next_page(&t.index, &data[..]).unwrap() {
-            ps.push(p);
-        }
-        assert_eq!(ps[0].start, rec.offset);
-        assert_eq!(ps[0].items[0], (10, rec.number));
-        numbered_as_the_file(&data, &ps);
-        let items: Vec<u32> = ps.iter().flat_map(|p| p.items.iter().map(|x| x.0)).collect();
-        assert_eq!(items, (10..40).collect::<Vec<u32>>());
-    }
-
-    #[test]
-    fn a_long_record_is_odd() {
-        let data = file(4);
-        let t = inspect(&data[..], data.len() as u64).unwrap();
-        let mut lim = limits(100, 1 << 20);
-        lim.big_line = 100; // longer than the session-meta, shorter than a message
-        let ps = walk(&t.index, &data, lim);
-        let odd: Vec<Option<u32>> = ps[0].odd.iter().map(|o| o.index).collect();
-        assert_eq!(odd, vec![Some(1), Some(2), Some(3)]);
-        assert_eq!(data[ps[0].odd[0].end as usize], b'\n');
-        let meta_end = ps[0].odd[0].start as usize;
-        assert_eq!(ps[0].data, [&data[..meta_end], b"\n\n\n"].concat());
-        for (k, &(i, _)) in ps[0].items.iter().enumerate() {
-            let at = t.index.get(i as usize).unwrap().offset as usize;
-            assert_eq!(ps[0].head(k), &data[at..at + 16]);
-        }
-    }
-
-    #[test]
-    fn escape_and_splice() {
-        let mut out = Vec::new();
-        escape_chunk(b"a`b$c\rd\\e", &mut out);
-        assert_eq!(out, b"a\\u0060b\\u0024c d\\e");
-        let dir = std::env::temp_dir().join(format!("at-page-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        // The bytes 2..12 of "0123456789ab" but for the odd 4..6 and 10..12.
-        let job = Job {
-            path: dir.join("c.js"),
-            prefix: b"<".to_vec(),
-            data: b"236789".to_vec(),
-            start: 2,
-            subs: vec![(4, 6, b"$$".to_vec()), (10, 12, b"!".to_vec())],
-            escape: true,
-            suffix: b">".to_vec(),
-        };
-        write_job(&job).unwrap();
-        let got = std::fs::read(dir.join("c.js")).unwrap();
-        assert_eq!(got, b"<23\\u0024\\u00246789!>");
-        assert!(!dir.join("c.js.tmp").exists());
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn a_failed_write_comes_back_with_its_path() {
-        let mut w = Writer::new(2).unwrap();
-        let path = PathBuf::from("/nonexistent-dir-of-agent-transcript/x.js");
-        let first = w.send(Job { path: path.clone(), ..Job::default() });
-        let got = first.and_then(|()| w.finish());
-        let err = got.unwrap_err();
-        assert_eq!(err.path, path);
-        assert_eq!(err.error.kind(), io::ErrorKind::NotFound);
-    }
 
     #[test]
     fn jobs_are_written_here_when_no_thread_can_start() {

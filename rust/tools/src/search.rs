@@ -77,11 +77,6 @@ impl Query {
             .map_err(|e| one_line(&e.to_string()))?;
         Ok(Query { text, prefilter: prefilter(&hir), all_lines, role, kind })
     }
-
-    /// Whether a prefilter spares the lines that cannot match from decoding.
-    pub fn has_prefilter(&self) -> bool {
-        self.prefilter.is_some()
-    }
 }
 
 // The last line of an error (the regex crate draws the pattern and a caret above it).
@@ -154,7 +149,7 @@ impl Prefilter {
 
 /// `text` as canonical JSON writes it inside a string (what
 /// `json.dumps(text, ensure_ascii=False)` writes between its quotes).
-pub fn json_text(text: &str) -> String {
+fn json_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -775,118 +770,30 @@ fn stub_hits(
     }
 }
 
+// The matching, the prefilter and the line numbers across read blocks are
+// checked in Python against `re` (`tests/search/test_grep_differential.py`);
+// here, what no test through the binding can make: no thread to search on.
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn query(pattern: &str, literal: bool, all_lines: bool) -> Query {
-        Query::new(pattern, literal, false, all_lines, None, None).unwrap()
-    }
-
-    fn transcript(messages: &[&str]) -> Vec<u8> {
-        let mut out = br#"{"id":"m0","payload":{},"ts":"2026-01-01T00:00:00.000000Z","type":"session-meta","v":1}"#.to_vec();
-        for (i, content) in messages.iter().enumerate() {
-            out.extend_from_slice(
-                format!(
-                    "\n{{\"id\":\"m{}\",\"payload\":{{\"content\":\"{content}\",\"role\":\"user\"}},\"ts\":\"2026-01-01T00:00:00.000000Z\",\"type\":\"message\",\"v\":1}}",
-                    i + 1
-                )
-                .as_bytes(),
-            );
-        }
-        out.push(b'\n');
-        out
-    }
-
-    fn lines_found(data: &[u8], q: &Query) -> Vec<u64> {
-        let hits = search_source(data, data.len() as u64, q).unwrap();
-        hits.iter().map(|h| h.line).collect()
-    }
-
-    #[test]
-    fn json_text_is_what_canonical_json_writes() {
-        assert_eq!(json_text("a\"b\\c\nd\u{1}é/"), "a\\\"b\\\\c\\nd\\u0001é/");
-    }
-
-    #[test]
-    fn the_decoded_text_is_matched_whatever_the_escapes() {
-        // "café" written as canonical JSON, with \u escapes, and with \/.
-        let data = transcript(&["caf\u{e9}", "caf\\u00e9", "caf\\u00E9 a\\/b", "say \\\"hi\\\""]);
-        assert_eq!(lines_found(&data, &query("café", true, true)), [2, 3, 4]);
-        assert_eq!(lines_found(&data, &query("a/b", true, false)), [4]);
-        assert_eq!(lines_found(&data, &query("\"hi\"", true, false)), [5]);
-        assert_eq!(lines_found(&data, &query("c.f\u{e9}", false, false)), [2, 3, 4]);
-        // Not in ids, roles or keys.
-        assert!(lines_found(&data, &query("user", true, true)).is_empty());
-        assert!(lines_found(&data, &query("m1", true, true)).is_empty());
-    }
-
-    #[test]
-    fn a_line_longer_than_a_chunk_is_read_whole() {
-        let long = "x".repeat(CHUNK + CHUNK / 2) + "needle";
-        let data = transcript(&["a needle", &long, "b", "needle again"]);
-        assert_eq!(lines_found(&data, &query("needle", true, true)), [2, 3, 5]);
-        assert_eq!(lines_found(&data, &query("needle", true, false)), [2, 3, 5]);
-    }
-
-    #[test]
-    fn lines_are_numbered_right_across_blocks_without_candidates() {
-        // Lines of ~1 KiB for three chunks; the needle (plain, \u-escaped, or
-        // holding a `\/`) in the first line, around each chunk boundary and in
-        // the last line; line numbers checked against a line-by-line count.
-        let filler = "f".repeat(1000);
-        let mut messages: Vec<String> = vec![filler.clone(); 3 * CHUNK / 1100];
-        let at_boundary = |k: usize| k * CHUNK / 1120; // the line holding byte ~k*CHUNK
-        for (i, k) in [(0, 0), (at_boundary(1), 1), (at_boundary(2), 2)] {
-            for (j, spelled) in ["a/b", "a\\/b", "\\u0061/b"].iter().enumerate() {
-                messages[i + j + k % 2] = format!("{filler}{spelled}");
-            }
-        }
-        let last = messages.len() - 1;
-        messages[last] = "a/b".to_owned();
-        let texts: Vec<&str> = messages.iter().map(String::as_str).collect();
-        let data = transcript(&texts);
-        let expected: Vec<u64> = data
-            .split(|&b| b == b'\n')
-            .zip(1..)
-            .filter(|(l, _)| {
-                let l = String::from_utf8_lossy(l);
-                l.contains("a/b") || l.contains("a\\/b") || l.contains("u0061/b")
-            })
-            .map(|(_, n)| n)
-            .collect();
-        assert_eq!(expected.len(), 10);
-        assert_eq!(lines_found(&data, &query("a/b", true, true)), expected);
-        assert_eq!(lines_found(&data, &query("a/b", true, false)), expected);
-    }
-
-    #[test]
-    fn a_pattern_without_a_literal_decodes_every_line() {
-        let q = query(".*ee", false, true);
-        assert!(!q.has_prefilter());
-        let data = transcript(&["a needle", "b", "c\\u0065e"]);
-        assert_eq!(lines_found(&data, &q), [2, 4]);
-    }
-
-    #[test]
-    fn a_bad_pattern_is_one_line() {
-        let e = Query::new("(", false, false, false, None, None).unwrap_err();
-        assert_eq!(e, "unclosed group");
-    }
 
     #[test]
     fn files_are_searched_here_when_no_thread_can_start() {
         let dir = std::env::temp_dir().join(format!("search-spawn-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
+        let body = r#"{"id":"m0","payload":{},"ts":"2026-01-01T00:00:00.000000Z","type":"session-meta","v":1}
+{"id":"m1","payload":{"content":"needle","role":"user"},"ts":"2026-01-01T00:00:00.000000Z","type":"message","v":1}
+"#;
         let paths: Vec<PathBuf> = (0..3)
             .map(|i| {
                 let p = dir.join(format!("{i}.jsonl"));
-                std::fs::write(&p, transcript(&["needle"])).unwrap();
+                std::fs::write(&p, body).unwrap();
                 p
             })
             .collect();
+        let query = Query::new("needle", true, false, false, None, None).unwrap();
         transcript_core::threads::fail_spawns(true);
-        let found = search_files(&paths, &query("needle", true, false), 2);
+        let found = search_files(&paths, &query, 2);
         transcript_core::threads::fail_spawns(false);
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(found.len(), 3);

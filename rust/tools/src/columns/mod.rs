@@ -29,8 +29,6 @@ mod pass;
 mod payload;
 mod rows;
 mod tables;
-#[cfg(test)]
-mod tests;
 mod timestamp;
 
 pub use arrow::{Bits, Bool, Column, Fixed, TextList, Utf8};

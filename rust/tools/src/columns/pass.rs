@@ -168,11 +168,6 @@ impl FileState {
         self.started
     }
 
-    /// Whether every envelope has been read.
-    pub fn done(&self, index: &Index) -> bool {
-        self.next >= index.len()
-    }
-
     /// Adds the rows of the next envelopes to `batch` until every envelope is
     /// read (returns true) or `batch` holds `budget` bytes (returns false:
     /// call again after taking the batch's rows).

@@ -3,186 +3,115 @@
 
 use super::{Bool, Column, Fixed, TextList, Utf8};
 
-/// `sessions`: one row per file.
-#[derive(Debug, Default, Clone)]
-pub struct Sessions {
-    pub session: Utf8,
-    pub session_id: Utf8,
-    pub status: Utf8,
-    pub reason: Utf8,
-    pub size: Fixed,
-    pub mtime: Fixed,
-    pub lines: Fixed,
-    pub envelopes: Fixed,
-    pub messages: Fixed,
-    pub live_messages: Fixed,
-    pub compactions: Fixed,
-    pub elisions: Fixed,
-    pub rewinds: Fixed,
-    pub tool_operations: Fixed,
-    pub pending: Fixed,
-    pub first_ts: Fixed,
-    pub last_ts: Fixed,
-    pub last_type: Utf8,
-    pub agent: Utf8,
-    pub model: Utf8,
-    pub meta: Utf8,
+/// A table: a struct of its columns' buffers, one field each (`name: Buffer
+/// as Kind`, Kind a [`Column`] kind; `field = "name"` where the column's name
+/// is no Rust name), and `columns()`, which names them in the fields' order,
+/// the table's schema order. Each column is written once, so the struct and
+/// the schema cannot part.
+macro_rules! table {
+    ($(#[$doc:meta])* $table:ident {
+        $($field:ident $(= $name:literal)?: $buffer:ident as $kind:ident,)*
+    }) => {
+        $(#[$doc])*
+        #[derive(Debug, Default, Clone)]
+        pub struct $table {
+            $(pub $field: $buffer,)*
+        }
+
+        impl $table {
+            /// The columns, named, in schema order.
+            pub fn columns(&mut self) -> Vec<(&'static str, Column<'_>)> {
+                vec![$(([$($name,)? stringify!($field)][0], Column::$kind(&mut self.$field)),)*]
+            }
+        }
+    };
 }
 
-/// `envelopes`: one row per envelope (every line that is one).
-#[derive(Debug, Default, Clone)]
-pub struct Envelopes {
-    pub session: Utf8,
-    pub line: Fixed,
-    pub id: Utf8,
-    pub r#type: Utf8,
-    pub ts: Fixed,
-    pub bytes: Fixed,
-    pub payload: Utf8,
-}
-
-/// `messages`: one row per message line, compaction summary and replacement message.
-#[derive(Debug, Default, Clone)]
-pub struct Messages {
-    pub session: Utf8,
-    pub line: Fixed,
-    pub id: Utf8,
-    pub source: Utf8,
-    pub part: Fixed,
-    pub ts: Fixed,
-    pub role: Utf8,
-    pub name: Utf8,
-    pub text: Utf8,
-    pub tool_call_id: Utf8,
-    pub tool_call_ids: TextList,
-    pub tool_call_names: TextList,
-    pub sticky: Bool,
-    pub live: Bool,
-    pub live_position: Fixed,
-    pub elided_line: Fixed,
-    pub compacted_line: Fixed,
-    pub rewound_line: Fixed,
-}
-
-/// `tool_operations`: one row per dispatched operation, plus one per settle
-/// line that settles none (an unknown or already settled operation).
-#[derive(Debug, Default, Clone)]
-pub struct ToolOperations {
-    pub session: Utf8,
-    pub op_id: Utf8,
-    pub call_id: Utf8,
-    pub tool: Utf8,
-    pub arguments_digest: Utf8,
-    pub idempotency: Utf8,
-    pub run_id: Utf8,
-    pub round: Fixed,
-    pub dispatch_line: Fixed,
-    pub dispatched_ts: Fixed,
-    pub settle_line: Fixed,
-    pub settled_ts: Fixed,
-    pub outcome: Utf8,
-    pub reason: Utf8,
-    pub duration: Fixed,
-    pub state: Utf8,
-    pub result_message_id: Utf8,
-}
-
-impl Sessions {
-    /// The columns, named, in schema order.
-    pub fn columns(&mut self) -> Vec<(&'static str, Column<'_>)> {
-        use Column::*;
-        vec![
-            ("session", Text(&mut self.session)),
-            ("session_id", Text(&mut self.session_id)),
-            ("status", Text(&mut self.status)),
-            ("reason", Text(&mut self.reason)),
-            ("size", Int(&mut self.size)),
-            ("mtime", Timestamp(&mut self.mtime)),
-            ("lines", Int(&mut self.lines)),
-            ("envelopes", Int(&mut self.envelopes)),
-            ("messages", Int(&mut self.messages)),
-            ("live_messages", Int(&mut self.live_messages)),
-            ("compactions", Int(&mut self.compactions)),
-            ("elisions", Int(&mut self.elisions)),
-            ("rewinds", Int(&mut self.rewinds)),
-            ("tool_operations", Int(&mut self.tool_operations)),
-            ("pending", Int(&mut self.pending)),
-            ("first_ts", Timestamp(&mut self.first_ts)),
-            ("last_ts", Timestamp(&mut self.last_ts)),
-            ("last_type", Text(&mut self.last_type)),
-            ("agent", Text(&mut self.agent)),
-            ("model", Text(&mut self.model)),
-            ("meta", Text(&mut self.meta)),
-        ]
+table! {
+    /// `sessions`: one row per file.
+    Sessions {
+        session: Utf8 as Text,
+        session_id: Utf8 as Text,
+        status: Utf8 as Text,
+        reason: Utf8 as Text,
+        size: Fixed as Int,
+        mtime: Fixed as Timestamp,
+        lines: Fixed as Int,
+        envelopes: Fixed as Int,
+        messages: Fixed as Int,
+        live_messages: Fixed as Int,
+        compactions: Fixed as Int,
+        elisions: Fixed as Int,
+        rewinds: Fixed as Int,
+        tool_operations: Fixed as Int,
+        pending: Fixed as Int,
+        first_ts: Fixed as Timestamp,
+        last_ts: Fixed as Timestamp,
+        last_type: Utf8 as Text,
+        agent: Utf8 as Text,
+        model: Utf8 as Text,
+        meta: Utf8 as Text,
     }
 }
 
-impl Envelopes {
-    /// The columns, named, in schema order.
-    pub fn columns(&mut self) -> Vec<(&'static str, Column<'_>)> {
-        use Column::*;
-        vec![
-            ("session", Text(&mut self.session)),
-            ("line", Int(&mut self.line)),
-            ("id", Text(&mut self.id)),
-            ("type", Text(&mut self.r#type)),
-            ("ts", Timestamp(&mut self.ts)),
-            ("bytes", Int(&mut self.bytes)),
-            ("payload", Text(&mut self.payload)),
-        ]
+table! {
+    /// `envelopes`: one row per envelope (every line that is one).
+    Envelopes {
+        session: Utf8 as Text,
+        line: Fixed as Int,
+        id: Utf8 as Text,
+        r#type = "type": Utf8 as Text,
+        ts: Fixed as Timestamp,
+        bytes: Fixed as Int,
+        payload: Utf8 as Text,
     }
 }
 
-impl Messages {
-    /// The columns, named, in schema order.
-    pub fn columns(&mut self) -> Vec<(&'static str, Column<'_>)> {
-        use Column::*;
-        vec![
-            ("session", Text(&mut self.session)),
-            ("line", Int(&mut self.line)),
-            ("id", Text(&mut self.id)),
-            ("source", Text(&mut self.source)),
-            ("part", Int(&mut self.part)),
-            ("ts", Timestamp(&mut self.ts)),
-            ("role", Text(&mut self.role)),
-            ("name", Text(&mut self.name)),
-            ("text", Text(&mut self.text)),
-            ("tool_call_id", Text(&mut self.tool_call_id)),
-            ("tool_call_ids", TextList(&mut self.tool_call_ids)),
-            ("tool_call_names", TextList(&mut self.tool_call_names)),
-            ("sticky", Bool(&mut self.sticky)),
-            ("live", Bool(&mut self.live)),
-            ("live_position", Int(&mut self.live_position)),
-            ("elided_line", Int(&mut self.elided_line)),
-            ("compacted_line", Int(&mut self.compacted_line)),
-            ("rewound_line", Int(&mut self.rewound_line)),
-        ]
+table! {
+    /// `messages`: one row per message line, compaction summary and replacement message.
+    Messages {
+        session: Utf8 as Text,
+        line: Fixed as Int,
+        id: Utf8 as Text,
+        source: Utf8 as Text,
+        part: Fixed as Int,
+        ts: Fixed as Timestamp,
+        role: Utf8 as Text,
+        name: Utf8 as Text,
+        text: Utf8 as Text,
+        tool_call_id: Utf8 as Text,
+        tool_call_ids: TextList as TextList,
+        tool_call_names: TextList as TextList,
+        sticky: Bool as Bool,
+        live: Bool as Bool,
+        live_position: Fixed as Int,
+        elided_line: Fixed as Int,
+        compacted_line: Fixed as Int,
+        rewound_line: Fixed as Int,
     }
 }
 
-impl ToolOperations {
-    /// The columns, named, in schema order.
-    pub fn columns(&mut self) -> Vec<(&'static str, Column<'_>)> {
-        use Column::*;
-        vec![
-            ("session", Text(&mut self.session)),
-            ("op_id", Text(&mut self.op_id)),
-            ("call_id", Text(&mut self.call_id)),
-            ("tool", Text(&mut self.tool)),
-            ("arguments_digest", Text(&mut self.arguments_digest)),
-            ("idempotency", Text(&mut self.idempotency)),
-            ("run_id", Text(&mut self.run_id)),
-            ("round", Int(&mut self.round)),
-            ("dispatch_line", Int(&mut self.dispatch_line)),
-            ("dispatched_ts", Timestamp(&mut self.dispatched_ts)),
-            ("settle_line", Int(&mut self.settle_line)),
-            ("settled_ts", Timestamp(&mut self.settled_ts)),
-            ("outcome", Text(&mut self.outcome)),
-            ("reason", Text(&mut self.reason)),
-            ("duration", Float(&mut self.duration)),
-            ("state", Text(&mut self.state)),
-            ("result_message_id", Text(&mut self.result_message_id)),
-        ]
+table! {
+    /// `tool_operations`: one row per dispatched operation, plus one per settle
+    /// line that settles none (an unknown or already settled operation).
+    ToolOperations {
+        session: Utf8 as Text,
+        op_id: Utf8 as Text,
+        call_id: Utf8 as Text,
+        tool: Utf8 as Text,
+        arguments_digest: Utf8 as Text,
+        idempotency: Utf8 as Text,
+        run_id: Utf8 as Text,
+        round: Fixed as Int,
+        dispatch_line: Fixed as Int,
+        dispatched_ts: Fixed as Timestamp,
+        settle_line: Fixed as Int,
+        settled_ts: Fixed as Timestamp,
+        outcome: Utf8 as Text,
+        reason: Utf8 as Text,
+        duration: Fixed as Float,
+        state: Utf8 as Text,
+        result_message_id: Utf8 as Text,
     }
 }
 

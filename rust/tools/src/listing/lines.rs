@@ -82,28 +82,40 @@ pub(super) fn string_is(
     }
 }
 
+/// Calls `each(key, r)` for each member of the object `r` is at; `each`
+/// reads or skips the member's value. Any other value is skipped: false.
+pub(super) fn members<'a>(
+    r: &mut Reader<'a>,
+    mut each: impl FnMut(&[u8], &mut Reader<'a>) -> Result<(), JsonError>,
+) -> Result<bool, JsonError> {
+    if r.peek()? != Kind::Object {
+        r.skip_value()?;
+        return Ok(false);
+    }
+    let mut key = Vec::new();
+    r.begin_object()?;
+    while let Some(k) = r.next_key(&mut key)? {
+        each(k.as_bytes(), r)?;
+    }
+    Ok(true)
+}
+
 /// The `ts` and `type` of a line that is a JSON object; None when it is
 /// another JSON value.
 fn envelope_fields(raw: &[u8]) -> Result<LastLine, JsonError> {
     let mut r = Reader::from_bytes(raw)?;
-    if r.peek()? != Kind::Object {
-        r.skip_value()?;
-        r.finish()?;
-        return Ok(None);
-    }
     let mut fields = Fields { ts: None, type_: None };
     let mut scratch = Vec::new();
-    let mut value_scratch = Vec::new();
-    r.begin_object()?;
-    while let Some(key) = r.next_key(&mut scratch)? {
-        match key.as_bytes() {
-            b"ts" => fields.ts = string_or_none(&mut r, &mut value_scratch)?,
-            b"type" => fields.type_ = string_or_none(&mut r, &mut value_scratch)?,
+    let object = members(&mut r, |key, r| {
+        match key {
+            b"ts" => fields.ts = string_or_none(r, &mut scratch)?,
+            b"type" => fields.type_ = string_or_none(r, &mut scratch)?,
             _ => r.skip_value()?,
         }
-    }
+        Ok(())
+    })?;
     r.finish()?;
-    Ok(Some(fields))
+    Ok(object.then_some(fields))
 }
 
 /// The first line as a session-meta (with an `id`), the way load reads it:
@@ -118,21 +130,14 @@ fn read_meta(raw: &[u8]) -> Result<Option<Meta>, JsonError> {
     let mut meta = Meta { version: Ok(()), ts: None, agent: None, model: None };
     let (mut is_meta, mut has_id, mut version) = (false, false, None);
     let mut scratch = Vec::new();
-    let mut value_scratch = Vec::new();
-    if r.peek()? != Kind::Object {
-        return Ok(None);
-    }
-    r.begin_object()?;
-    while let Some(key) = r.next_key(&mut scratch)? {
-        match key.as_bytes() {
+    members(&mut r, |key, r| {
+        match key {
             b"id" => {
                 has_id = true;
                 r.skip_value()?;
             }
-            b"type" => {
-                is_meta = string_is(&mut r, &mut value_scratch, "session-meta")?;
-            }
-            b"ts" => meta.ts = string_or_none(&mut r, &mut value_scratch)?,
+            b"type" => is_meta = string_is(r, &mut scratch, "session-meta")?,
+            b"ts" => meta.ts = string_or_none(r, &mut scratch)?,
             // An int; a float or a bool (1.0, true) makes no envelope to load.
             b"v" => {
                 version = match r.peek()? {
@@ -144,25 +149,20 @@ fn read_meta(raw: &[u8]) -> Result<Option<Meta>, JsonError> {
                 }
             }
             b"payload" => {
-                meta.agent = None;
-                meta.model = None;
-                if r.peek()? == Kind::Object {
-                    r.begin_object()?;
-                    let mut inner = Vec::new();
-                    while let Some(k) = r.next_key(&mut inner)? {
-                        match k.as_bytes() {
-                            b"agent" => meta.agent = string_or_none(&mut r, &mut value_scratch)?,
-                            b"model" => meta.model = string_or_none(&mut r, &mut value_scratch)?,
-                            _ => r.skip_value()?,
-                        }
+                (meta.agent, meta.model) = (None, None);
+                members(r, |k, r| {
+                    match k {
+                        b"agent" => meta.agent = string_or_none(r, &mut scratch)?,
+                        b"model" => meta.model = string_or_none(r, &mut scratch)?,
+                        _ => r.skip_value()?,
                     }
-                } else {
-                    r.skip_value()?;
-                }
+                    Ok(())
+                })?;
             }
             _ => r.skip_value()?,
         }
-    }
+        Ok(())
+    })?;
     r.finish()?;
     let Some(v) = version.filter(|_| is_meta && has_id) else {
         return Ok(None);
@@ -177,32 +177,21 @@ fn read_meta(raw: &[u8]) -> Result<Option<Meta>, JsonError> {
 /// in load.
 pub(super) fn makes_calls(raw: &[u8]) -> Result<bool, JsonError> {
     let mut r = Reader::from_bytes(raw)?;
-    let (mut keys, mut inner, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
-    let mut calls = false;
-    if r.peek()? != Kind::Object {
-        return Ok(false);
-    }
-    r.begin_object()?;
-    while let Some(key) = r.next_key(&mut keys)? {
-        if key.as_bytes() != b"payload" {
-            r.skip_value()?;
-            continue;
+    let (mut scratch, mut calls) = (Vec::new(), false);
+    members(&mut r, |key, r| {
+        if key != b"payload" {
+            return r.skip_value();
         }
-        if r.peek()? != Kind::Object {
-            calls = false; // a later payload replaces an earlier one
-            r.skip_value()?;
-            continue;
-        }
+        // A later payload replaces an earlier one, an object or not.
         let (mut assistant, mut any) = (false, false);
-        r.begin_object()?;
-        while let Some(k) = r.next_key(&mut inner)? {
-            match k.as_bytes() {
-                b"role" => assistant = string_is(&mut r, &mut scratch, "assistant")?,
+        members(r, |k, r| {
+            match k {
+                b"role" => assistant = string_is(r, &mut scratch, "assistant")?,
                 b"tool_calls" if r.peek()? == Kind::Array => {
                     any = false;
                     r.begin_array()?;
                     while r.next_item()? {
-                        any |= call_has_id(&mut r)?;
+                        any |= call_has_id(r)?;
                     }
                 }
                 b"tool_calls" => {
@@ -211,27 +200,23 @@ pub(super) fn makes_calls(raw: &[u8]) -> Result<bool, JsonError> {
                 }
                 _ => r.skip_value()?,
             }
-        }
+            Ok(())
+        })?;
         calls = assistant && any;
-    }
+        Ok(())
+    })?;
     r.finish()?;
     Ok(calls)
 }
 
 /// Whether the next value is an object whose `id` is a string.
 fn call_has_id(r: &mut Reader<'_>) -> Result<bool, JsonError> {
-    if r.peek()? != Kind::Object {
-        r.skip_value()?;
-        return Ok(false);
-    }
     let mut has = false;
-    r.begin_object()?;
-    let mut key_buf = Vec::new();
-    while let Some(k) = r.next_key(&mut key_buf)? {
-        if k.as_bytes() == b"id" {
+    members(r, |k, r| {
+        if k == b"id" {
             has = r.peek()? == Kind::String;
         }
-        r.skip_value()?;
-    }
+        r.skip_value()
+    })?;
     Ok(has)
 }

@@ -18,7 +18,7 @@
 //! grown backwards to its last lines); `lines` reads what a first or last line
 //! says (the session-meta, an envelope's `ts` and `type`, a canonical line's
 //! end read without parsing, whether it makes a tool call); `title` finds the
-//! first user message and makes its text a title ([`clip`]).
+//! first user message and makes its text a title (`title::clip`).
 
 use std::fs::OpenOptions;
 use std::io;
@@ -37,7 +37,6 @@ mod title;
 
 use blocks::{is_blank_byte, Back, Head};
 use lines::session_meta;
-pub use title::clip;
 use title::find_title;
 
 /// How much of a file's start is searched for the first user message (the

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use transcript_core::json::{JsonError, Kind, Reader};
 
-use super::lines::string_is;
+use super::lines::{members, string_is};
 use super::{Text, TITLE_CHARS};
 
 /// The first user message's text among the whole lines of `head` after the
@@ -95,46 +95,34 @@ fn content<'a>(r: &mut Reader<'a>, line: &'a [u8]) -> Result<Option<Text>, JsonE
 /// The content text of a line that is a user message, None for any other line.
 fn user_text(line: &[u8]) -> Result<Option<Text>, JsonError> {
     let mut r = Reader::from_bytes(line)?;
-    if r.peek()? != Kind::Object {
-        return Ok(None);
-    }
     let mut is_message = false;
     let mut user: Option<Option<Text>> = None; // the payload's content when its role is user
     let mut scratch = Vec::new();
-    let mut value_scratch = Vec::new();
-    r.begin_object()?;
-    while let Some(key) = r.next_key(&mut scratch)? {
-        match key.as_bytes() {
-            b"type" => is_message = string_is(&mut r, &mut value_scratch, "message")?,
+    members(&mut r, |key, r| {
+        match key {
+            b"type" => is_message = string_is(r, &mut scratch, "message")?,
             b"payload" => {
-                user = None;
-                if r.peek()? == Kind::Object {
-                    let (mut role_user, mut body) = (false, None);
-                    r.begin_object()?;
-                    let mut inner = Vec::new();
-                    while let Some(k) = r.next_key(&mut inner)? {
-                        match k.as_bytes() {
-                            b"role" => role_user = string_is(&mut r, &mut value_scratch, "user")?,
-                            b"content" => body = content(&mut r, line)?,
-                            _ => r.skip_value()?,
-                        }
+                let (mut role_user, mut body) = (false, None);
+                members(r, |k, r| {
+                    match k {
+                        b"role" => role_user = string_is(r, &mut scratch, "user")?,
+                        b"content" => body = content(r, line)?,
+                        _ => r.skip_value()?,
                     }
-                    if role_user {
-                        user = Some(body);
-                    }
-                } else {
-                    r.skip_value()?;
-                }
+                    Ok(())
+                })?;
+                user = role_user.then_some(body);
             }
             _ => r.skip_value()?,
         }
-    }
+        Ok(())
+    })?;
     r.finish()?;
     Ok(user.flatten().filter(|_| is_message))
 }
 
 /// Python's `str.isspace()`, which `str.split()` splits on.
-pub(super) fn is_python_space(c: char) -> bool {
+fn is_python_space(c: char) -> bool {
     matches!(
         c,
         '\t'..='\r'
@@ -155,7 +143,7 @@ pub(super) fn is_python_space(c: char) -> bool {
 /// `" ".join(text.split())` of WTF-8 `text`, clipped to [`TITLE_CHARS`]
 /// characters, the last one `…` when it was longer. A lone surrogate is one
 /// character, and no space.
-pub fn clip(text: &[u8]) -> Text {
+fn clip(text: &[u8]) -> Text {
     let mut out = Vec::with_capacity(text.len().min(4 * TITLE_CHARS + 4));
     let (mut n, mut gap, mut i) = (0usize, false, 0usize); // gap: a space is owed
     let mut cut = 0; // where the `…` goes if it comes to that
