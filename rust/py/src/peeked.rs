@@ -6,14 +6,14 @@ use std::os::fd::RawFd;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
-use transcript_core::envelope::{parse_line, EnvelopeType};
+use transcript_core::envelope::parse_line;
 use transcript_core::scan::{tail_scan, Tail};
 use transcript_core::transcript::{self as core, Index};
 
 use crate::decode::{loads, DecodeError};
 use crate::errors::{line_error, os_error};
 use crate::fds::dup;
-use crate::lines::{envelope_fields, file_size, reader_methods, rec_at, Indexed, Reader};
+use crate::lines::{envelope_fields, file_size, reader_methods, Indexed, Reader};
 use crate::signals::Signals;
 
 /// `tail_check(fd, /)`: the tail check of an open file, as
@@ -86,22 +86,6 @@ reader_methods!(Peeked {
     /// How many more lines were skipped than `skipped()` lists.
     fn skipped_more(&self) -> u64 {
         self.skipped_more
-    }
-
-    /// Whether envelope `index` is a message (1), a session-meta (2) or other (0).
-    #[pyo3(signature = (index, /))]
-    fn kind(&self, index: usize) -> PyResult<u8> {
-        Ok(match rec_at(&self.index, index)?.kind {
-            EnvelopeType::Message => 1,
-            EnvelopeType::SessionMeta => 2,
-            _ => 0,
-        })
-    }
-
-    fn message_indices(&self) -> Vec<usize> {
-        (0..self.index.len())
-            .filter(|&i| self.index.kind(i) == Some(EnvelopeType::Message))
-            .collect()
     }
 });
 
