@@ -8,7 +8,7 @@ from typing_extensions import Self, disjoint_base
 __version__: str
 
 __all__ = [
-    "__version__", "canonical_json", "envelope_line", "digest", "loads", "tail_check", "parse_envelope",
+    "__version__", "canonical_json", "digest", "loads", "tail_check", "parse_envelope",
     "Transcript", "SessionBase", "SessionLock", "Peeked", "zstd_compress", "zstd_decompress", "zstd_matches",
     "ZSTD_LEVEL", "ExportBatch", "ColumnBuffer", "ExportFile", "zstd_head", "list_rows", "grep",
     "excerpt", "lines_holding",
@@ -16,7 +16,6 @@ __all__ = [
 ]
 
 def canonical_json(value: Any, /) -> str: ...
-def envelope_line(id: str, payload: Any, ts: str, type: str, /) -> bytes: ...
 def digest(data: str | bytes, /) -> str: ...
 def loads(data: bytes | str, max_depth: int = 512, /) -> Any: ...
 def tail_check(fd: int, /) -> tuple[str, int, int, int, bool, int]: ...

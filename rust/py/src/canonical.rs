@@ -51,23 +51,6 @@ pub fn canonical_json<'py>(
     })
 }
 
-/// One whole envelope line, `\n` included.
-#[pyfunction]
-#[pyo3(signature = (id, payload, ts, r#type, /))]
-pub fn envelope_line<'py>(
-    py: Python<'py>,
-    id: &Bound<'py, PyString>,
-    payload: &Bound<'py, PyAny>,
-    ts: &Bound<'py, PyString>,
-    r#type: &Bound<'py, PyString>,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let (id, ts, r#type) = (id.to_str()?, ts.to_str()?, r#type.to_str()?);
-    with_buffer(|out| {
-        write_envelope(py, out, id, payload, ts, r#type)?;
-        Ok(PyBytes::new(py, out))
-    })
-}
-
 /// Every append's serialisation: it writes straight into the caller's buffer.
 pub fn write_envelope(
     py: Python<'_>,

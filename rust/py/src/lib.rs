@@ -34,7 +34,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     signals::learn_main_thread(m.py())?;
     m.add_function(wrap_pyfunction!(canonical::canonical_json, m)?)?;
-    m.add_function(wrap_pyfunction!(canonical::envelope_line, m)?)?;
     m.add_function(wrap_pyfunction!(digest, m)?)?;
     m.add_function(wrap_pyfunction!(decode::py_loads, m)?)?;
     m.add_function(wrap_pyfunction!(peeked::tail_check, m)?)?;
