@@ -534,8 +534,8 @@ class Session(_core.SessionBase):
                 if type(message) is Message:
                     # Its payload's role, tool_call_id and stickiness are its own
                     # (an extra never overrides them): indexed from these.
-                    return self._writable().append_message_payload(
-                        payload, message.role, message.tool_call_id, bool(message.is_sticky))
+                    return self._writable().append("message", payload, None, (
+                        message.role, message.tool_call_id, bool(message.is_sticky)))
                 return self._writable().append("message", payload, None)
             except OSError as e:
                 raise _named(e, self._path)

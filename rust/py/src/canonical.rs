@@ -75,45 +75,6 @@ pub fn write_envelope(
     Ok(())
 }
 
-/// What a reader reads back from a message payload that
-/// [`write_message_envelope`] wrote, as far as the writer can tell: its
-/// `role`, whether it is sticky (`sticky`, `sysprompt` or a `depth`) and its
-/// `tool_call_id`.
-pub struct MessageRead<'py> {
-    role: Bound<'py, PyAny>,
-    tool_call_id: Bound<'py, PyAny>,
-    /// `sticky or sysprompt or depth is not None`.
-    pub sticky: bool,
-}
-
-impl<'py> MessageRead<'py> {
-    /// `sticky`: the `Message`'s `is_sticky`.
-    pub fn new(role: Bound<'py, PyAny>, tool_call_id: Bound<'py, PyAny>, sticky: bool) -> Self {
-        MessageRead { role, tool_call_id, sticky }
-    }
-
-    /// The role as the reader reads it, when the writer can tell: None for a
-    /// role that is not a str (the reader refuses the line) or one without a
-    /// UTF-8 form (lone surrogates), which are left to the reader.
-    pub fn role(&self) -> Option<&str> {
-        self.role.cast::<PyString>().ok()?.to_str().ok()
-    }
-
-    /// The `tool_call_id` as the reader keeps it (a str, as UTF-8; None for
-    /// anything else), or `Err(())` when the writer cannot tell (a str with
-    /// lone surrogates).
-    #[allow(clippy::result_unit_err)]
-    pub fn tool_call_id(&self) -> Result<Option<&[u8]>, ()> {
-        if self.tool_call_id.is_none() {
-            return Ok(None);
-        }
-        match self.tool_call_id.cast::<PyString>() {
-            Ok(s) => s.to_str().map(|s| Some(s.as_bytes())).map_err(|_| ()),
-            Err(_) => Ok(None), // not a string: the reader keeps none
-        }
-    }
-}
-
 /// The fields of a `Message`, in `to_dict`'s order: role, content, name,
 /// tool_calls, tool_call_id, sticky, sysprompt, depth.
 pub type MessageFields<'a, 'py> = [&'a Bound<'py, PyAny>; 8];
@@ -123,15 +84,15 @@ pub type MessageFields<'a, 'py> = [&'a Bound<'py, PyAny>; 8];
 /// [`write_envelope`] writes of `message.to_dict()` as a `"message"` payload
 /// (role and content always, the other fields when set, in canonical key
 /// order), without building that dict. `id` and `ts` are written as they are
-/// (a fresh id's hex digits, a timestamp: nothing to escape). Returns what a
-/// reader reads back from that payload.
+/// (a fresh id's hex digits, a timestamp: nothing to escape). Returns whether
+/// the message is sticky (`sticky`, `sysprompt` or a `depth`).
 pub fn write_message_envelope<'py>(
     py: Python<'py>,
     out: &mut Vec<u8>,
     id: &[u8],
     fields: MessageFields<'_, 'py>,
     ts: &[u8],
-) -> PyResult<MessageRead<'py>> {
+) -> PyResult<bool> {
     let [role, content, name, tool_calls, tool_call_id, sticky, sysprompt, depth] = fields;
     // In `to_dict`'s order (a flag's truth may run Python code).
     let sticky = sticky.is_truthy()?;
@@ -171,11 +132,7 @@ pub fn write_message_envelope<'py>(
     out.extend_from_slice(b"},\"ts\":\"");
     out.extend_from_slice(ts);
     out.extend_from_slice(b"\",\"type\":\"message\",\"v\":1}\n");
-    Ok(MessageRead {
-        sticky: sticky || sysprompt || !depth.is_none(),
-        role: role.clone(),
-        tool_call_id: tool_call_id.clone(),
-    })
+    Ok(sticky || sysprompt || !depth.is_none())
 }
 
 // A buffer this large or larger is not kept for the next call.
