@@ -33,17 +33,25 @@ pub fn os_error_at(e: &io::Error, path: &Path) -> PyErr {
 }
 
 fn named_os_error(e: &io::Error, path: Option<&Path>) -> PyErr {
-    let text = e.to_string();
     let Some(code) = e.raw_os_error() else {
         return match path {
-            Some(path) => PyOSError::new_err(format!("{}: {text}", path.display())),
-            None => PyOSError::new_err(text),
+            Some(path) => PyOSError::new_err(format!("{}: {e}", path.display())),
+            None => PyOSError::new_err(e.to_string()),
         };
     };
-    let text = text.strip_suffix(&format!(" (os error {code})")).unwrap_or(&text);
     match path {
-        Some(path) => PyOSError::new_err((code, text.to_owned(), path.as_os_str().to_owned())),
-        None => PyOSError::new_err((code, text.to_owned())),
+        Some(path) => PyOSError::new_err((code, os_reason(e), path.as_os_str().to_owned())),
+        None => PyOSError::new_err((code, os_reason(e))),
+    }
+}
+
+/// What Python's own `OSError` says of `e`: `strerror`, without Rust's
+/// " (os error N)".
+pub fn os_reason(e: &io::Error) -> String {
+    let text = e.to_string();
+    match e.raw_os_error() {
+        Some(code) => text.strip_suffix(&format!(" (os error {code})")).unwrap_or(&text).to_owned(),
+        None => text,
     }
 }
 

@@ -12,28 +12,14 @@ use transcript_core::transcript::Index;
 use transcript_tools::page::{Job, Limits, Page, Walk, WriteError, Writer};
 
 use crate::errors::{os_error, os_error_at};
-use crate::lines::Indexed;
-use crate::peeked::Peeked;
-use crate::transcript::Transcript;
-
-// A read-only `Transcript` or a `Peeked`.
-enum Source {
-    Replayed(Py<Transcript>),
-    Lenient(Py<Peeked>),
-}
+use crate::peeked::Source;
 
 fn with_index<T>(
     py: Python<'_>,
     source: &Source,
     f: impl FnOnce(&Index, &File) -> T,
 ) -> PyResult<T> {
-    fn on<T>(r: &impl Indexed, f: impl FnOnce(&Index, &File) -> T) -> PyResult<T> {
-        Ok(f(r.index(), &*r.file()?))
-    }
-    match source {
-        Source::Replayed(t) => on(&*t.bind(py).borrow(), f),
-        Source::Lenient(p) => on(&*p.bind(py).borrow(), f),
-    }
+    source.with(py, |r, _| Ok(f(r.index(), &*r.file()?)))
 }
 
 /// The walk over a transcript's records, a page at a time.
@@ -80,13 +66,8 @@ impl PageWalk {
         head: usize,
         first: usize,
     ) -> PyResult<Self> {
-        let source = if let Ok(t) = source.cast::<Transcript>() {
-            Source::Replayed(t.clone().unbind())
-        } else if let Ok(p) = source.cast::<Peeked>() {
-            Source::Lenient(p.clone().unbind())
-        } else {
-            return Err(PyTypeError::new_err("PageWalk() takes a Transcript or a Peeked"));
-        };
+        let source = Source::of(source)
+            .ok_or_else(|| PyTypeError::new_err("PageWalk() takes a Transcript or a Peeked"))?;
         let start = match first {
             0 => Some((0, 1, 0)),
             _ => with_index(py, &source, |index, _| {

@@ -15,6 +15,7 @@ use crate::errors::{line_error, os_error};
 use crate::fds::dup;
 use crate::lines::{envelope_fields, file_size, reader_methods, Indexed, Reader};
 use crate::signals::Signals;
+use crate::transcript::Transcript;
 
 /// `tail_check(fd, /)`: the tail check of an open file, as
 /// `(kind, keep, line, removed, missing_newline, bytes_read)` with kind one of
@@ -105,10 +106,36 @@ pub fn parse_envelope<'py>(
     Ok((id, kind, ts, v, payload).into_pyobject(py)?.into_any())
 }
 
-// What the export's columns (`crate::columns`) read: the index, the file and
-// the bytes read.
-impl Peeked {
-    pub(crate) fn export_input(&self) -> (&Index, &File, u64) {
-        (&self.index, &self.file, self.size)
+/// What the export's columns and the pages read: a read-only `Transcript`
+/// (load accepts the file: replay's answers are in the rows) or a `Peeked`
+/// (it does not).
+pub(crate) enum Source {
+    Replayed(Py<Transcript>),
+    Lenient(Py<Peeked>),
+}
+
+impl Source {
+    /// `source` as one, or None when it is neither.
+    pub(crate) fn of(source: &Bound<'_, PyAny>) -> Option<Self> {
+        if let Ok(t) = source.cast::<Transcript>() {
+            return Some(Source::Replayed(t.clone().unbind()));
+        }
+        source.cast::<Peeked>().ok().map(|p| Source::Lenient(p.clone().unbind()))
+    }
+
+    /// Runs `f` on the reader, borrowed from its Python object, and its replay
+    /// when it has one.
+    pub(crate) fn with<T>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&dyn Indexed, Option<&core::Transcript>) -> PyResult<T>,
+    ) -> PyResult<T> {
+        match self {
+            Source::Replayed(t) => {
+                let t = t.bind(py).borrow();
+                f(&*t, Some(t.core()))
+            }
+            Source::Lenient(p) => f(&*p.bind(py).borrow(), None),
+        }
     }
 }

@@ -69,15 +69,6 @@ impl Drop for Held<'_> {
 }
 
 impl SessionLock {
-    fn new() -> Self {
-        SessionLock {
-            owner: AtomicU64::new(0),
-            depth: AtomicU32::new(0),
-            waiting: AtomicU64::new(0),
-            released: AtomicU32::new(0),
-        }
-    }
-
     /// Whether `owner`, a holder noted in the lock, is no holder in this
     /// process: a thread of a parent that the fork left behind.
     fn left_behind(owner: u64, generation: u64) -> bool {
@@ -103,7 +94,7 @@ impl SessionLock {
     }
 
     /// A signal handler's exception ends the wait.
-    pub fn take(&self, py: Python<'_>) -> PyResult<()> {
+    fn take(&self, py: Python<'_>) -> PyResult<()> {
         let fresh = match self.try_take() {
             Some(fresh) => fresh,
             None => self.wait_for(py).map(|()| true)?,
@@ -172,7 +163,7 @@ impl SessionLock {
         }
     }
 
-    pub fn give_back(&self) -> PyResult<()> {
+    fn give_back(&self) -> PyResult<()> {
         let owner = self.owner.load(Ordering::SeqCst);
         if owner == 0
             || number_of(owner) != fork::thread_token()
@@ -190,8 +181,9 @@ impl SessionLock {
 #[pymethods]
 impl SessionLock {
     #[new]
-    fn py_new() -> Self {
-        SessionLock::new()
+    fn new() -> Self {
+        let (owner, waiting) = (AtomicU64::new(0), AtomicU64::new(0));
+        SessionLock { owner, depth: AtomicU32::new(0), waiting, released: AtomicU32::new(0) }
     }
 
     fn acquire(&self, py: Python<'_>) -> PyResult<bool> {

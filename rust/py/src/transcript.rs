@@ -63,7 +63,8 @@ fn message_made<'a>(fresh: &'a FreshId, read: Option<MessageRead<'a, '_>>) -> Ma
 }
 
 impl Transcript {
-    fn core(&self) -> &core::Transcript {
+    /// The replay of the lines written.
+    pub(crate) fn core(&self) -> &core::Transcript {
         self.writer.transcript()
     }
 
@@ -477,11 +478,3 @@ reader_methods!(Transcript {
         py.detach(|| t.elided_sizes(&*file, &indices)).map_err(load_error)
     }
 });
-
-// What the export's columns (`crate::columns`) read: the index, the file, the
-// bytes read and the replay.
-impl Transcript {
-    pub(crate) fn export_input(&self) -> PyResult<(&core::Transcript, Reader<'_>, u64)> {
-        Ok((self.core(), self.file()?, self.writer.len()))
-    }
-}
