@@ -111,10 +111,7 @@ pub(crate) fn value<'py>(
     loop {
         let kind = r.peek()?;
         if matches!(kind, Kind::Array | Kind::Object) && open.len() >= max_depth {
-            return Err(DecodeError::Json(JsonError {
-                offset: r.offset(),
-                reason: "nested deeper than allowed here",
-            }));
+            return Err(refused(r, "nested deeper than allowed here"));
         }
         // One value, or the opening of a container and its first member.
         let mut done = match kind {
@@ -180,21 +177,20 @@ fn scalar<'py>(
         Kind::Bool => pyo3::types::PyBool::new(py, r.boolean()?).to_owned().into_any(),
         Kind::Number => match r.number()? {
             Number::Int(t) => int(py, t)?,
-            Number::Float(t) => match parse_float(t) {
-                Ok(f) => PyFloat::new(py, f).into_any(),
-                Err(why) => {
-                    return Err(DecodeError::Json(JsonError { offset: r.offset(), reason: why }))
-                }
-            },
+            Number::Float(t) => {
+                PyFloat::new(py, parse_float(t).map_err(|why| refused(r, why))?).into_any()
+            }
         },
         Kind::String => jstr(py, r.string(scratch)?)?,
         Kind::Array | Kind::Object => {
-            return Err(DecodeError::Json(JsonError {
-                offset: r.offset(),
-                reason: "expected a value that is not a container",
-            }))
+            return Err(refused(r, "expected a value that is not a container"))
         }
     })
+}
+
+// Bad JSON `reason` at the reader's position.
+fn refused(r: &Reader<'_>, reason: &'static str) -> DecodeError {
+    DecodeError::Json(JsonError { offset: r.offset(), reason })
 }
 
 /// Decodes `bytes`, which must be exactly one JSON value.

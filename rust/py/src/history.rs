@@ -10,7 +10,7 @@ use transcript_core::envelope::{member_span_at, member_spans, EnvelopeType, Span
 use transcript_core::transcript::{self as core, Index, LineRec, LiveMessage, Source, WHOLE};
 
 use crate::decode::{loads, DecodeError};
-use crate::errors::{corrupt_at, load_error};
+use crate::errors::corrupt_at;
 use crate::lines::{read_line_into, rec_at};
 
 /// Where a message comes from, for Python: `(envelope index, replacement
@@ -36,6 +36,12 @@ pub(crate) fn history(t: &core::Transcript) -> PyResult<&core::History> {
         .ok_or_else(|| PyValueError::new_err("only a read-only transcript keeps its history"))
 }
 
+/// Where the replacement message `at` is in its compaction's line.
+pub(crate) fn part_span(t: &core::Transcript, at: Source) -> PyResult<Span> {
+    let part = t.part(at.line, at.part);
+    part.map(|p| p.span).ok_or_else(|| PyValueError::new_err("no such replacement message"))
+}
+
 pub(crate) fn not_a(what: &str) -> PyErr {
     PyValueError::new_err(format!("not {what} of this transcript"))
 }
@@ -44,10 +50,15 @@ pub(crate) fn not_a(what: &str) -> PyErr {
 /// replacement are next to each other in the live list and share their line,
 /// which is read once for all of them.
 #[derive(Default)]
-struct Kept(Option<u32>, Vec<u8>);
+pub(crate) struct Kept(Option<u32>, Vec<u8>);
 
 impl Kept {
-    fn get(&mut self, file: &File, index: &Index, line: u32) -> PyResult<(LineRec, &[u8])> {
+    pub(crate) fn get(
+        &mut self,
+        file: &File,
+        index: &Index,
+        line: u32,
+    ) -> PyResult<(LineRec, &[u8])> {
         let rec = rec_at(index, line as usize)?;
         if self.0 != Some(line) {
             self.0 = None;
@@ -59,7 +70,7 @@ impl Kept {
 }
 
 /// The value at `path` in `bytes`, the line of `rec` (None if it has none).
-fn decode_at<'py>(
+pub(crate) fn decode_at<'py>(
     py: Python<'py>,
     rec: &LineRec,
     bytes: &[u8],
@@ -108,9 +119,7 @@ impl<'a> Messages<'a> {
     ) -> PyResult<Bound<'py, PyDict>> {
         let (rec, bytes) = self.line.get(self.file, &self.t.index, at.line)?;
         let message = if at.part != WHOLE {
-            let span = self.t.part(at.line, at.part).map(|p| p.span);
-            let span = span.ok_or_else(|| PyValueError::new_err("no such replacement message"))?;
-            decode_span(py, bytes, Some(span))?.cast_into::<PyDict>()?
+            decode_span(py, bytes, Some(part_span(self.t, at)?))?.cast_into::<PyDict>()?
         } else if rec.kind == EnvelopeType::Compaction {
             let d = PyDict::new(py);
             d.set_item("role", "user")?;
@@ -186,61 +195,8 @@ pub(crate) fn live_list<'py, T: IntoPyObject<'py>>(
     Ok(list)
 }
 
-/// `Transcript.live`'s rows (see there).
-pub(crate) fn live(t: &core::Transcript) -> Vec<(u32, Option<u32>, String, Option<u32>)> {
-    t.live
-        .iter()
-        .map(|m| {
-            let role = if m.part != WHOLE {
-                t.part(m.line, m.part).map_or("", |p| &*p.role)
-            } else {
-                match t.index.get(m.line as usize).map(|r| r.kind) {
-                    Some(EnvelopeType::Compaction) => "user",
-                    _ => t.index.role(m.line as usize).unwrap_or(""),
-                }
-            };
-            let (_, part) = place(m.source());
-            (m.line, m.stub().map(|(l, _)| l), role.to_owned(), part)
-        })
-        .collect()
-}
-
 pub(crate) fn elided(t: &core::Transcript, index: u32) -> PyResult<&[core::Elided]> {
     let elisions = &history(t)?.elisions;
     let items = elisions.get(&index).ok_or_else(|| not_a("an elision"))?;
     Ok(items)
-}
-
-/// What `show` says of each message elision `index` stubbed, without
-/// decoding its content: `(line, role, tool_call_id, size)`, the size as
-/// `elided_sizes` measures it.
-pub(crate) fn elision_rows<'py>(
-    py: Python<'py>,
-    t: &core::Transcript,
-    file: &File,
-    index: u32,
-) -> PyResult<Vec<ElisionRow<'py>>> {
-    let items = elided(t, index)?;
-    let sizes = py.detach(|| t.elided_sizes(file, &[index]));
-    let sizes = sizes.map_err(load_error)?.pop().unwrap_or_default();
-    let mut kept = Kept::default();
-    let mut rows = Vec::with_capacity(items.len());
-    for (e, size) in items.iter().zip(sizes) {
-        let (rec, bytes) = kept.get(file, &t.index, e.line)?;
-        let (role, call) = if e.part != WHOLE {
-            let span = t.part(e.line, e.part).map(|p| p.span);
-            let span = span.ok_or_else(|| PyValueError::new_err("no such replacement message"))?;
-            let part = bytes.get(span.start as usize..span.end as usize);
-            let part = part.unwrap_or_default();
-            let role = decode_at(py, &rec, part, &["role"])?;
-            (role, decode_at(py, &rec, part, &["tool_call_id"])?)
-        } else if rec.kind == EnvelopeType::Compaction {
-            ("user".into_pyobject(py)?.into_any(), py.None().into_bound(py))
-        } else {
-            let role = decode_at(py, &rec, bytes, &["payload", "role"])?;
-            (role, decode_at(py, &rec, bytes, &["payload", "tool_call_id"])?)
-        };
-        rows.push((e.line, role, call, size));
-    }
-    Ok(rows)
 }

@@ -68,7 +68,7 @@ reader_methods!(Peeked {
     fn open(py: Python<'_>, fd: RawFd) -> PyResult<Self> {
         let file = dup(fd)?;
         let size = file_size(&file)?;
-        let p = Signals::run(py, |stop| core::peek_or_stop(&file, size, stop), os_error)?;
+        let p = Signals::run(py, |stop| core::peek_or_stop(&file, size, stop), |e| os_error(&e))?;
         Ok(Peeked {
             file,
             index: p.index,

@@ -14,14 +14,16 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use transcript_core::envelope::EnvelopeType;
 use transcript_core::stamp::Instant;
-use transcript_core::transcript::{self as core, FreshId, Index, LoadError, Source, WHOLE};
+use transcript_core::stop::Stop;
+use transcript_core::transcript::{self as core, FreshId, Index, LiveMessage, Source, WHOLE};
 use transcript_core::writer::{Made, Writer};
 
 use crate::canonical::{write_envelope, write_message_envelope, MessageFields};
 use crate::errors::{load_error, os_error, write_error, SessionClosed};
 use crate::fds::dup;
 use crate::history::{
-    self, elided, history, live_list, not_a, place, places, ElisionRow, Messages, Place,
+    decode_at, elided, history, live_list, not_a, part_span, place, places, ElisionRow, Kept,
+    Messages, Place,
 };
 use crate::lines::{file_size, id_key, reader_methods, rec_at, Indexed, Reader};
 use crate::signals::Signals;
@@ -80,19 +82,11 @@ impl Transcript {
         history: bool,
     ) -> PyResult<Self> {
         // A Ctrl-C is heard between stretches of a MiB, not when a GiB is read.
-        let signals = Signals::new(py);
-        let stop = || signals.check();
-        let loaded = py.detach(|| {
-            if history {
-                core::inspect_or_stop(&file, size, &stop)
-            } else {
-                core::load_or_stop(&file, size, &stop)
-            }
-        });
-        let core = loaded.map_err(|e| match e {
-            LoadError::Io(io) => signals.raised(&io, os_error),
-            other => load_error(other),
-        })?;
+        let load = |stop: Stop<'_>| match history {
+            true => core::inspect_or_stop(&file, size, stop),
+            false => core::load_or_stop(&file, size, stop),
+        };
+        let core = Signals::run(py, load, load_error)?;
         let writer = Writer::new(core, Some(file), size, missing_newline, fsync, broken);
         Ok(Transcript { writer, closed: None })
     }
@@ -254,7 +248,9 @@ reader_methods!(Transcript {
         let written = write_envelope(py, &mut buf, &id, payload, ts, r#type);
         let end = buf.len();
         let made = match (&fresh, &message) {
-            (Some(fresh), Some((role, call, sticky))) => message_made(fresh, Some((role, call, *sticky))),
+            (Some(fresh), Some((role, call, sticky))) => {
+                message_made(fresh, Some((role, call, *sticky)))
+            }
             _ => Made::Line { id: fresh.as_ref() },
         };
         Self::commit(slf, py, buf, written, &[(made, end)])?;
@@ -290,7 +286,8 @@ reader_methods!(Transcript {
                 let f = |i| row.get_borrowed_item(i);
                 let f = [f(0)?, f(1)?, f(2)?, f(3)?, f(4)?, f(5)?, f(6)?, f(7)?];
                 let fields = f.each_ref().map(|item| &**item);
-                Some((f[0], f[4], write_message_envelope(py, &mut buf, fresh.digits(), fields, &ts)?))
+                let sticky = write_message_envelope(py, &mut buf, fresh.digits(), fields, &ts)?;
+                Some((f[0], f[4], sticky))
             } else {
                 let (kind, payload) = row.extract::<(String, Bound<'py, PyAny>)>()?;
                 let ts = std::str::from_utf8(&ts).unwrap_or_default();
@@ -390,7 +387,16 @@ reader_methods!(Transcript {
     /// compaction's index, role `"user"`; a replacement message, the
     /// compaction's index, its own role and its position).
     fn live(&self) -> Vec<(u32, Option<u32>, String, Option<u32>)> {
-        history::live(self.core())
+        let t = self.core();
+        let role = |m: &LiveMessage| match t.index.get(m.line as usize).map(|r| r.kind) {
+            _ if m.part != WHOLE => t.part(m.line, m.part).map_or("", |p| &*p.role),
+            Some(EnvelopeType::Compaction) => "user",
+            _ => t.index.role(m.line as usize).unwrap_or(""),
+        };
+        let row = |m: &LiveMessage| {
+            (m.line, m.stub().map(|(l, _)| l), role(m).to_owned(), place(m.source()).1)
+        };
+        t.live.iter().map(row).collect()
     }
 
     /// The `k`-th live message as a payload dict (as `live_payloads` has it).
@@ -456,9 +462,32 @@ reader_methods!(Transcript {
         Ok(list)
     }
 
+    /// What `show` says of each message elision `index` stubbed, without
+    /// decoding its content: `(line, role, tool_call_id, size)`, the size as
+    /// `elided_sizes` measures it.
     #[pyo3(signature = (index, /))]
     fn elision_rows<'py>(&self, py: Python<'py>, index: u32) -> PyResult<Vec<ElisionRow<'py>>> {
-        history::elision_rows(py, self.core(), &*self.file()?, index)
+        let (t, file) = (self.core(), self.file()?);
+        let items = elided(t, index)?;
+        let sizes = py.detach(|| t.elided_sizes(&*file, &[index])).map_err(load_error)?;
+        let mut kept = Kept::default();
+        let mut rows = Vec::with_capacity(items.len());
+        for (e, size) in items.iter().zip(sizes.into_iter().next().unwrap_or_default()) {
+            let (rec, bytes) = kept.get(&file, &t.index, e.line)?;
+            let (role, call) = if e.part != WHOLE {
+                let span = part_span(t, e.source())?;
+                let part = bytes.get(span.start as usize..span.end as usize).unwrap_or_default();
+                let role = decode_at(py, &rec, part, &["role"])?;
+                (role, decode_at(py, &rec, part, &["tool_call_id"])?)
+            } else if rec.kind == EnvelopeType::Compaction {
+                ("user".into_pyobject(py)?.into_any(), py.None().into_bound(py))
+            } else {
+                let role = decode_at(py, &rec, bytes, &["payload", "role"])?;
+                (role, decode_at(py, &rec, bytes, &["payload", "tool_call_id"])?)
+            };
+            rows.push((e.line, role, call, size));
+        }
+        Ok(rows)
     }
 
     /// For each elision in `indices`, the UTF-8 size of the content each
