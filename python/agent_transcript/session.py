@@ -521,9 +521,12 @@ class Session(_core.SessionBase):
             # The usual case, in one native call that takes the lock and writes
             # the payload from the fields (a subclass may have its own
             # to_dict()); None once the session is closed or forked away.
-            appended = self._append_fields(message.role, message.content, message.name,
-                                           message.tool_calls, message.tool_call_id,
-                                           message.sticky, message.sysprompt, message.depth)
+            try:
+                appended = self._append_fields(message.role, message.content, message.name,
+                                               message.tool_calls, message.tool_call_id,
+                                               message.sticky, message.sysprompt, message.depth)
+            except OSError as e:
+                raise _named(e, self._path)
             if appended is not None:
                 return appended
         if not isinstance(message, Message):

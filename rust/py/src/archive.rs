@@ -59,9 +59,6 @@ pub fn zstd_matches(
     Signals::run(py, pass, |e| pass_error(&e))
 }
 
-/// The level `archive` writes.
-pub const ZSTD_LEVEL: i32 = archive::LEVEL;
-
 /// `zstd_head(src_fd, limit, /)`: the first `limit` bytes of the zstd stream
 /// that is `src_fd`'s file, decompressed. ValueError when it does not start one.
 #[pyfunction]

@@ -258,15 +258,16 @@ pub fn py_loads<'py>(
     data: &Bound<'py, PyAny>,
     max_depth: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
-    if let Ok(b) = data.cast::<pyo3::types::PyBytes>() {
-        return loads_within(py, b.as_bytes(), max_depth).map_err(DecodeError::into_pyerr);
-    }
-    if let Ok(s) = data.cast::<PyString>() {
-        if let Ok(text) = s.to_str() {
-            return loads_within(py, text.as_bytes(), max_depth).map_err(DecodeError::into_pyerr);
+    let mut escaped = None;
+    let bytes = if let Ok(b) = data.cast::<pyo3::types::PyBytes>() {
+        b.as_bytes()
+    } else if let Ok(s) = data.cast::<PyString>() {
+        match s.to_str() {
+            Ok(text) => text.as_bytes(),
+            Err(_) => escaped.insert(escaped_surrogates(s)?).as_slice(),
         }
-        let text = escaped_surrogates(s)?;
-        return loads_within(py, &text, max_depth).map_err(DecodeError::into_pyerr);
-    }
-    Err(pyo3::exceptions::PyTypeError::new_err("loads() takes bytes or str"))
+    } else {
+        return Err(pyo3::exceptions::PyTypeError::new_err("loads() takes bytes or str"));
+    };
+    loads_within(py, bytes, max_depth).map_err(DecodeError::into_pyerr)
 }

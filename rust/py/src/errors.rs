@@ -24,24 +24,17 @@ pyo3::import_exception!(agent_transcript.errors, ToolOperationError);
 /// An `OSError` that keeps errno, so Python picks the right subclass, and says
 /// what Python's own would (`strerror`, without Rust's " (os error N)").
 pub fn os_error(e: &io::Error) -> PyErr {
-    named_os_error(e, None)
+    match e.raw_os_error() {
+        Some(code) => PyOSError::new_err((code, os_reason(e))),
+        None => PyOSError::new_err(e.to_string()),
+    }
 }
 
 /// [`os_error`] of a call on `path`, which Python keeps as `.filename`.
 pub fn os_error_at(e: &io::Error, path: &Path) -> PyErr {
-    named_os_error(e, Some(path))
-}
-
-fn named_os_error(e: &io::Error, path: Option<&Path>) -> PyErr {
-    let Some(code) = e.raw_os_error() else {
-        return match path {
-            Some(path) => PyOSError::new_err(format!("{}: {e}", path.display())),
-            None => PyOSError::new_err(e.to_string()),
-        };
-    };
-    match path {
-        Some(path) => PyOSError::new_err((code, os_reason(e), path.as_os_str().to_owned())),
-        None => PyOSError::new_err((code, os_reason(e))),
+    match e.raw_os_error() {
+        Some(code) => PyOSError::new_err((code, os_reason(e), path.as_os_str().to_owned())),
+        None => PyOSError::new_err(format!("{}: {e}", path.display())),
     }
 }
 

@@ -39,16 +39,13 @@ pub fn tail_check(py: Python<'_>, fd: RawFd) -> PyResult<(&'static str, u64, u64
 #[pyclass(module = "agent_transcript._core")]
 pub struct Peeked {
     file: File,
-    index: Index,
-    skipped: Vec<(u64, String)>,
-    skipped_more: u64,
-    line_count: u64,
+    peeked: core::Peeked,
     size: u64,
 }
 
 impl Indexed for Peeked {
     fn index(&self) -> &Index {
-        &self.index
+        &self.peeked.index
     }
     fn file(&self) -> PyResult<Reader<'_>> {
         Ok(Reader::Open(&self.file))
@@ -57,7 +54,7 @@ impl Indexed for Peeked {
         self.size
     }
     fn lines_read(&self) -> u64 {
-        self.line_count
+        self.peeked.line_count
     }
 }
 
@@ -68,25 +65,19 @@ reader_methods!(Peeked {
     fn open(py: Python<'_>, fd: RawFd) -> PyResult<Self> {
         let file = dup(fd)?;
         let size = file_size(&file)?;
-        let p = Signals::run(py, |stop| core::peek_or_stop(&file, size, stop), |e| os_error(&e))?;
-        Ok(Peeked {
-            file,
-            index: p.index,
-            skipped: p.skipped,
-            skipped_more: p.skipped_more,
-            line_count: p.line_count,
-            size,
-        })
+        let peeked =
+            Signals::run(py, |stop| core::peek_or_stop(&file, size, stop), |e| os_error(&e))?;
+        Ok(Peeked { file, peeked, size })
     }
 
     /// `(line number, why)` for the first lines skipped (at most 100).
     fn skipped(&self) -> Vec<(u64, String)> {
-        self.skipped.clone()
+        self.peeked.skipped.clone()
     }
 
     /// How many more lines were skipped than `skipped()` lists.
     fn skipped_more(&self) -> u64 {
-        self.skipped_more
+        self.peeked.skipped_more
     }
 });
 
