@@ -345,11 +345,7 @@ reader_methods!(Transcript {
     fn close_writer(&mut self, path: PathBuf) -> PyResult<()> {
         if let Some(file) = self.writer.file() {
             let meta = file.metadata().map_err(|e| os_error(&e))?;
-            self.closed = Some(Closed {
-                path,
-                dev: meta.dev(),
-                ino: meta.ino(),
-            });
+            self.closed = Some(Closed { path, dev: meta.dev(), ino: meta.ino() });
         }
         self.writer.close(None);
         Ok(())
