@@ -17,7 +17,6 @@ import orjson
 import pytest
 
 from agent_transcript import canonical_json, digest
-from agent_transcript._core import envelope_line
 
 WORDS = (
     "the agent reads the file and writes a patch def return self path bytes json "
@@ -90,14 +89,6 @@ def test_bench_canonical(benchmark: Any, name: str, size: str) -> None:
     assert same_json(out, value)
     if name == "canonical_json":
         assert out == stdlib(value)
-
-
-@pytest.mark.parametrize("size", ["1KB", "1MB"])
-def test_bench_envelope_line(benchmark: Any, size: str) -> None:
-    value = SMALL if size == "1KB" else LARGE
-    benchmark.group = f"canonical {size}"
-    line = benchmark(envelope_line, "0" * 32, value, "2026-08-09T13:10:08.542283Z", "message")
-    assert line == ('{"id":"%s","payload":%s,"ts":"2026-08-09T13:10:08.542283Z","type":"message","v":1}\n' % ("0" * 32, stdlib(value))).encode()
 
 
 DIGEST_INPUT = stdlib(LARGE).encode()

@@ -23,12 +23,12 @@ ARGUMENTS_DEPTH = 510
 def message_rows(messages: Iterable[Message | tuple[Message, dict[str, Any] | None]]) -> list[tuple[Any, ...]]:
     """``append_messages``' items as the core's rows: a Message as its fields (the
     core writes its payload from them, as ``append_message`` does), any other item
-    as its payload."""
+    as a ``("message", payload)`` pair."""
     if isinstance(messages, (Message, str, bytes, dict)):
         raise TypeError("append_messages takes an iterable of messages or (message, extra) "
                         f"pairs, not a {type(messages).__name__}")
     return [(m.role, m.content, m.name, m.tool_calls, m.tool_call_id, m.sticky, m.sysprompt, m.depth)
-            if type(m) is Message else (message_item(m),) for m in messages]
+            if type(m) is Message else ("message", message_item(m)) for m in messages]
 
 
 def event_rows(events: Iterable[tuple[str, Any]]) -> list[tuple[Any, ...]]:

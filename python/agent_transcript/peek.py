@@ -33,7 +33,7 @@ def judge(index: _core.Peeked) -> tuple[list[str], str | None]:
     if len(index) == 0:
         return warnings, "no line of the file is an envelope" if warnings else "the file is empty"
     first_line = index.line_number(0)
-    if any(n < first_line for n, _ in skipped) or index.kind(0) != 2:
+    if any(n < first_line for n, _ in skipped) or index.type_name(0) != "session-meta":
         return warnings, "the first line is not a session-meta"
     return warnings, None
 
@@ -68,7 +68,7 @@ def peek(path: Path) -> Peek:
     def envelope(i: int) -> Envelope:
         return Envelope(*index.event(i))
 
-    message_at = index.message_indices()
+    message_at = index.indices_of_type("message")
 
     def message(i: int) -> Message:
         payload = index.event(message_at[i])[4]

@@ -521,9 +521,12 @@ class Session(_core.SessionBase):
             # The usual case, in one native call that takes the lock and writes
             # the payload from the fields (a subclass may have its own
             # to_dict()); None once the session is closed or forked away.
-            appended = self._append_fields(message.role, message.content, message.name,
-                                           message.tool_calls, message.tool_call_id,
-                                           message.sticky, message.sysprompt, message.depth)
+            try:
+                appended = self._append_fields(message.role, message.content, message.name,
+                                               message.tool_calls, message.tool_call_id,
+                                               message.sticky, message.sysprompt, message.depth)
+            except OSError as e:
+                raise _named(e, self._path)
             if appended is not None:
                 return appended
         if not isinstance(message, Message):
@@ -534,8 +537,8 @@ class Session(_core.SessionBase):
                 if type(message) is Message:
                     # Its payload's role, tool_call_id and stickiness are its own
                     # (an extra never overrides them): indexed from these.
-                    return self._writable().append_message_payload(
-                        payload, message.role, message.tool_call_id, bool(message.is_sticky))
+                    return self._writable().append("message", payload, None, (
+                        message.role, message.tool_call_id, bool(message.is_sticky)))
                 return self._writable().append("message", payload, None)
             except OSError as e:
                 raise _named(e, self._path)

@@ -15,10 +15,12 @@ import enum
 import fractions
 import json
 import math
+import os
 import random
 import re
 import struct
 import sys
+import tempfile
 import threading
 from typing import Any
 
@@ -27,7 +29,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from agent_transcript import canonical_json
-from agent_transcript._core import envelope_line
+from agent_transcript._core import Transcript
 
 
 def oracle(value: Any) -> str:
@@ -221,7 +223,8 @@ def test_a_high_and_low_surrogate_side_by_side_read_back_as_one_character() -> N
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, -math.nan])
 @pytest.mark.parametrize("wrap", [lambda v: v, lambda v: [1, v], lambda v: {"a": {"b": (v,)}}])
 def test_nan_and_infinities_are_refused(bad: float, wrap: Any) -> None:
-    with pytest.raises(ValueError, match="JSON compliant"):
+    # json's own message, then the value as Python's repr writes it.
+    with pytest.raises(ValueError, match=f"not JSON compliant: {re.escape(repr(bad))}$"):
         canonical_json(wrap(bad))
 
 
@@ -472,26 +475,46 @@ def test_containers_changed_while_written_do_not_crash() -> None:
     assert json.loads(expected) == {"a": ["cleared"], "b": "still written", "c": [1.5]}
 
 
-# --- envelope_line -------------------------------------------------------------------
+# --- an appended envelope's line ------------------------------------------------------
+
+# Types whose payloads replay checks: the generated ones must not be one of them.
+CHECKED_TYPES = {"session-meta", "message", "compaction", "rewind", "elision", "grants",
+                 "tool-dispatched", "tool-settled", "run-context"}
 
 
-def test_envelope_line_exact_bytes() -> None:
+def appended(id: str, payload: Any, type: str) -> tuple[bytes, str]:
+    """The line ``Transcript.append`` writes for one envelope after a session-meta
+    (the writer's own serialisation, ``write_envelope``), and its timestamp."""
+    with tempfile.TemporaryDirectory() as folder:
+        fd = os.open(os.path.join(folder, "t.jsonl"), os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            t = Transcript.new(fd, False)
+            t.append("session-meta", {}, None)
+            t.append(type, payload, id)
+            line = os.pread(fd, 1 << 24, 0).split(b"\n", 1)[1]
+            t.close_writer(os.path.join(folder, "t.jsonl"))
+        finally:
+            os.close(fd)
+    return line, json.loads(line)["ts"]
+
+
+def test_an_appended_line_has_the_exact_bytes() -> None:
     payload = {"role": "user", "content": "héllo \"there\"\n🚀", "sticky": True, "n": [1, 2.5, None]}
-    line = envelope_line("0190f1c2a3b4c5d6e7f8091a2b3c4d5e", payload, "2026-08-09T13:10:08.542283Z", "message")
-    assert isinstance(line, bytes)
+    line, ts = appended("0190f1c2a3b4c5d6e7f8091a2b3c4d5e", payload, "note")
     expected = (
         '{"id":"0190f1c2a3b4c5d6e7f8091a2b3c4d5e","payload":'
         + oracle(payload)
-        + ',"ts":"2026-08-09T13:10:08.542283Z","type":"message","v":1}\n'
+        + ',"ts":"' + ts + '","type":"note","v":1}\n'
     )
     assert line == expected.encode("utf-8")
     assert line.endswith(b"\n") and line.count(b"\n") == 1
 
 
 @examples
-@given(st.text(min_size=1), json_values, st.text(), st.text())
-def test_envelope_line_is_the_canonical_envelope(id: str, payload: Any, ts: str, type: str) -> None:
-    line = envelope_line(id, payload, ts, type)
+@given(st.text(min_size=1), json_values, st.text())
+def test_an_appended_line_is_the_canonical_envelope(id: str, payload: Any, type: str) -> None:
+    assume(type not in CHECKED_TYPES)
+    line, ts = appended(id, payload, type)
     envelope = {"id": id, "payload": payload, "ts": ts, "type": type, "v": 1}
     assert line == (oracle(envelope) + "\n").encode("utf-8")
     assert line.endswith(b"\n") and b"\n" not in line[:-1]
@@ -500,29 +523,29 @@ def test_envelope_line_is_the_canonical_envelope(id: str, payload: Any, ts: str,
     assert parsed == json.loads(oracle(envelope))
 
 
-def test_envelope_line_escapes_its_strings_and_surrogates() -> None:
-    line = envelope_line('a"b', {"t": "\ud800"}, "\n", "x\\y")
-    assert line == b'{"id":"a\\"b","payload":{"t":"\\ud800"},"ts":"\\n","type":"x\\\\y","v":1}\n'
-    assert json.loads(line) == {"id": 'a"b', "payload": {"t": "\ud800"}, "ts": "\n", "type": "x\\y", "v": 1}
+def test_an_appended_line_escapes_its_strings_and_surrogates() -> None:
+    line, ts = appended('a"b', {"t": "\ud800"}, "x\\y")
+    assert line == b'{"id":"a\\"b","payload":{"t":"\\ud800"},"ts":"' + ts.encode() + b'","type":"x\\\\y","v":1}\n'
+    assert json.loads(line) == {"id": 'a"b', "payload": {"t": "\ud800"}, "ts": ts, "type": "x\\y", "v": 1}
 
 
-def test_envelope_line_refuses_what_canonical_json_refuses() -> None:
+def test_append_refuses_what_canonical_json_refuses() -> None:
     with pytest.raises(ValueError):
-        envelope_line("id", {"x": math.nan}, "ts", "message")
+        appended("id", {"x": math.nan}, "note")
     with pytest.raises(TypeError):
-        envelope_line("id", {1: "x"}, "ts", "message")
+        appended("id", {1: "x"}, "note")
     # A line nests 512 containers deep at most and the envelope's object is one
     # of them: 511 in the payload are fine, 512 are refused, naming the limit
     # (written, they would not read back).
     with pytest.raises(ValueError, match="512 containers deep"):
-        envelope_line("id", nested_lists(512), "ts", "message")
-    assert envelope_line("id", nested_lists(511), "ts", "t").startswith(b'{"id":"id","payload":[[[')
+        appended("id", nested_lists(512), "note")
+    assert appended("id", nested_lists(511), "t")[0].startswith(b'{"id":"id","payload":[[[')
 
 
-@pytest.mark.parametrize("args", [(1, {}, "ts", "t"), ("id", {}, None, "t"), ("id", {}, "ts", b"t")])
-def test_envelope_line_wants_str_id_ts_and_type(args: tuple[Any, ...]) -> None:
+@pytest.mark.parametrize("args", [(1, {}, "t"), ("id", {}, b"t")])
+def test_append_wants_str_id_and_type(args: tuple[Any, ...]) -> None:
     with pytest.raises(TypeError):
-        envelope_line(*args)
+        appended(*args)
 
 
 def test_large_payload_round_trips() -> None:
@@ -530,4 +553,5 @@ def test_large_payload_round_trips() -> None:
     text = canonical_json(payload)
     assert len(text) > 1_000_000
     assert text == oracle(payload)
-    assert envelope_line("i", payload, "t", "x") == ('{"id":"i","payload":' + text + ',"ts":"t","type":"x","v":1}\n').encode()
+    line, ts = appended("i", payload, "x")
+    assert line == ('{"id":"i","payload":' + text + ',"ts":"' + ts + '","type":"x","v":1}\n').encode()

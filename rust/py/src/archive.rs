@@ -26,7 +26,7 @@ pub fn zstd_compress(
 ) -> PyResult<u64> {
     let (src, mut dst) = (dup(src_fd)?, dup(dst_fd)?);
     let pass = |stop: Stop<'_>| archive::compress(&src, length, &mut dst, level, stop);
-    Signals::run(py, pass, pass_error)
+    Signals::run(py, pass, |e| pass_error(&e))
 }
 
 /// `zstd_decompress(src_fd, dst_fd, /)`: the zstd stream that is all of
@@ -41,7 +41,7 @@ pub fn zstd_decompress(py: Python<'_>, src_fd: RawFd, dst_fd: RawFd) -> PyResult
         let n = archive::decompress(&src, &mut dst, stop)?;
         io::Write::flush(&mut dst).map(|()| n)
     };
-    Signals::run(py, pass, pass_error)
+    Signals::run(py, pass, |e| pass_error(&e))
 }
 
 /// `zstd_matches(archive_fd, original_fd, length, /)`: whether the archive
@@ -56,11 +56,8 @@ pub fn zstd_matches(
 ) -> PyResult<bool> {
     let (packed, original) = (dup(archive_fd)?, dup(original_fd)?);
     let pass = |stop: Stop<'_>| archive::matches(&packed, &original, length, stop);
-    Signals::run(py, pass, pass_error)
+    Signals::run(py, pass, |e| pass_error(&e))
 }
-
-/// The level `archive` writes.
-pub const ZSTD_LEVEL: i32 = archive::LEVEL;
 
 /// `zstd_head(src_fd, limit, /)`: the first `limit` bytes of the zstd stream
 /// that is `src_fd`'s file, decompressed. ValueError when it does not start one.

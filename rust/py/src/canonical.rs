@@ -29,7 +29,7 @@ use pyo3::exceptions::{PyTypeError, PyUnicodeEncodeError, PyValueError};
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyInt, PyString};
+use pyo3::types::{PyBytes, PyInt, PyString, PyTuple};
 use transcript_core::canonical::{self as wire, MAX_DEPTH};
 use transcript_core::json::MAX_INT_DIGITS;
 
@@ -40,31 +40,16 @@ pub fn canonical_json<'py>(
     value: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyString>> {
     with_buffer(|out| {
-        Walker::new(py, out).write(value)?;
+        Walker::new(py, out, false, 0).write(value)?;
         // SAFETY: `out` is a live buffer of `out.len()` bytes. The decoder
         // validates it (it is valid UTF-8 by construction: UTF-8 input, and
         // lone surrogates escaped) and copies it into a new str.
         unsafe {
-            let text = ffi::PyUnicode_FromStringAndSize(out.as_ptr().cast(), py_len(out.len())?);
+            let len = ffi::Py_ssize_t::try_from(out.len())
+                .map_err(|_| PyValueError::new_err("canonical JSON text too large"))?;
+            let text = ffi::PyUnicode_FromStringAndSize(out.as_ptr().cast(), len);
             Ok(Bound::from_owned_ptr_or_err(py, text)?.cast_into_unchecked())
         }
-    })
-}
-
-/// One whole envelope line, `\n` included.
-#[pyfunction]
-#[pyo3(signature = (id, payload, ts, r#type, /))]
-pub fn envelope_line<'py>(
-    py: Python<'py>,
-    id: &Bound<'py, PyString>,
-    payload: &Bound<'py, PyAny>,
-    ts: &Bound<'py, PyString>,
-    r#type: &Bound<'py, PyString>,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let (id, ts, r#type) = (id.to_str()?, ts.to_str()?, r#type.to_str()?);
-    with_buffer(|out| {
-        write_envelope(py, out, id, payload, ts, r#type)?;
-        Ok(PyBytes::new(py, out))
     })
 }
 
@@ -80,55 +65,13 @@ pub fn write_envelope(
     out.extend_from_slice(b"{\"id\":");
     wire::write_str(out, id.as_bytes());
     out.extend_from_slice(b",\"payload\":");
-    let mut walker = Walker::new(py, out);
-    walker.refuse_surrogate_pairs = true;
-    walker.in_envelope = true;
-    walker.write(payload)?;
+    Walker::new(py, out, true, 0).write(payload)?;
     out.extend_from_slice(b",\"ts\":");
     wire::write_str(out, ts.as_bytes());
     out.extend_from_slice(b",\"type\":");
     wire::write_str(out, r#type.as_bytes());
     out.extend_from_slice(b",\"v\":1}\n");
     Ok(())
-}
-
-/// What a reader reads back from a message payload that
-/// [`write_message_envelope`] wrote, as far as the writer can tell: its
-/// `role`, whether it is sticky (`sticky`, `sysprompt` or a `depth`) and its
-/// `tool_call_id`.
-pub struct MessageRead<'py> {
-    role: Bound<'py, PyAny>,
-    tool_call_id: Bound<'py, PyAny>,
-    /// `sticky or sysprompt or depth is not None`.
-    pub sticky: bool,
-}
-
-impl<'py> MessageRead<'py> {
-    /// `sticky`: the `Message`'s `is_sticky`.
-    pub fn new(role: Bound<'py, PyAny>, tool_call_id: Bound<'py, PyAny>, sticky: bool) -> Self {
-        MessageRead { role, tool_call_id, sticky }
-    }
-
-    /// The role as the reader reads it, when the writer can tell: None for a
-    /// role that is not a str (the reader refuses the line) or one without a
-    /// UTF-8 form (lone surrogates), which are left to the reader.
-    pub fn role(&self) -> Option<&str> {
-        self.role.cast::<PyString>().ok()?.to_str().ok()
-    }
-
-    /// The `tool_call_id` as the reader keeps it (a str, as UTF-8; None for
-    /// anything else), or `Err(())` when the writer cannot tell (a str with
-    /// lone surrogates).
-    #[allow(clippy::result_unit_err)]
-    pub fn tool_call_id(&self) -> Result<Option<&[u8]>, ()> {
-        if self.tool_call_id.is_none() {
-            return Ok(None);
-        }
-        match self.tool_call_id.cast::<PyString>() {
-            Ok(s) => s.to_str().map(|s| Some(s.as_bytes())).map_err(|_| ()),
-            Err(_) => Ok(None), // not a string: the reader keeps none
-        }
-    }
 }
 
 /// The fields of a `Message`, in `to_dict`'s order: role, content, name,
@@ -140,15 +83,15 @@ pub type MessageFields<'a, 'py> = [&'a Bound<'py, PyAny>; 8];
 /// [`write_envelope`] writes of `message.to_dict()` as a `"message"` payload
 /// (role and content always, the other fields when set, in canonical key
 /// order), without building that dict. `id` and `ts` are written as they are
-/// (a fresh id's hex digits, a timestamp: nothing to escape). Returns what a
-/// reader reads back from that payload.
+/// (a fresh id's hex digits, a timestamp: nothing to escape). Returns whether
+/// the message is sticky (`sticky`, `sysprompt` or a `depth`).
 pub fn write_message_envelope<'py>(
     py: Python<'py>,
     out: &mut Vec<u8>,
     id: &[u8],
     fields: MessageFields<'_, 'py>,
     ts: &[u8],
-) -> PyResult<MessageRead<'py>> {
+) -> PyResult<bool> {
     let [role, content, name, tool_calls, tool_call_id, sticky, sysprompt, depth] = fields;
     // In `to_dict`'s order (a flag's truth may run Python code).
     let sticky = sticky.is_truthy()?;
@@ -156,10 +99,7 @@ pub fn write_message_envelope<'py>(
     out.extend_from_slice(b"{\"id\":\"");
     out.extend_from_slice(id);
     out.extend_from_slice(b"\",\"payload\":{\"content\":");
-    let mut walker = Walker::new(py, out);
-    walker.refuse_surrogate_pairs = true;
-    walker.in_envelope = true;
-    walker.outer_depth = 1; // the payload's own braces
+    let mut walker = Walker::new(py, out, true, 1); // inside the payload's own braces
     walker.write(content)?;
     if !depth.is_none() {
         walker.out.extend_from_slice(b",\"depth\":");
@@ -188,11 +128,7 @@ pub fn write_message_envelope<'py>(
     out.extend_from_slice(b"},\"ts\":\"");
     out.extend_from_slice(ts);
     out.extend_from_slice(b"\",\"type\":\"message\",\"v\":1}\n");
-    Ok(MessageRead {
-        sticky: sticky || sysprompt || !depth.is_none(),
-        role: role.clone(),
-        tool_call_id: tool_call_id.clone(),
-    })
+    Ok(sticky || sysprompt || !depth.is_none())
 }
 
 // A buffer this large or larger is not kept for the next call.
@@ -249,16 +185,12 @@ fn list_item<'py>(
     Err(err)
 }
 
-fn py_len(len: usize) -> PyResult<ffi::Py_ssize_t> {
-    ffi::Py_ssize_t::try_from(len)
-        .map_err(|_| PyValueError::new_err("canonical JSON text too large"))
-}
-
-/// A dict key, and its bytes once read (UTF-8, or WTF-8 when it holds lone
-/// surrogates).
-struct Key<'py> {
-    /// The key object; when it is a str, `ptr..ptr+len` is its cached UTF-8.
+/// One dict item, collected before the dict's keys are sorted, and the bytes
+/// of its key once read (UTF-8, or WTF-8 when it holds lone surrogates).
+struct Entry<'py> {
+    /// When a str, `ptr..ptr+len` is its cached UTF-8.
     key: Bound<'py, PyAny>,
+    value: Bound<'py, PyAny>,
     /// The key encoded with `surrogatepass`, when it has no UTF-8 form;
     /// `ptr..ptr+len` is then this object's buffer.
     wtf8: Option<Bound<'py, PyBytes>>,
@@ -266,25 +198,19 @@ struct Key<'py> {
     len: usize,
 }
 
-impl<'py> Key<'py> {
-    /// Its bytes read as empty until they are read.
-    fn unread(key: Bound<'py, PyAny>) -> Self {
-        Key { key, wtf8: None, ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(), len: 0 }
+impl<'py> Entry<'py> {
+    /// Its key's bytes read as empty until they are read.
+    fn new(key: Bound<'py, PyAny>, value: Bound<'py, PyAny>) -> Self {
+        Entry { key, value, wtf8: None, ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(), len: 0 }
     }
 
-    fn as_bytes(&self) -> &[u8] {
+    fn key_bytes(&self) -> &[u8] {
         // SAFETY: `ptr..ptr+len` is either empty (a dangling, aligned pointer
         // with no length) or the UTF-8 cache of the str `key` or the buffer of
-        // the bytes `wtf8`; this `Key` keeps that object alive, and neither
+        // the bytes `wtf8`; this entry keeps that object alive, and neither
         // buffer changes while the object lives.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
-}
-
-// One dict item, collected before the dict's keys are sorted.
-struct Entry<'py> {
-    key: Key<'py>,
-    value: Bound<'py, PyAny>,
 }
 
 /// A container being written: the walk keeps these on a heap stack rather
@@ -327,28 +253,19 @@ struct Walker<'py, 'b> {
     /// The items of the dicts being written, innermost last: one stack for
     /// the whole walk, so most calls allocate it once.
     entries: Vec<Entry<'py>>,
-    /// Refuse a str with a high surrogate right before a low one (a
+    /// The value is an envelope's payload: the envelope's own object is one
+    /// of the line's [`MAX_DEPTH`] levels, so the payload may take one fewer;
+    /// and a str with a high surrogate right before a low one is refused (a
     /// transcript line must read back as written; `canonical_json` itself
     /// follows json.dumps and writes both escapes).
-    refuse_surrogate_pairs: bool,
-    /// The value is an envelope's payload: the envelope's own object is one
-    /// of the line's [`MAX_DEPTH`] levels, so the payload may take one fewer.
     in_envelope: bool,
     /// Containers open around what this walker writes, written by its caller.
     outer_depth: usize,
 }
 
 impl<'py, 'b> Walker<'py, 'b> {
-    fn new(py: Python<'py>, out: &'b mut Vec<u8>) -> Self {
-        Walker {
-            py,
-            out,
-            frames: Vec::new(),
-            entries: Vec::new(),
-            refuse_surrogate_pairs: false,
-            in_envelope: false,
-            outer_depth: 0,
-        }
+    fn new(py: Python<'py>, out: &'b mut Vec<u8>, in_envelope: bool, outer_depth: usize) -> Self {
+        Walker { py, out, frames: Vec::new(), entries: Vec::new(), in_envelope, outer_depth }
     }
 
     fn write(&mut self, value: &Bound<'py, PyAny>) -> PyResult<()> {
@@ -408,7 +325,7 @@ impl<'py, 'b> Walker<'py, 'b> {
                         self.out.push(b',');
                     }
                     *next += 1;
-                    wire::write_str(self.out, entry.key.as_bytes());
+                    wire::write_str(self.out, entry.key_bytes());
                     self.out.push(b':');
                     // The entry owns the value until the dict is closed.
                     Step::Item(entry.value.as_ptr(), None)
@@ -508,18 +425,10 @@ impl<'py, 'b> Walker<'py, 'b> {
     }
 
     fn write_string(&mut self, obj: *mut ffi::PyObject) -> PyResult<()> {
-        // SAFETY: `obj` is a live str; the bytes `utf8` returns live as long
-        // as it, and are copied out before anything else runs.
-        unsafe {
-            match utf8(self.py, obj)? {
-                Some(bytes) => wire::write_str(self.out, bytes),
-                None => {
-                    let bytes = surrogatepass(self.py, obj)?;
-                    refuse_surrogate_pair(self.refuse_surrogate_pairs, bytes.as_bytes())?;
-                    wire::write_str(self.out, bytes.as_bytes());
-                }
-            }
-        }
+        let mut wtf8 = None;
+        // SAFETY: `obj` is a live str; its bytes are copied out before
+        // anything else runs.
+        wire::write_str(self.out, unsafe { str_bytes(self.py, obj, self.in_envelope, &mut wtf8)? });
         Ok(())
     }
 
@@ -570,16 +479,10 @@ impl<'py, 'b> Walker<'py, 'b> {
                 return Err(err);
             }
         }
-        wire::write_f64(self.out, value).map_err(|e| {
-            let shown = if value.is_nan() {
-                "nan"
-            } else if value > 0.0 {
-                "inf"
-            } else {
-                "-inf"
-            };
-            PyValueError::new_err(format!("{e}: {shown}"))
-        })
+        // Python's repr of it: `nan`, `inf` or `-inf`.
+        let shown = || format!("{value}").to_lowercase();
+        wire::write_f64(self.out, value)
+            .map_err(|e| PyValueError::new_err(format!("{e}: {}", shown())))
     }
 
     /// An exact list (or the list made from a list or tuple subclass).
@@ -618,10 +521,9 @@ impl<'py, 'b> Walker<'py, 'b> {
             // dict does not change while `PyDict_Next` walks it.
             unsafe {
                 while ffi::PyDict_Next(dict, &mut position, &mut key, &mut value) != 0 {
-                    entries.push(Entry {
-                        key: Key::unread(Bound::from_borrowed_ptr(py, key)),
-                        value: Bound::from_borrowed_ptr(py, value),
-                    });
+                    let (key, value) =
+                        (Bound::from_borrowed_ptr(py, key), Bound::from_borrowed_ptr(py, value));
+                    entries.push(Entry::new(key, value));
                 }
             }
         });
@@ -642,25 +544,11 @@ impl<'py, 'b> Walker<'py, 'b> {
         };
         let start = self.entries.len();
         let mut index: ffi::Py_ssize_t = 0;
-        // SAFETY: each item is owned as it is read; a tuple's key and value
-        // live as long as the tuple, and are owned by the entry before the
-        // tuple is dropped.
-        unsafe {
-            while let Some(item) = list_item(self.py, &items, index)? {
-                if ffi::PyTuple_Check(item.as_ptr()) == 0 || ffi::PyTuple_Size(item.as_ptr()) != 2 {
-                    return Err(PyValueError::new_err("items must return 2-tuples"));
-                }
-                let key = Bound::from_borrowed_ptr_or_err(
-                    self.py,
-                    ffi::PyTuple_GetItem(item.as_ptr(), 0),
-                )?;
-                let value = Bound::from_borrowed_ptr_or_err(
-                    self.py,
-                    ffi::PyTuple_GetItem(item.as_ptr(), 1),
-                )?;
-                self.entries.push(Entry { key: Key::unread(key), value });
-                index += 1;
-            }
+        while let Some(item) = list_item(self.py, &items, index)? {
+            let pair = item.cast::<PyTuple>().ok().filter(|pair| pair.len() == 2);
+            let pair = pair.ok_or_else(|| PyValueError::new_err("items must return 2-tuples"))?;
+            self.entries.push(Entry::new(pair.get_item(0)?, pair.get_item(1)?));
+            index += 1;
         }
         self.open_entries(start, true)
     }
@@ -670,39 +558,29 @@ impl<'py, 'b> Walker<'py, 'b> {
     /// `stable` keeps the order of equal keys (only a dict subclass's
     /// `items()` can repeat a key).
     fn open_entries(&mut self, start: usize, stable: bool) -> PyResult<()> {
-        let py = self.py;
-        let refuse_pairs = self.refuse_surrogate_pairs;
+        let (py, in_envelope) = (self.py, self.in_envelope);
         let Some(entries) = self.entries.get_mut(start..) else {
             return Err(PyValueError::new_err("canonical writer: lost its dict items"));
         };
         for entry in entries.iter_mut() {
-            let key = &mut entry.key;
-            let obj = key.key.as_ptr();
-            // SAFETY: `obj` is live, owned by `key.key`; the bytes `utf8`
-            // returns live as long as it does.
+            let obj = entry.key.as_ptr();
+            // SAFETY: `obj` is live, owned by `entry.key`; the bytes
+            // `str_bytes` returns live as long as it (or `entry.wtf8`) does.
             unsafe {
                 if ffi::Py_TYPE(obj) != &raw mut ffi::PyUnicode_Type
                     && ffi::PyUnicode_Check(obj) == 0
                 {
                     return Err(PyTypeError::new_err(format!(
                         "keys must be str, not {}",
-                        type_name(&key.key)
+                        type_name(&entry.key)
                     )));
                 }
-                let bytes = match utf8(py, obj)? {
-                    Some(bytes) => bytes,
-                    None => {
-                        let encoded = surrogatepass(py, obj)?;
-                        refuse_surrogate_pair(refuse_pairs, encoded.as_bytes())?;
-                        key.wtf8.insert(encoded).as_bytes()
-                    }
-                };
-                key.ptr = bytes.as_ptr();
-                key.len = bytes.len();
+                let bytes = str_bytes(py, obj, in_envelope, &mut entry.wtf8)?;
+                (entry.ptr, entry.len) = (bytes.as_ptr(), bytes.len());
             }
         }
         let by_key =
-            |a: &Entry<'_>, b: &Entry<'_>| wire::compare_keys(a.key.as_bytes(), b.key.as_bytes());
+            |a: &Entry<'_>, b: &Entry<'_>| wire::compare_keys(a.key_bytes(), b.key_bytes());
         if stable {
             entries.sort_by(by_key);
         } else {
@@ -715,49 +593,42 @@ impl<'py, 'b> Walker<'py, 'b> {
     }
 }
 
-/// The UTF-8 bytes of the str `obj` (cached in the object), or `None` when it
-/// holds a lone surrogate and has no UTF-8 form.
+/// The bytes of the str `obj`: its UTF-8 (cached in the object), or, when
+/// it holds a lone surrogate and has no UTF-8 form, its WTF-8
+/// (`obj.encode("utf-8", "surrogatepass")`), kept in `wtf8`. With
+/// `refuse_pairs`, WTF-8 holding a high surrogate right before a low one is
+/// refused: escaped, the two read back as the one character they pair into,
+/// not as the str that was given.
 ///
 /// # Safety
 /// `obj` is a live str (or subclass); the slice lives as long as it does.
-unsafe fn utf8<'a>(py: Python<'_>, obj: *mut ffi::PyObject) -> PyResult<Option<&'a [u8]>> {
-    let mut size: ffi::Py_ssize_t = 0;
-    let data = ffi::PyUnicode_AsUTF8AndSize(obj, &mut size);
-    if data.is_null() {
-        let err = PyErr::fetch(py);
-        if err.is_instance_of::<PyUnicodeEncodeError>(py) {
-            return Ok(None);
-        }
-        return Err(err);
-    }
-    let len = usize::try_from(size).unwrap_or(0);
-    Ok(Some(std::slice::from_raw_parts(data.cast::<u8>(), len)))
-}
-
-/// `obj.encode("utf-8", "surrogatepass")`: the WTF-8 bytes of a str that
-/// holds lone surrogates.
-///
-/// # Safety
-/// `obj` is a live str (or subclass).
-unsafe fn surrogatepass<'py>(
+unsafe fn str_bytes<'a, 'py>(
     py: Python<'py>,
     obj: *mut ffi::PyObject,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let bytes = ffi::PyUnicode_AsEncodedString(obj, c"utf-8".as_ptr(), c"surrogatepass".as_ptr());
-    Ok(Bound::from_owned_ptr_or_err(py, bytes)?.cast_into::<PyBytes>()?)
-}
-
-/// Refuses WTF-8 holding a high surrogate right before a low one, when the
-/// walk is writing a transcript line: escaped, the two read back as the one
-/// character they pair into, not as the str that was given.
-fn refuse_surrogate_pair(refuse: bool, wtf8: &[u8]) -> PyResult<()> {
-    if refuse && wire::has_surrogate_pair(wtf8) {
+    refuse_pairs: bool,
+    wtf8: &'a mut Option<Bound<'py, PyBytes>>,
+) -> PyResult<&'a [u8]> {
+    let mut size: ffi::Py_ssize_t = 0;
+    let data = ffi::PyUnicode_AsUTF8AndSize(obj, &mut size);
+    if !data.is_null() {
+        return Ok(std::slice::from_raw_parts(
+            data.cast::<u8>(),
+            usize::try_from(size).unwrap_or(0),
+        ));
+    }
+    let err = PyErr::fetch(py);
+    if !err.is_instance_of::<PyUnicodeEncodeError>(py) {
+        return Err(err);
+    }
+    let encoded = ffi::PyUnicode_AsEncodedString(obj, c"utf-8".as_ptr(), c"surrogatepass".as_ptr());
+    let encoded = wtf8.insert(Bound::from_owned_ptr_or_err(py, encoded)?.cast_into::<PyBytes>()?);
+    if refuse_pairs && wire::has_surrogate_pair(encoded.as_bytes()) {
         return Err(PyValueError::new_err(
             "a str holding a high surrogate followed by a low one cannot be \
              appended: JSON reads the two back as one character",
         ));
     }
-    Ok(())
+    Ok(encoded.as_bytes())
 }
 
 fn type_name(obj: &Bound<'_, PyAny>) -> String {

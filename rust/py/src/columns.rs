@@ -10,15 +10,15 @@
 //! (validity, value bits) or `"list_utf8"` (validity, `i32` offsets; `child`
 //! is the items' `"utf8"` column). A validity buffer is None when no row is null.
 
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use transcript_core::scan::ReadAt;
 use transcript_core::transcript::Index;
-use transcript_tools::columns::{self as core, Batch, Bits, Column, FileState, Input, Utf8};
+use transcript_tools::columns::{Batch, Column, FileState, Input};
 
 use crate::errors::load_error;
-use crate::peeked::Peeked;
-use crate::transcript::Transcript;
+use crate::peeked::Source;
 
 /// The rows of the four export tables gathered so far.
 #[pyclass(module = "agent_transcript._core")]
@@ -58,54 +58,26 @@ fn buffer(py: Python<'_>, data: &mut Vec<u8>) -> PyResult<Py<ColumnBuffer>> {
     Py::new(py, ColumnBuffer { data: std::mem::take(data) })
 }
 
-fn validity(py: Python<'_>, bits: &mut Bits) -> PyResult<Option<Py<ColumnBuffer>>> {
-    if bits.unset > 0 {
-        Ok(Some(buffer(py, &mut bits.bytes)?))
-    } else {
-        Ok(None)
-    }
-}
-
-fn text_column<'py>(py: Python<'py>, name: &str, c: &mut Utf8) -> PyResult<Bound<'py, PyAny>> {
-    let buffers = PyList::empty(py);
-    buffers.append(validity(py, &mut c.valid)?)?;
-    buffers.append(buffer(py, &mut c.offsets)?)?;
-    buffers.append(buffer(py, &mut c.data)?)?;
-    Ok((name, "utf8", c.len(), c.valid.unset, buffers, py.None()).into_pyobject(py)?.into_any())
-}
-
+/// `(name, kind, length, null_count, buffers, child)` of column `c`, its
+/// buffers the validity (None when no row is null) and then its data.
 fn column<'py>(py: Python<'py>, name: &str, c: Column<'_>) -> PyResult<Bound<'py, PyAny>> {
-    let fixed = |kind: &str, f: &mut core::Fixed| -> PyResult<Bound<'py, PyAny>> {
-        let buffers = PyList::empty(py);
-        buffers.append(validity(py, &mut f.valid)?)?;
-        buffers.append(buffer(py, &mut f.values)?)?;
-        Ok((name, kind, f.valid.len, f.valid.unset, buffers, py.None())
-            .into_pyobject(py)?
-            .into_any())
-    };
-    match c {
-        Column::Text(t) => text_column(py, name, t),
-        Column::Int(f) => fixed("int64", f),
-        Column::Timestamp(f) => fixed("timestamp", f),
-        Column::Float(f) => fixed("float64", f),
-        Column::Bool(b) => {
-            let buffers = PyList::empty(py);
-            buffers.append(validity(py, &mut b.valid)?)?;
-            buffers.append(buffer(py, &mut b.values.bytes)?)?;
-            Ok((name, "bool", b.valid.len, b.valid.unset, buffers, py.None())
-                .into_pyobject(py)?
-                .into_any())
-        }
+    let (kind, valid, data, child) = match c {
+        Column::Text(t) => ("utf8", &mut t.valid, vec![&mut t.offsets, &mut t.data], None),
+        Column::Int(f) => ("int64", &mut f.valid, vec![&mut f.values], None),
+        Column::Timestamp(f) => ("timestamp", &mut f.valid, vec![&mut f.values], None),
+        Column::Float(f) => ("float64", &mut f.valid, vec![&mut f.values], None),
+        Column::Bool(b) => ("bool", &mut b.valid, vec![&mut b.values.bytes], None),
         Column::TextList(l) => {
-            let buffers = PyList::empty(py);
-            buffers.append(validity(py, &mut l.valid)?)?;
-            buffers.append(buffer(py, &mut l.offsets)?)?;
-            let child = text_column(py, "item", &mut l.items)?;
-            Ok((name, "list_utf8", l.valid.len, l.valid.unset, buffers, child)
-                .into_pyobject(py)?
-                .into_any())
+            let child = column(py, "item", Column::Text(&mut l.items))?;
+            ("list_utf8", &mut l.valid, vec![&mut l.offsets], Some(child))
         }
+    };
+    let validity = if valid.unset > 0 { Some(buffer(py, &mut valid.bytes)?) } else { None };
+    let buffers = PyList::new(py, [validity])?;
+    for d in data {
+        buffers.append(buffer(py, d)?)?;
     }
+    (name, kind, valid.len, valid.unset, buffers, child).into_pyobject(py).map(Bound::into_any)
 }
 
 fn table<'py>(
@@ -150,19 +122,13 @@ impl ExportBatch {
     }
 }
 
-enum Source {
-    Replayed(Py<Transcript>),
-    Lenient(Py<Peeked>),
-    // Nothing to read (an empty file, or one whose first line is not an envelope).
-    Nothing(Index),
-}
-
 /// One file's export in progress, over a read-only `Transcript` (load accepts
 /// the file: replay's answers are in the rows) or a `Peeked` (it does not).
 #[pyclass(module = "agent_transcript._core")]
 pub struct ExportFile {
     state: FileState,
-    source: Source,
+    // None: nothing to read (an empty file, or one whose first line is not an envelope).
+    source: Option<Source>,
 }
 
 // The bytes of a file with nothing to read.
@@ -177,21 +143,14 @@ impl ReadAt for NoBytes {
 // Runs `f` on the export's input, borrowed from the Python object.
 fn with_input<T>(
     py: Python<'_>,
-    source: &Source,
+    source: &Option<Source>,
     f: impl FnOnce(Input<'_, dyn ReadAt + Sync>) -> T,
 ) -> PyResult<T> {
-    Ok(match source {
-        Source::Replayed(t) => {
-            let t = t.bind(py).borrow();
-            let (core, file, end) = t.export_input()?;
-            f(Input { index: &core.index, src: &*file, replay: Some(core), end })
-        }
-        Source::Lenient(p) => {
-            let p = p.bind(py).borrow();
-            let (index, file, end) = p.export_input();
-            f(Input { index, src: file, replay: None, end })
-        }
-        Source::Nothing(index) => f(Input { index, src: &NoBytes, replay: None, end: 0 }),
+    let Some(source) = source else {
+        return Ok(f(Input { index: &Index::default(), src: &NoBytes, replay: None, end: 0 }));
+    };
+    source.with(py, |r, replay| {
+        Ok(f(Input { index: r.index(), src: &*r.file()?, replay, end: r.end() }))
     })
 }
 
@@ -203,16 +162,13 @@ impl ExportFile {
     #[new]
     #[pyo3(signature = (session, source, /))]
     fn new(py: Python<'_>, session: &str, source: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let source = if let Ok(t) = source.cast::<Transcript>() {
-            Source::Replayed(t.clone().unbind())
-        } else if let Ok(p) = source.cast::<Peeked>() {
-            Source::Lenient(p.clone().unbind())
-        } else if source.is_none() {
-            Source::Nothing(Index::default())
-        } else {
-            return Err(pyo3::exceptions::PyTypeError::new_err(
-                "ExportFile() takes a Transcript, a Peeked or None",
-            ));
+        let source = match Source::of(source) {
+            None if !source.is_none() => {
+                return Err(PyTypeError::new_err(
+                    "ExportFile() takes a Transcript, a Peeked or None",
+                ))
+            }
+            source => source,
         };
         let state = with_input(py, &source, |input| FileState::new(session.as_bytes(), input))?
             .map_err(load_error)?;

@@ -111,10 +111,7 @@ pub(crate) fn value<'py>(
     loop {
         let kind = r.peek()?;
         if matches!(kind, Kind::Array | Kind::Object) && open.len() >= max_depth {
-            return Err(DecodeError::Json(JsonError {
-                offset: r.offset(),
-                reason: "nested deeper than allowed here",
-            }));
+            return Err(refused(r, "nested deeper than allowed here"));
         }
         // One value, or the opening of a container and its first member.
         let mut done = match kind {
@@ -180,21 +177,20 @@ fn scalar<'py>(
         Kind::Bool => pyo3::types::PyBool::new(py, r.boolean()?).to_owned().into_any(),
         Kind::Number => match r.number()? {
             Number::Int(t) => int(py, t)?,
-            Number::Float(t) => match parse_float(t) {
-                Ok(f) => PyFloat::new(py, f).into_any(),
-                Err(why) => {
-                    return Err(DecodeError::Json(JsonError { offset: r.offset(), reason: why }))
-                }
-            },
+            Number::Float(t) => {
+                PyFloat::new(py, parse_float(t).map_err(|why| refused(r, why))?).into_any()
+            }
         },
         Kind::String => jstr(py, r.string(scratch)?)?,
         Kind::Array | Kind::Object => {
-            return Err(DecodeError::Json(JsonError {
-                offset: r.offset(),
-                reason: "expected a value that is not a container",
-            }))
+            return Err(refused(r, "expected a value that is not a container"))
         }
     })
+}
+
+// Bad JSON `reason` at the reader's position.
+fn refused(r: &Reader<'_>, reason: &'static str) -> DecodeError {
+    DecodeError::Json(JsonError { offset: r.offset(), reason })
 }
 
 /// Decodes `bytes`, which must be exactly one JSON value.
@@ -262,15 +258,16 @@ pub fn py_loads<'py>(
     data: &Bound<'py, PyAny>,
     max_depth: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
-    if let Ok(b) = data.cast::<pyo3::types::PyBytes>() {
-        return loads_within(py, b.as_bytes(), max_depth).map_err(DecodeError::into_pyerr);
-    }
-    if let Ok(s) = data.cast::<PyString>() {
-        if let Ok(text) = s.to_str() {
-            return loads_within(py, text.as_bytes(), max_depth).map_err(DecodeError::into_pyerr);
+    let mut escaped = None;
+    let bytes = if let Ok(b) = data.cast::<pyo3::types::PyBytes>() {
+        b.as_bytes()
+    } else if let Ok(s) = data.cast::<PyString>() {
+        match s.to_str() {
+            Ok(text) => text.as_bytes(),
+            Err(_) => escaped.insert(escaped_surrogates(s)?).as_slice(),
         }
-        let text = escaped_surrogates(s)?;
-        return loads_within(py, &text, max_depth).map_err(DecodeError::into_pyerr);
-    }
-    Err(pyo3::exceptions::PyTypeError::new_err("loads() takes bytes or str"))
+    } else {
+        return Err(pyo3::exceptions::PyTypeError::new_err("loads() takes bytes or str"));
+    };
+    loads_within(py, bytes, max_depth).map_err(DecodeError::into_pyerr)
 }

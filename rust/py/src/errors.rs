@@ -24,26 +24,27 @@ pyo3::import_exception!(agent_transcript.errors, ToolOperationError);
 /// An `OSError` that keeps errno, so Python picks the right subclass, and says
 /// what Python's own would (`strerror`, without Rust's " (os error N)").
 pub fn os_error(e: &io::Error) -> PyErr {
-    named_os_error(e, None)
+    match e.raw_os_error() {
+        Some(code) => PyOSError::new_err((code, os_reason(e))),
+        None => PyOSError::new_err(e.to_string()),
+    }
 }
 
 /// [`os_error`] of a call on `path`, which Python keeps as `.filename`.
 pub fn os_error_at(e: &io::Error, path: &Path) -> PyErr {
-    named_os_error(e, Some(path))
+    match e.raw_os_error() {
+        Some(code) => PyOSError::new_err((code, os_reason(e), path.as_os_str().to_owned())),
+        None => PyOSError::new_err(format!("{}: {e}", path.display())),
+    }
 }
 
-fn named_os_error(e: &io::Error, path: Option<&Path>) -> PyErr {
+/// What Python's own `OSError` says of `e`: `strerror`, without Rust's
+/// " (os error N)".
+pub fn os_reason(e: &io::Error) -> String {
     let text = e.to_string();
-    let Some(code) = e.raw_os_error() else {
-        return match path {
-            Some(path) => PyOSError::new_err(format!("{}: {text}", path.display())),
-            None => PyOSError::new_err(text),
-        };
-    };
-    let text = text.strip_suffix(&format!(" (os error {code})")).unwrap_or(&text);
-    match path {
-        Some(path) => PyOSError::new_err((code, text.to_owned(), path.as_os_str().to_owned())),
-        None => PyOSError::new_err((code, text.to_owned())),
+    match e.raw_os_error() {
+        Some(code) => text.strip_suffix(&format!(" (os error {code})")).unwrap_or(&text).to_owned(),
+        None => text,
     }
 }
 

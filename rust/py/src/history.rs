@@ -3,22 +3,19 @@
 
 use std::fs::File;
 
-use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use transcript_core::envelope::{member_span_at, member_spans, EnvelopeType, Span};
 use transcript_core::transcript::{self as core, Index, LineRec, LiveMessage, Source, WHOLE};
 
 use crate::decode::{loads, DecodeError};
-use crate::errors::{corrupt_at, load_error};
+use crate::errors::corrupt_at;
 use crate::lines::{read_line_into, rec_at};
 
 /// Where a message comes from, for Python: `(envelope index, replacement
 /// position or None)`.
 pub(crate) type Place = (u32, Option<u32>);
-
-/// What `later` answers: four line indices, each or None.
-pub(crate) type Later = (Option<u32>, Option<u32>, Option<u32>, Option<u32>);
 
 /// What `show` says of one message an elision stubbed: its line index, role,
 /// `tool_call_id` and the size of the content it had.
@@ -28,18 +25,24 @@ pub(crate) fn place(at: Source) -> Place {
     (at.line, (at.part != WHOLE).then_some(at.part))
 }
 
-fn places(at: &[Source]) -> Vec<Place> {
+pub(crate) fn places(at: &[Source]) -> Vec<Place> {
     at.iter().copied().map(place).collect()
 }
 
 /// The replay's history: read-only transcripts keep it.
-fn history(t: &core::Transcript) -> PyResult<&core::History> {
+pub(crate) fn history(t: &core::Transcript) -> PyResult<&core::History> {
     t.history
         .as_ref()
         .ok_or_else(|| PyValueError::new_err("only a read-only transcript keeps its history"))
 }
 
-fn not_a(what: &str) -> PyErr {
+/// Where the replacement message `at` is in its compaction's line.
+pub(crate) fn part_span(t: &core::Transcript, at: Source) -> PyResult<Span> {
+    let part = t.part(at.line, at.part);
+    part.map(|p| p.span).ok_or_else(|| PyValueError::new_err("no such replacement message"))
+}
+
+pub(crate) fn not_a(what: &str) -> PyErr {
     PyValueError::new_err(format!("not {what} of this transcript"))
 }
 
@@ -47,10 +50,15 @@ fn not_a(what: &str) -> PyErr {
 /// replacement are next to each other in the live list and share their line,
 /// which is read once for all of them.
 #[derive(Default)]
-struct Kept(Option<u32>, Vec<u8>);
+pub(crate) struct Kept(Option<u32>, Vec<u8>);
 
 impl Kept {
-    fn get(&mut self, file: &File, index: &Index, line: u32) -> PyResult<(LineRec, &[u8])> {
+    pub(crate) fn get(
+        &mut self,
+        file: &File,
+        index: &Index,
+        line: u32,
+    ) -> PyResult<(LineRec, &[u8])> {
         let rec = rec_at(index, line as usize)?;
         if self.0 != Some(line) {
             self.0 = None;
@@ -62,7 +70,7 @@ impl Kept {
 }
 
 /// The value at `path` in `bytes`, the line of `rec` (None if it has none).
-fn decode_at<'py>(
+pub(crate) fn decode_at<'py>(
     py: Python<'py>,
     rec: &LineRec,
     bytes: &[u8],
@@ -86,7 +94,7 @@ fn decode_span<'py>(
 
 /// Messages read back: each from its line, with the content of the stub an
 /// elision put in its place from that elision's line.
-struct Messages<'a> {
+pub(crate) struct Messages<'a> {
     t: &'a core::Transcript,
     file: &'a File,
     line: Kept,
@@ -94,7 +102,7 @@ struct Messages<'a> {
 }
 
 impl<'a> Messages<'a> {
-    fn new(t: &'a core::Transcript, file: &'a File) -> Self {
+    pub(crate) fn new(t: &'a core::Transcript, file: &'a File) -> Self {
         let (line, stub) = (Kept::default(), Kept::default());
         Messages { t, file, line, stub }
     }
@@ -103,7 +111,7 @@ impl<'a> Messages<'a> {
     /// replacement message's payload, or `{"role": "user", "content":
     /// summary}` for a compaction's summary; `stub`'s content in place of its
     /// own when an elision stubbed it.
-    fn dict<'py>(
+    pub(crate) fn dict<'py>(
         &mut self,
         py: Python<'py>,
         at: Source,
@@ -111,9 +119,7 @@ impl<'a> Messages<'a> {
     ) -> PyResult<Bound<'py, PyDict>> {
         let (rec, bytes) = self.line.get(self.file, &self.t.index, at.line)?;
         let message = if at.part != WHOLE {
-            let span = self.t.part(at.line, at.part).map(|p| p.span);
-            let span = span.ok_or_else(|| PyValueError::new_err("no such replacement message"))?;
-            decode_span(py, bytes, Some(span))?.cast_into::<PyDict>()?
+            decode_span(py, bytes, Some(part_span(self.t, at)?))?.cast_into::<PyDict>()?
         } else if rec.kind == EnvelopeType::Compaction {
             let d = PyDict::new(py);
             d.set_item("role", "user")?;
@@ -142,7 +148,7 @@ impl<'a> Messages<'a> {
 
     /// The id of the message `at`: its line's envelope id, or
     /// `"<compaction id>:<k>"` for the `k`-th message of a replacement.
-    fn id<'py>(&mut self, py: Python<'py>, at: Source) -> PyResult<Bound<'py, PyAny>> {
+    pub(crate) fn id<'py>(&mut self, py: Python<'py>, at: Source) -> PyResult<Bound<'py, PyAny>> {
         let (rec, bytes) = self.line.get(self.file, &self.t.index, at.line)?;
         let id = decode_at(py, &rec, bytes, &["id"])?;
         if at.part == WHOLE {
@@ -153,7 +159,11 @@ impl<'a> Messages<'a> {
     }
 
     /// `(id, payload dict, line number, elided)` of the live message `m`.
-    fn entry<'py>(&mut self, py: Python<'py>, m: &LiveMessage) -> PyResult<Bound<'py, PyAny>> {
+    pub(crate) fn entry<'py>(
+        &mut self,
+        py: Python<'py>,
+        m: &LiveMessage,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let at = m.source();
         let (rec, bytes) = self.line.get(self.file, &self.t.index, at.line)?;
         let (id, d) = if at.part == WHOLE && rec.kind == EnvelopeType::Message {
@@ -171,7 +181,7 @@ impl<'a> Messages<'a> {
 }
 
 /// A list of `each` live message of `t` as read by `read`.
-fn live_list<'py, T: IntoPyObject<'py>>(
+pub(crate) fn live_list<'py, T: IntoPyObject<'py>>(
     py: Python<'py>,
     t: &core::Transcript,
     file: &File,
@@ -185,179 +195,8 @@ fn live_list<'py, T: IntoPyObject<'py>>(
     Ok(list)
 }
 
-/// The live messages' ids (`"<compaction id>:<k>"` for a replacement's).
-pub(crate) fn live_ids<'py>(
-    py: Python<'py>,
-    t: &core::Transcript,
-    file: &File,
-) -> PyResult<Bound<'py, PyList>> {
-    live_list(py, t, file, |r, m| r.id(py, m.source()))
-}
-
-/// The live messages as payload dicts: stubs in place of elided content,
-/// `{"role": "user", "content": summary}` for a compaction's summary.
-pub(crate) fn live_payloads<'py>(
-    py: Python<'py>,
-    t: &core::Transcript,
-    file: &File,
-) -> PyResult<Bound<'py, PyList>> {
-    live_list(py, t, file, |r, m| r.dict(py, m.source(), m.stub()))
-}
-
-/// The live messages as `(id, payload dict, line number, elided)`, the
-/// payloads as `live_payloads` has them: one read of each line for both.
-pub(crate) fn live_entries<'py>(
-    py: Python<'py>,
-    t: &core::Transcript,
-    file: &File,
-) -> PyResult<Bound<'py, PyList>> {
-    live_list(py, t, file, |r, m| r.entry(py, m))
-}
-
-/// The live list without reading a line: `(envelope index, index of the
-/// elision whose stub it carries or None, role, replacement position or
-/// None)` per message, in order (a compaction's summary is the
-/// compaction's index, role `"user"`; a replacement message, the
-/// compaction's index, its own role and its position).
-pub(crate) fn live(t: &core::Transcript) -> Vec<(u32, Option<u32>, String, Option<u32>)> {
-    t.live
-        .iter()
-        .map(|m| {
-            let role = if m.part != WHOLE {
-                t.part(m.line, m.part).map_or("", |p| &*p.role)
-            } else {
-                match t.index.get(m.line as usize).map(|r| r.kind) {
-                    Some(EnvelopeType::Compaction) => "user",
-                    _ => t.index.role(m.line as usize).unwrap_or(""),
-                }
-            };
-            let (_, part) = place(m.source());
-            (m.line, m.stub().map(|(l, _)| l), role.to_owned(), part)
-        })
-        .collect()
-}
-
-/// The `k`-th live message as a payload dict (as `live_payloads` has it).
-pub(crate) fn live_message<'py>(
-    py: Python<'py>,
-    t: &core::Transcript,
-    file: &File,
-    k: usize,
-) -> PyResult<Bound<'py, PyDict>> {
-    let m = t.live.get(k);
-    let m = m.ok_or_else(|| PyIndexError::new_err("live message index out of range"))?;
-    Messages::new(t, file).dict(py, m.source(), m.stub())
-}
-
-/// What later lines did to envelope `i` (with `part`, to that message of
-/// compaction `i`'s replacement), as line indices: `(the settle that settled
-/// this dispatch, the first elision that stubbed this message, the
-/// compaction that took it out of the live list, the rewind that dropped
-/// it)`, each or None.
-pub(crate) fn later(t: &core::Transcript, index: u32, part: Option<u32>) -> PyResult<Later> {
-    let h = history(t)?;
-    let at = Source { line: index, part: part.unwrap_or(WHOLE) };
-    let settled = h.settled_by.get(&index).filter(|_| part.is_none());
-    Ok((
-        settled.copied(),
-        h.elided_by.get(&at).copied(),
-        h.compacted_by.get(&at).copied(),
-        h.rewound_by.get(&at).copied(),
-    ))
-}
-
-/// What compaction `i` did to the live list: `(replaced, kept,
-/// replacement)`, the first two as places in live order, the last the
-/// number of messages its replacement put in, or None when it has none (its
-/// summary went in).
-pub(crate) fn compaction_effect(
-    t: &core::Transcript,
-    index: u32,
-) -> PyResult<(Vec<Place>, Vec<Place>, Option<usize>)> {
-    let compactions = &history(t)?.compactions;
-    let done = compactions.get(&index).ok_or_else(|| not_a("a compaction"))?;
-    let put = t.parts_of(index).map(<[_]>::len);
-    Ok((places(&done.replaced), places(&done.kept), put))
-}
-
-/// The live messages rewind `i` dropped, as places in live order.
-pub(crate) fn rewind_effect(t: &core::Transcript, index: u32) -> PyResult<Vec<Place>> {
-    let rewinds = &history(t)?.rewinds;
-    let dropped = rewinds.get(&index).ok_or_else(|| not_a("a rewind"))?;
-    Ok(places(dropped))
-}
-
-fn elided(t: &core::Transcript, index: u32) -> PyResult<&[core::Elided]> {
+pub(crate) fn elided(t: &core::Transcript, index: u32) -> PyResult<&[core::Elided]> {
     let elisions = &history(t)?.elisions;
     let items = elisions.get(&index).ok_or_else(|| not_a("an elision"))?;
     Ok(items)
-}
-
-/// The messages elision `i` stubbed, in item order, as `(envelope index,
-/// the message as it was just before)`.
-pub(crate) fn elision_effect<'py>(
-    py: Python<'py>,
-    t: &core::Transcript,
-    file: &File,
-    index: u32,
-) -> PyResult<Bound<'py, PyList>> {
-    let list = PyList::empty(py);
-    let mut messages = Messages::new(t, file);
-    for e in elided(t, index)? {
-        list.append((e.line, messages.dict(py, e.source(), e.stub_before)?))?;
-    }
-    Ok(list)
-}
-
-/// What `show` says of each message elision `index` stubbed, without
-/// decoding its content: `(line, role, tool_call_id, size)`, the size as
-/// `elided_sizes` measures it.
-pub(crate) fn elision_rows<'py>(
-    py: Python<'py>,
-    t: &core::Transcript,
-    file: &File,
-    index: u32,
-) -> PyResult<Vec<ElisionRow<'py>>> {
-    let items = elided(t, index)?;
-    let sizes = py.detach(|| t.elided_sizes(file, &[index]));
-    let sizes = sizes.map_err(load_error)?.pop().unwrap_or_default();
-    let mut kept = Kept::default();
-    let mut rows = Vec::with_capacity(items.len());
-    for (e, size) in items.iter().zip(sizes) {
-        let (rec, bytes) = kept.get(file, &t.index, e.line)?;
-        let (role, call) = if e.part != WHOLE {
-            let span = t.part(e.line, e.part).map(|p| p.span);
-            let span = span.ok_or_else(|| PyValueError::new_err("no such replacement message"))?;
-            let part = bytes.get(span.start as usize..span.end as usize);
-            let part = part.unwrap_or_default();
-            let role = decode_at(py, &rec, part, &["role"])?;
-            (role, decode_at(py, &rec, part, &["tool_call_id"])?)
-        } else if rec.kind == EnvelopeType::Compaction {
-            ("user".into_pyobject(py)?.into_any(), py.None().into_bound(py))
-        } else {
-            let role = decode_at(py, &rec, bytes, &["payload", "role"])?;
-            (role, decode_at(py, &rec, bytes, &["payload", "tool_call_id"])?)
-        };
-        rows.push((e.line, role, call, size));
-    }
-    Ok(rows)
-}
-
-/// For each elision in `indices`, the UTF-8 size of the content each message
-/// it stubbed had just before (as `elision_effect` has it), in item order,
-/// measured in the core on every core without decoding it; None for a
-/// content that is neither a string nor null.
-pub(crate) fn elided_sizes(
-    py: Python<'_>,
-    t: &core::Transcript,
-    file: &File,
-    indices: Vec<u32>,
-) -> PyResult<Vec<Vec<Option<u64>>>> {
-    history(t)?;
-    for &i in &indices {
-        if rec_at(&t.index, i as usize)?.kind != EnvelopeType::Elision {
-            return Err(not_a("an elision"));
-        }
-    }
-    py.detach(|| t.elided_sizes(file, &indices)).map_err(load_error)
 }

@@ -4,6 +4,7 @@
 //! in the Python package. Heavy calls extract their arguments, release the GIL
 //! (`py.detach`) for the byte work, and convert the result back.
 
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
 mod archive;
@@ -34,7 +35,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     signals::learn_main_thread(m.py())?;
     m.add_function(wrap_pyfunction!(canonical::canonical_json, m)?)?;
-    m.add_function(wrap_pyfunction!(canonical::envelope_line, m)?)?;
     m.add_function(wrap_pyfunction!(digest, m)?)?;
     m.add_function(wrap_pyfunction!(decode::py_loads, m)?)?;
     m.add_function(wrap_pyfunction!(peeked::tail_check, m)?)?;
@@ -43,7 +43,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(archive::zstd_compress, m)?)?;
     m.add_function(wrap_pyfunction!(archive::zstd_decompress, m)?)?;
     m.add_function(wrap_pyfunction!(archive::zstd_matches, m)?)?;
-    m.add("ZSTD_LEVEL", archive::ZSTD_LEVEL)?;
+    m.add("ZSTD_LEVEL", transcript_core::archive::LEVEL)?; // the level archives are written at
     m.add_function(wrap_pyfunction!(archive::zstd_head, m)?)?;
     m.add_function(wrap_pyfunction!(listing::list_rows, m)?)?;
     m.add_function(wrap_pyfunction!(excerpt::excerpt, m)?)?;
@@ -66,16 +66,13 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
 #[pyo3(signature = (data, /))]
 fn digest(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<String> {
     use pyo3::types::{PyBytes, PyString};
-    if let Ok(bytes) = data.cast::<PyBytes>() {
-        let bytes = bytes.as_bytes();
-        return Ok(py.detach(|| transcript_core::digest::sha256_digest(bytes)));
-    }
-    if let Ok(text) = data.cast::<PyString>() {
-        let text = text.to_str()?;
-        return Ok(py.detach(|| transcript_core::digest::sha256_digest(text.as_bytes())));
-    }
-    Err(pyo3::exceptions::PyTypeError::new_err(format!(
-        "digest() takes str or bytes, not {}",
-        data.get_type().name()?
-    )))
+    let bytes = if let Ok(bytes) = data.cast::<PyBytes>() {
+        bytes.as_bytes()
+    } else if let Ok(text) = data.cast::<PyString>() {
+        text.to_str()?.as_bytes()
+    } else {
+        let name = data.get_type().name()?;
+        return Err(PyTypeError::new_err(format!("digest() takes str or bytes, not {name}")));
+    };
+    Ok(py.detach(|| transcript_core::digest::sha256_digest(bytes)))
 }

@@ -2,39 +2,15 @@
 //! records and the writing of the files, without the GIL (see
 //! `transcript_tools::page`).
 
-use std::fs::File;
 use std::path::PathBuf;
 
 use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
-use transcript_core::transcript::Index;
-use transcript_tools::page::{Job, Limits, Page, Walk, WriteError, Writer};
+use transcript_tools::page::{Job, Limits, Walk, WriteError, Writer};
 
 use crate::errors::{os_error, os_error_at};
-use crate::lines::Indexed;
-use crate::peeked::Peeked;
-use crate::transcript::Transcript;
-
-// A read-only `Transcript` or a `Peeked`.
-enum Source {
-    Replayed(Py<Transcript>),
-    Lenient(Py<Peeked>),
-}
-
-fn with_index<T>(
-    py: Python<'_>,
-    source: &Source,
-    f: impl FnOnce(&Index, &File) -> T,
-) -> PyResult<T> {
-    fn on<T>(r: &impl Indexed, f: impl FnOnce(&Index, &File) -> T) -> PyResult<T> {
-        Ok(f(r.index(), &*r.file()?))
-    }
-    match source {
-        Source::Replayed(t) => on(&*t.bind(py).borrow(), f),
-        Source::Lenient(p) => on(&*p.bind(py).borrow(), f),
-    }
-}
+use crate::peeked::Source;
 
 /// The walk over a transcript's records, a page at a time.
 #[pyclass(module = "agent_transcript._core")]
@@ -80,18 +56,12 @@ impl PageWalk {
         head: usize,
         first: usize,
     ) -> PyResult<Self> {
-        let source = if let Ok(t) = source.cast::<Transcript>() {
-            Source::Replayed(t.clone().unbind())
-        } else if let Ok(p) = source.cast::<Peeked>() {
-            Source::Lenient(p.clone().unbind())
-        } else {
-            return Err(PyTypeError::new_err("PageWalk() takes a Transcript or a Peeked"));
-        };
+        let source = Source::of(source)
+            .ok_or_else(|| PyTypeError::new_err("PageWalk() takes a Transcript or a Peeked"))?;
         let start = match first {
             0 => Some((0, 1, 0)),
-            _ => with_index(py, &source, |index, _| {
-                index.get(first).map(|r| (r.offset, r.number, first))
-            })?,
+            _ => source
+                .with(py, |r, _| Ok(r.index().get(first).map(|r| (r.offset, r.number, first))))?,
         };
         let Some(start) = start else {
             return Err(PyIndexError::new_err("PageWalk(): no such envelope"));
@@ -105,37 +75,26 @@ impl PageWalk {
     /// index or None, start, end)`, bytes its bytes but for its odd lines.
     fn next_page<'py>(&mut self, py: Python<'py>) -> PyResult<Option<PageTuple<'py>>> {
         let walk = &mut self.walk;
-        let (page, types) = with_index(py, &self.source, |index, file| {
-            let page = py.detach(|| walk.next_page(index, file));
-            let types: Vec<String> = match &page {
-                Ok(Some(p)) => p
-                    .items
-                    .iter()
-                    .map(|&(i, _)| index.type_name(i as usize).unwrap_or("").to_owned())
-                    .collect(),
-                _ => Vec::new(),
+        self.source.with(py, |r, _| {
+            let (index, file) = (r.index(), r.file()?);
+            let Some(mut page) =
+                py.detach(|| walk.next_page(index, &*file)).map_err(|e| os_error(&e))?
+            else {
+                return Ok(None);
             };
-            (page, types)
-        })?;
-        let Some(mut page) = page.map_err(|e| os_error(&e))? else {
-            return Ok(None);
-        };
-        let items = items(py, &page, &types)?;
-        let odd = PyList::empty(py);
-        for o in &page.odd {
-            odd.append((o.line, o.index, o.start, o.end))?;
-        }
-        let bytes = PageBytes { data: std::mem::take(&mut page.data), start: page.start };
-        Ok(Some((page.start, page.stop, page.first_line, items, odd, bytes)))
+            let items = PyList::empty(py);
+            for (k, &(i, line)) in page.items.iter().enumerate() {
+                let ty = index.type_name(i as usize).unwrap_or("");
+                items.append((i, line, ty, PyBytes::new(py, page.head(k))))?;
+            }
+            let odd = PyList::empty(py);
+            for o in &page.odd {
+                odd.append((o.line, o.index, o.start, o.end))?;
+            }
+            let bytes = PageBytes { data: std::mem::take(&mut page.data), start: page.start };
+            Ok(Some((page.start, page.stop, page.first_line, items, odd, bytes)))
+        })
     }
-}
-
-fn items<'py>(py: Python<'py>, page: &Page, types: &[String]) -> PyResult<Bound<'py, PyList>> {
-    let out = PyList::empty(py);
-    for (k, (&(i, line), ty)) in page.items.iter().zip(types).enumerate() {
-        out.append((i, line, ty, PyBytes::new(py, page.head(k))))?;
-    }
-    Ok(out)
 }
 
 /// Writes the folder's files on a thread of its own.
@@ -146,6 +105,13 @@ pub struct PageWriter {
 
 fn write_error(e: &WriteError) -> PyErr {
     os_error_at(&e.error, &e.path)
+}
+
+impl PageWriter {
+    fn send(&mut self, py: Python<'_>, job: Job) -> PyResult<()> {
+        let writer = &mut self.writer;
+        py.detach(|| writer.send(job)).map_err(|e| write_error(&e))
+    }
 }
 
 #[pymethods]
@@ -173,25 +139,14 @@ impl PageWriter {
         subs: Vec<(u64, u64, Vec<u8>)>,
         suffix: Vec<u8>,
     ) -> PyResult<()> {
-        let job = Job {
-            path,
-            prefix,
-            data: std::mem::take(&mut page.data),
-            start: page.start,
-            subs,
-            escape: true,
-            suffix,
-        };
-        let writer = &mut self.writer;
-        py.detach(|| writer.send(job)).map_err(|e| write_error(&e))
+        let data = std::mem::take(&mut page.data);
+        self.send(py, Job { path, prefix, data, start: page.start, subs, escape: true, suffix })
     }
 
     /// `file(path, pieces, /)`: queues the file of `pieces` (bytes), as they are.
     #[pyo3(signature = (path, pieces, /))]
     fn file(&mut self, py: Python<'_>, path: PathBuf, pieces: Vec<Vec<u8>>) -> PyResult<()> {
-        let job = Job { path, prefix: pieces.concat(), ..Job::default() };
-        let writer = &mut self.writer;
-        py.detach(|| writer.send(job)).map_err(|e| write_error(&e))
+        self.send(py, Job { path, prefix: pieces.concat(), ..Job::default() })
     }
 
     /// `finish()`: waits for every queued file; raises the OSError of the first that failed.

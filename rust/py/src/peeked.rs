@@ -6,15 +6,16 @@ use std::os::fd::RawFd;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
-use transcript_core::envelope::{parse_line, EnvelopeType};
+use transcript_core::envelope::parse_line;
 use transcript_core::scan::{tail_scan, Tail};
 use transcript_core::transcript::{self as core, Index};
 
 use crate::decode::{loads, DecodeError};
 use crate::errors::{line_error, os_error};
 use crate::fds::dup;
-use crate::lines::{envelope_fields, file_size, reader_methods, rec_at, Indexed, Reader};
+use crate::lines::{envelope_fields, file_size, reader_methods, Indexed, Reader};
 use crate::signals::Signals;
+use crate::transcript::Transcript;
 
 /// `tail_check(fd, /)`: the tail check of an open file, as
 /// `(kind, keep, line, removed, missing_newline, bytes_read)` with kind one of
@@ -38,16 +39,13 @@ pub fn tail_check(py: Python<'_>, fd: RawFd) -> PyResult<(&'static str, u64, u64
 #[pyclass(module = "agent_transcript._core")]
 pub struct Peeked {
     file: File,
-    index: Index,
-    skipped: Vec<(u64, String)>,
-    skipped_more: u64,
-    line_count: u64,
+    peeked: core::Peeked,
     size: u64,
 }
 
 impl Indexed for Peeked {
     fn index(&self) -> &Index {
-        &self.index
+        &self.peeked.index
     }
     fn file(&self) -> PyResult<Reader<'_>> {
         Ok(Reader::Open(&self.file))
@@ -56,7 +54,7 @@ impl Indexed for Peeked {
         self.size
     }
     fn lines_read(&self) -> u64 {
-        self.line_count
+        self.peeked.line_count
     }
 }
 
@@ -67,41 +65,19 @@ reader_methods!(Peeked {
     fn open(py: Python<'_>, fd: RawFd) -> PyResult<Self> {
         let file = dup(fd)?;
         let size = file_size(&file)?;
-        let p = Signals::run(py, |stop| core::peek_or_stop(&file, size, stop), os_error)?;
-        Ok(Peeked {
-            file,
-            index: p.index,
-            skipped: p.skipped,
-            skipped_more: p.skipped_more,
-            line_count: p.line_count,
-            size,
-        })
+        let peeked =
+            Signals::run(py, |stop| core::peek_or_stop(&file, size, stop), |e| os_error(&e))?;
+        Ok(Peeked { file, peeked, size })
     }
 
     /// `(line number, why)` for the first lines skipped (at most 100).
     fn skipped(&self) -> Vec<(u64, String)> {
-        self.skipped.clone()
+        self.peeked.skipped.clone()
     }
 
     /// How many more lines were skipped than `skipped()` lists.
     fn skipped_more(&self) -> u64 {
-        self.skipped_more
-    }
-
-    /// Whether envelope `index` is a message (1), a session-meta (2) or other (0).
-    #[pyo3(signature = (index, /))]
-    fn kind(&self, index: usize) -> PyResult<u8> {
-        Ok(match rec_at(&self.index, index)?.kind {
-            EnvelopeType::Message => 1,
-            EnvelopeType::SessionMeta => 2,
-            _ => 0,
-        })
-    }
-
-    fn message_indices(&self) -> Vec<usize> {
-        (0..self.index.len())
-            .filter(|&i| self.index.kind(i) == Some(EnvelopeType::Message))
-            .collect()
+        self.peeked.skipped_more
     }
 });
 
@@ -121,10 +97,36 @@ pub fn parse_envelope<'py>(
     Ok((id, kind, ts, v, payload).into_pyobject(py)?.into_any())
 }
 
-// What the export's columns (`crate::columns`) read: the index, the file and
-// the bytes read.
-impl Peeked {
-    pub(crate) fn export_input(&self) -> (&Index, &File, u64) {
-        (&self.index, &self.file, self.size)
+/// What the export's columns and the pages read: a read-only `Transcript`
+/// (load accepts the file: replay's answers are in the rows) or a `Peeked`
+/// (it does not).
+pub(crate) enum Source {
+    Replayed(Py<Transcript>),
+    Lenient(Py<Peeked>),
+}
+
+impl Source {
+    /// `source` as one, or None when it is neither.
+    pub(crate) fn of(source: &Bound<'_, PyAny>) -> Option<Self> {
+        if let Ok(t) = source.cast::<Transcript>() {
+            return Some(Source::Replayed(t.clone().unbind()));
+        }
+        source.cast::<Peeked>().ok().map(|p| Source::Lenient(p.clone().unbind()))
+    }
+
+    /// Runs `f` on the reader, borrowed from its Python object, and its replay
+    /// when it has one.
+    pub(crate) fn with<T>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&dyn Indexed, Option<&core::Transcript>) -> PyResult<T>,
+    ) -> PyResult<T> {
+        match self {
+            Source::Replayed(t) => {
+                let t = t.bind(py).borrow();
+                f(&*t, Some(t.core()))
+            }
+            Source::Lenient(p) => f(&*p.bind(py).borrow(), None),
+        }
     }
 }

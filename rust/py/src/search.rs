@@ -9,6 +9,8 @@ use pyo3::types::PyList;
 use pyo3::IntoPyObjectExt;
 use transcript_tools::search::{search_files, Hit, Query, SearchError};
 
+use crate::errors::os_reason;
+
 /// `grep(paths, pattern, literal, ignore_case, all_lines, role, kind, threads, /)`:
 /// for each path, in order, its hits as `(line, id, type, role, field, text,
 /// spans)` tuples (`spans`: `(start, end)` in characters of `text`), or, when
@@ -38,20 +40,11 @@ pub fn grep<'py>(
                 let rows = hits.into_iter().map(|h| row(py, h)).collect::<PyResult<Vec<_>>>()?;
                 PyList::new(py, rows)?.into_any()
             }
-            Err(SearchError::Io(e)) => (e.raw_os_error(), io_reason(&e)).into_bound_py_any(py)?,
+            Err(SearchError::Io(e)) => (e.raw_os_error(), os_reason(&e)).into_bound_py_any(py)?,
             Err(SearchError::Unreplayable(why)) => (None::<i32>, why).into_bound_py_any(py)?,
         });
     }
     PyList::new(py, out)
-}
-
-// The reason an I/O error gives, without Rust's " (os error N)".
-fn io_reason(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match e.raw_os_error() {
-        Some(code) => text.strip_suffix(&format!(" (os error {code})")).unwrap_or(&text).to_owned(),
-        None => text,
-    }
 }
 
 fn row<'py>(py: Python<'py>, h: Hit) -> PyResult<Bound<'py, PyAny>> {

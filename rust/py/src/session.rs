@@ -12,10 +12,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use pyo3::exceptions::{PyOSError, PyRuntimeError};
-use pyo3::intern;
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyString, PyTuple};
 
 use crate::transcript::Transcript;
 use transcript_core::fork;
@@ -31,8 +30,9 @@ fn pack(generation: u64, number: u32) -> u64 {
     (generation & 0xFFFF_FFFF) << 32 | u64::from(number)
 }
 
-fn generation_of(word: u64) -> u64 {
-    word >> 32
+// Whether `word` was packed in fork generation `generation`.
+fn packed_in(word: u64, generation: u64) -> bool {
+    word >> 32 == generation & 0xFFFF_FFFF
 }
 
 fn number_of(word: u64) -> u32 {
@@ -69,20 +69,11 @@ impl Drop for Held<'_> {
 }
 
 impl SessionLock {
-    fn new() -> Self {
-        SessionLock {
-            owner: AtomicU64::new(0),
-            depth: AtomicU32::new(0),
-            waiting: AtomicU64::new(0),
-            released: AtomicU32::new(0),
-        }
-    }
-
     /// Whether `owner`, a holder noted in the lock, is no holder in this
     /// process: a thread of a parent that the fork left behind.
     fn left_behind(owner: u64, generation: u64) -> bool {
         owner != 0
-            && generation_of(owner) != generation & 0xFFFF_FFFF
+            && !packed_in(owner, generation)
             && Some(number_of(owner)) != fork::forker_token()
     }
 
@@ -103,7 +94,7 @@ impl SessionLock {
     }
 
     /// A signal handler's exception ends the wait.
-    pub fn take(&self, py: Python<'_>) -> PyResult<()> {
+    fn take(&self, py: Python<'_>) -> PyResult<()> {
         let fresh = match self.try_take() {
             Some(fresh) => fresh,
             None => self.wait_for(py).map(|()| true)?,
@@ -122,11 +113,7 @@ impl SessionLock {
     fn count_waiting(&self, by: i64) {
         let generation = fork::generation();
         let _counted = self.waiting.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |word| {
-            let count = if generation_of(word) == generation & 0xFFFF_FFFF {
-                i64::from(number_of(word))
-            } else {
-                0
-            };
+            let count = if packed_in(word, generation) { i64::from(number_of(word)) } else { 0 };
             let count = u32::try_from((count + by).max(0)).unwrap_or(0);
             Some(pack(generation, count))
         });
@@ -166,13 +153,13 @@ impl SessionLock {
         self.depth.store(0, Ordering::Relaxed);
         self.owner.store(0, Ordering::SeqCst);
         let waiting = self.waiting.load(Ordering::SeqCst);
-        if number_of(waiting) > 0 && generation_of(waiting) == fork::generation() & 0xFFFF_FFFF {
+        if number_of(waiting) > 0 && packed_in(waiting, fork::generation()) {
             self.released.fetch_add(1, Ordering::SeqCst);
             wake_one(&self.released);
         }
     }
 
-    pub fn give_back(&self) -> PyResult<()> {
+    fn give_back(&self) -> PyResult<()> {
         let owner = self.owner.load(Ordering::SeqCst);
         if owner == 0
             || number_of(owner) != fork::thread_token()
@@ -190,8 +177,9 @@ impl SessionLock {
 #[pymethods]
 impl SessionLock {
     #[new]
-    fn py_new() -> Self {
-        SessionLock::new()
+    fn new() -> Self {
+        let (owner, waiting) = (AtomicU64::new(0), AtomicU64::new(0));
+        SessionLock { owner, depth: AtomicU32::new(0), waiting, released: AtomicU32::new(0) }
     }
 
     fn acquire(&self, py: Python<'_>) -> PyResult<bool> {
@@ -276,41 +264,15 @@ impl SessionBase {
         sticky: &Bound<'py, PyAny>,
         sysprompt: &Bound<'py, PyAny>,
         depth: &Bound<'py, PyAny>,
-    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+    ) -> PyResult<Option<Bound<'py, PyString>>> {
         let py = slf.py();
         let base = slf.get();
         let Some(transcript) = base.bound.get() else {
             return Ok(None);
         };
-        let held = base.lock.get().hold(py)?;
-        let appended = base.appendable.load(Ordering::SeqCst).then(|| {
-            let fields = [role, content, name, tool_calls, tool_call_id, sticky, sysprompt, depth];
-            Transcript::append_fields(transcript.bind(py), fields)
-        });
-        drop(held);
-        match appended {
-            Some(Ok(id)) => Ok(Some(id.into_any())),
-            Some(Err(e)) => Err(named(slf, e)),
-            None => Ok(None),
-        }
+        let _held = base.lock.get().hold(py)?;
+        let fields = [role, content, name, tool_calls, tool_call_id, sticky, sysprompt, depth];
+        let appendable = base.appendable.load(Ordering::SeqCst);
+        appendable.then(|| Transcript::append_fields(transcript.bind(py), fields)).transpose()
     }
-}
-
-/// `e` with the session's path as its file name when it is an `OSError`
-/// without one (the writer has a descriptor, not a name), as every other
-/// append of `Session` names it.
-fn named(session: &Bound<'_, SessionBase>, e: PyErr) -> PyErr {
-    let py = session.py();
-    if !e.is_instance_of::<PyOSError>(py) {
-        return e;
-    }
-    let value = e.value(py);
-    let unnamed = value.getattr(intern!(py, "filename")).map(|f| f.is_none()).unwrap_or(false);
-    if unnamed {
-        if let Ok(path) = session.getattr(intern!(py, "_path")).and_then(|p| p.str()) {
-            // Best effort: the error is raised either way.
-            let _named = value.setattr(intern!(py, "filename"), path);
-        }
-    }
-    e
 }

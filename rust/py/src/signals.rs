@@ -16,8 +16,8 @@ use transcript_core::stop::Stop;
 const EVERY: Duration = Duration::from_millis(10);
 
 /// The Python signal handlers, run from inside a native pass: a `Ctrl-C` (or
-/// any handler's exception) is kept, and stops the pass; [`Signals::raised`]
-/// then hands the exception on, as if Python had been running all along.
+/// any handler's exception) is kept, and stops the pass; [`Signals::run`]
+/// then raises it, as if Python had been running all along.
 pub struct Signals {
     raised: Mutex<Option<PyErr>>,
     /// When the handlers last ran; None on a thread that never runs them
@@ -52,7 +52,7 @@ fn main_thread() -> u64 {
 }
 
 /// This thread, as Python identifies it (`threading.get_ident()`).
-pub fn this_thread() -> u64 {
+fn this_thread() -> u64 {
     // SAFETY: a plain query with no precondition.
     let ident = unsafe { pyo3::ffi::PyThread_get_thread_ident() };
     // A c_ulong: 64 bits here, 32 where a long is.
@@ -61,16 +61,9 @@ pub fn this_thread() -> u64 {
 }
 
 impl Signals {
-    /// For a pass about to start on this thread (with the GIL).
-    pub fn new(_py: Python<'_>) -> Self {
-        let main = main_thread() == this_thread();
-        let long_ago = Instant::now().checked_sub(EVERY).unwrap_or_else(Instant::now);
-        Signals { raised: Mutex::new(None), last: main.then(|| Mutex::new(long_ago)) }
-    }
-
     /// For the core's `Stop`: runs the handlers (with the GIL, a moment), at
     /// most every few milliseconds, and only on the thread they run in.
-    pub fn check(&self) -> io::Result<()> {
+    fn check(&self) -> io::Result<()> {
         let Some(last) = &self.last else {
             return Ok(());
         };
@@ -92,24 +85,21 @@ impl Signals {
         }
     }
 
-    /// The error to raise for `e`: the handler's exception when there is
-    /// one, else `e` as `convert` makes it.
-    pub fn raised(&self, e: &io::Error, convert: impl FnOnce(&io::Error) -> PyErr) -> PyErr {
-        match self.raised.lock().ok().and_then(|mut slot| slot.take()) {
-            Some(raised) => raised,
-            None => convert(e),
-        }
-    }
-
     /// Runs `pass` without the GIL, the handlers heard from inside it; its
     /// error as `convert` makes it, or the handler's exception.
-    pub fn run<T: Send>(
+    pub fn run<T: Send, E: Send>(
         py: Python<'_>,
-        pass: impl FnOnce(Stop<'_>) -> io::Result<T> + Send,
-        convert: impl FnOnce(&io::Error) -> PyErr,
+        pass: impl FnOnce(Stop<'_>) -> Result<T, E> + Send,
+        convert: impl FnOnce(E) -> PyErr,
     ) -> PyResult<T> {
-        let signals = Signals::new(py);
+        let main = main_thread() == this_thread();
+        let long_ago = Instant::now().checked_sub(EVERY).unwrap_or_else(Instant::now);
+        let signals =
+            Signals { raised: Mutex::new(None), last: main.then(|| Mutex::new(long_ago)) };
         let stop = || signals.check();
-        py.detach(|| pass(&stop)).map_err(|e| signals.raised(&e, convert))
+        py.detach(|| pass(&stop)).map_err(|e| {
+            let raised = signals.raised.lock().ok().and_then(|mut slot| slot.take());
+            raised.unwrap_or_else(|| convert(e))
+        })
     }
 }

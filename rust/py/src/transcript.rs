@@ -9,17 +9,23 @@ use std::os::fd::RawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 
+use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use transcript_core::envelope::EnvelopeType;
 use transcript_core::stamp::Instant;
-use transcript_core::transcript::{self as core, FreshId, Index, LoadError};
+use transcript_core::stop::Stop;
+use transcript_core::transcript::{self as core, FreshId, Index, LiveMessage, Source, WHOLE};
 use transcript_core::writer::{Made, Writer};
 
-use crate::canonical::{write_envelope, write_message_envelope, MessageFields, MessageRead};
+use crate::canonical::{write_envelope, write_message_envelope, MessageFields};
 use crate::errors::{load_error, os_error, write_error, SessionClosed};
 use crate::fds::dup;
-use crate::history::{self, place, ElisionRow, Later, Place};
-use crate::lines::{file_size, id_key, reader_methods, Indexed, Reader};
+use crate::history::{
+    decode_at, elided, history, live_list, not_a, part_span, place, places, ElisionRow, Kept,
+    Messages, Place,
+};
+use crate::lines::{file_size, id_key, reader_methods, rec_at, Indexed, Reader};
 use crate::signals::Signals;
 
 /// One transcript open for appending (or read-only): the core's writer.
@@ -39,19 +45,28 @@ struct Closed {
     ino: u64,
 }
 
+/// What the reader reads back of a message line the writer wrote from its
+/// fields: its `role` and `tool_call_id` objects, and whether it is sticky
+/// (`sticky`, `sysprompt` or a `depth`).
+type MessageRead<'a, 'py> = (&'a Bound<'py, PyAny>, &'a Bound<'py, PyAny>, bool);
+
 // A message line `made` with `fresh`: from what the writer knows of it when
-// it can tell what the reader would read, else read back.
-fn message_made<'a>(fresh: &'a FreshId, read: Option<&'a MessageRead<'_>>) -> Made<'a> {
-    if let Some(read) = read {
-        if let (Some(role), Ok(tool_call_id)) = (read.role(), read.tool_call_id()) {
-            return Made::Message { id: fresh, role, sticky: read.sticky, tool_call_id };
+// it can tell what the reader would read (a str role, a `tool_call_id` that
+// is a str or is kept as none, neither with lone surrogates), else read back.
+fn message_made<'a>(fresh: &'a FreshId, read: Option<MessageRead<'a, '_>>) -> Made<'a> {
+    let text = |v: &'a Bound<'_, PyAny>| v.cast::<PyString>().ok().map(|s| s.to_str());
+    if let Some((role, call, sticky)) = read {
+        let call = text(call).transpose().map(|c| c.map(str::as_bytes));
+        if let (Some(Ok(role)), Ok(tool_call_id)) = (text(role), call) {
+            return Made::Message { id: fresh, role, sticky, tool_call_id };
         }
     }
     Made::Line { id: Some(fresh) }
 }
 
 impl Transcript {
-    fn core(&self) -> &core::Transcript {
+    /// The replay of the lines written.
+    pub(crate) fn core(&self) -> &core::Transcript {
         self.writer.transcript()
     }
 
@@ -67,19 +82,11 @@ impl Transcript {
         history: bool,
     ) -> PyResult<Self> {
         // A Ctrl-C is heard between stretches of a MiB, not when a GiB is read.
-        let signals = Signals::new(py);
-        let stop = || signals.check();
-        let loaded = py.detach(|| {
-            if history {
-                core::inspect_or_stop(&file, size, &stop)
-            } else {
-                core::load_or_stop(&file, size, &stop)
-            }
-        });
-        let core = loaded.map_err(|e| match e {
-            LoadError::Io(io) => signals.raised(&io, os_error),
-            other => load_error(other),
-        })?;
+        let load = |stop: Stop<'_>| match history {
+            true => core::inspect_or_stop(&file, size, stop),
+            false => core::load_or_stop(&file, size, stop),
+        };
+        let core = Signals::run(py, load, load_error)?;
         let writer = Writer::new(core, Some(file), size, missing_newline, fsync, broken);
         Ok(Transcript { writer, closed: None })
     }
@@ -109,15 +116,11 @@ impl Transcript {
         let py = slf.py();
         // As in `append`: no borrow is held while the message is walked.
         let (fresh, ts, mut buf) = Self::begin(slf, |w, ms| w.fresh_id(ms))?;
-        let fresh = &fresh;
-        let read = write_message_envelope(py, &mut buf, fresh.digits(), fields, &ts);
-        let (written, read) = match read {
-            Ok(read) => (Ok(()), Some(read)),
-            Err(e) => (Err(e), None),
-        };
+        let written = write_message_envelope(py, &mut buf, fresh.digits(), fields, &ts);
         let end = buf.len();
-        let made = message_made(fresh, read.as_ref());
-        Self::commit(slf, py, buf, written, &[(made, end)])?;
+        let read = written.as_ref().ok().map(|&sticky| (fields[0], fields[4], sticky));
+        let made = message_made(&fresh, read);
+        Self::commit(slf, py, buf, written.map(drop), &[(made, end)])?;
         Ok(PyString::new(py, fresh.as_str()))
     }
 
@@ -221,14 +224,17 @@ reader_methods!(Transcript {
     }
 
     /// Stamps, serialises, checks, writes and replays one envelope; nothing is
-    /// written unless replay accepts it.
-    #[pyo3(signature = (r#type, payload, id, /))]
+    /// written unless replay accepts it. `message`: the `(role, tool_call_id,
+    /// is_sticky)` of the `Message` (not a subclass) whose payload this is,
+    /// which the envelope is indexed from without reading the line back.
+    #[pyo3(signature = (r#type, payload, id, message = None, /))]
     fn append(
         slf: &Bound<'_, Self>,
         py: Python<'_>,
         r#type: &str,
         payload: &Bound<'_, PyAny>,
         id: Option<String>,
+        message: Option<(Bound<'_, PyAny>, Bound<'_, PyAny>, bool)>,
     ) -> PyResult<String> {
         // The payload is serialised with no borrow of this object held: the
         // walk may run Python code (a list subclass's `__iter__`, a dict
@@ -237,65 +243,25 @@ reader_methods!(Transcript {
         // Python code of this thread runs while it is borrowed (other threads
         // wait for the session's lock).
         let (fresh, ts, mut buf) = Self::begin(slf, |w, ms| id.is_none().then(|| w.fresh_id(ms)))?;
-        let id = match (id, fresh) {
-            (Some(id), _) => id,
-            (None, fresh) => fresh.map(|f| f.as_str().to_owned()).unwrap_or_default(),
-        };
+        let id = id.or_else(|| fresh.as_ref().map(|f| f.as_str().to_owned())).unwrap_or_default();
         let ts = std::str::from_utf8(&ts).unwrap_or_default();
         let written = write_envelope(py, &mut buf, &id, payload, ts, r#type);
         let end = buf.len();
-        Self::commit(slf, py, buf, written, &[(Made::Line { id: None }, end)])?;
+        let made = match (&fresh, &message) {
+            (Some(fresh), Some((role, call, sticky))) => {
+                message_made(fresh, Some((role, call, *sticky)))
+            }
+            _ => Made::Line { id: fresh.as_ref() },
+        };
+        Self::commit(slf, py, buf, written, &[(made, end)])?;
         Ok(id)
     }
 
-    /// `append("message", message.to_dict(), None)` for a `Message` (not a
-    /// subclass: the caller checks) with these fields (see `append_fields`).
-    #[pyo3(signature = (role, content, name, tool_calls, tool_call_id, sticky, sysprompt, depth, /))]
-    #[allow(clippy::too_many_arguments)]
-    fn append_message<'py>(
-        slf: &Bound<'py, Self>,
-        role: &Bound<'py, PyAny>,
-        content: &Bound<'py, PyAny>,
-        name: &Bound<'py, PyAny>,
-        tool_calls: &Bound<'py, PyAny>,
-        tool_call_id: &Bound<'py, PyAny>,
-        sticky: &Bound<'py, PyAny>,
-        sysprompt: &Bound<'py, PyAny>,
-        depth: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyString>> {
-        let fields = [role, content, name, tool_calls, tool_call_id, sticky, sysprompt, depth];
-        Self::append_fields(slf, fields)
-    }
-
-    /// `append("message", payload, None)` for the payload of a `Message` (not
-    /// a subclass) whose `role`, `tool_call_id` and `is_sticky` are given: the
-    /// envelope is indexed from them, without reading the line back.
-    #[pyo3(signature = (payload, role, tool_call_id, sticky, /))]
-    fn append_message_payload(
-        slf: &Bound<'_, Self>,
-        py: Python<'_>,
-        payload: &Bound<'_, PyAny>,
-        role: &Bound<'_, PyAny>,
-        tool_call_id: &Bound<'_, PyAny>,
-        sticky: bool,
-    ) -> PyResult<String> {
-        let (fresh, ts, mut buf) = Self::begin(slf, |w, ms| w.fresh_id(ms))?;
-        let fresh = &fresh;
-        let ts = std::str::from_utf8(&ts).unwrap_or_default();
-        let written = write_envelope(py, &mut buf, fresh.as_str(), payload, ts, "message");
-        let read = MessageRead::new(role.clone(), tool_call_id.clone(), sticky);
-        let end = buf.len();
-        let made = message_made(fresh, Some(&read));
-        Self::commit(slf, py, buf, written, &[(made, end)])?;
-        Ok(fresh.as_str().to_owned())
-    }
-
     /// One envelope per row, all written with one write(2). A row is a
-    /// `Message`'s eight fields (as `append_message` takes them), a 1-tuple of
-    /// a message payload, or a `(type, payload)` pair (the settles that go
-    /// with the tool messages answering a call). All or nothing; each is
-    /// checked against what was there before the call, so rows must not
-    /// depend on one another (two settles of one operation).
+    /// `Message`'s eight fields (as `SessionBase._append_fields` takes them)
+    /// or a `(type, payload)` pair. All or nothing; each is checked against
+    /// what was there before the call, so rows must not depend on one
+    /// another (two settles of one operation).
     #[pyo3(signature = (rows, /))]
     fn append_messages<'py>(
         slf: &Bound<'py, Self>,
@@ -308,38 +274,24 @@ reader_methods!(Transcript {
             .map(|row| row.cast_into_exact::<PyTuple>().map_err(PyErr::from))
             .collect::<PyResult<_>>()?;
         if rows.is_empty() {
-            slf.try_borrow()?
-                .writer
-                .refuse_if_broken()
-                .map_err(write_error)?;
+            slf.try_borrow()?.writer.refuse_if_broken().map_err(write_error)?;
             return Ok(PyList::empty(py));
         }
         // As in `append`: no borrow is held while the rows are walked.
         let (ids, ts, mut buf) =
             Self::begin(slf, |w, ms| (0..rows.len()).map(|_| w.fresh_id(ms)).collect::<Vec<_>>())?;
         let mut lines = Vec::with_capacity(rows.len());
-        let ts_text = std::str::from_utf8(&ts).unwrap_or_default();
         let written = ids.iter().zip(&rows).try_for_each(|(fresh, row)| {
             let read = if row.len() == 8 {
                 let f = |i| row.get_borrowed_item(i);
                 let f = [f(0)?, f(1)?, f(2)?, f(3)?, f(4)?, f(5)?, f(6)?, f(7)?];
-                let fields = [
-                    &*f[0], &*f[1], &*f[2], &*f[3], &*f[4], &*f[5], &*f[6], &*f[7],
-                ];
-                Some(write_message_envelope(
-                    py,
-                    &mut buf,
-                    fresh.digits(),
-                    fields,
-                    &ts,
-                )?)
+                let fields = f.each_ref().map(|item| &**item);
+                let sticky = write_message_envelope(py, &mut buf, fresh.digits(), fields, &ts)?;
+                Some((f[0], f[4], sticky))
             } else {
-                let (kind, payload) = if row.len() == 2 {
-                    (row.get_item(0)?.extract::<String>()?, row.get_item(1)?)
-                } else {
-                    ("message".to_owned(), row.get_item(0)?)
-                };
-                write_envelope(py, &mut buf, fresh.as_str(), &payload, ts_text, &kind)?;
+                let (kind, payload) = row.extract::<(String, Bound<'py, PyAny>)>()?;
+                let ts = std::str::from_utf8(&ts).unwrap_or_default();
+                write_envelope(py, &mut buf, fresh.as_str(), &payload, ts, &kind)?;
                 None
             };
             lines.push((read, buf.len()));
@@ -348,7 +300,9 @@ reader_methods!(Transcript {
         let made: Vec<(Made<'_>, usize)> = lines
             .iter()
             .zip(&ids)
-            .map(|((read, end), fresh)| (message_made(fresh, read.as_ref()), *end))
+            .map(|((read, end), fresh)| {
+                (message_made(fresh, read.as_ref().map(|(r, c, s)| (&**r, &**c, *s))), *end)
+            })
             .collect();
         Self::commit(slf, py, buf, written, &made)?;
         PyList::new(py, ids.iter().map(FreshId::as_str))
@@ -391,11 +345,7 @@ reader_methods!(Transcript {
     fn close_writer(&mut self, path: PathBuf) -> PyResult<()> {
         if let Some(file) = self.writer.file() {
             let meta = file.metadata().map_err(|e| os_error(&e))?;
-            self.closed = Some(Closed {
-                path,
-                dev: meta.dev(),
-                ino: meta.ino(),
-            });
+            self.closed = Some(Closed { path, dev: meta.dev(), ino: meta.ino() });
         }
         self.writer.close(None);
         Ok(())
@@ -406,65 +356,150 @@ reader_methods!(Transcript {
         self.writer.file().as_ref().map_or(-1, std::os::fd::AsRawFd::as_raw_fd)
     }
 
-    // The history's reads: see `crate::history`. Read-only transcripts
-    // keep the history `later` and the `*_effect` and `elision*` read.
+    // What the live list holds and what replay did to it (`crate::history`):
+    // read-only transcripts keep the history `later`, the `*_effect` and
+    // `elision*` read.
 
+    /// The live messages' ids (`"<compaction id>:<k>"` for a replacement's).
     fn live_ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        history::live_ids(py, self.core(), &*self.file()?)
+        live_list(py, self.core(), &*self.file()?, |r, m| r.id(py, m.source()))
     }
 
+    /// The live messages as payload dicts: stubs in place of elided content,
+    /// `{"role": "user", "content": summary}` for a compaction's summary.
     fn live_payloads<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        history::live_payloads(py, self.core(), &*self.file()?)
+        live_list(py, self.core(), &*self.file()?, |r, m| r.dict(py, m.source(), m.stub()))
     }
 
+    /// The live messages as `(id, payload dict, line number, elided)`, the
+    /// payloads as `live_payloads` has them: one read of each line for both.
     fn live_entries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        history::live_entries(py, self.core(), &*self.file()?)
+        live_list(py, self.core(), &*self.file()?, |r, m| r.entry(py, m))
     }
 
+    /// The live list without reading a line: `(envelope index, index of the
+    /// elision whose stub it carries or None, role, replacement position or
+    /// None)` per message, in order (a compaction's summary is the
+    /// compaction's index, role `"user"`; a replacement message, the
+    /// compaction's index, its own role and its position).
     fn live(&self) -> Vec<(u32, Option<u32>, String, Option<u32>)> {
-        history::live(self.core())
+        let t = self.core();
+        let role = |m: &LiveMessage| match t.index.get(m.line as usize).map(|r| r.kind) {
+            _ if m.part != WHOLE => t.part(m.line, m.part).map_or("", |p| &*p.role),
+            Some(EnvelopeType::Compaction) => "user",
+            _ => t.index.role(m.line as usize).unwrap_or(""),
+        };
+        let row = |m: &LiveMessage| {
+            (m.line, m.stub().map(|(l, _)| l), role(m).to_owned(), place(m.source()).1)
+        };
+        t.live.iter().map(row).collect()
     }
 
+    /// The `k`-th live message as a payload dict (as `live_payloads` has it).
     #[pyo3(signature = (k, /))]
     fn live_message<'py>(&self, py: Python<'py>, k: usize) -> PyResult<Bound<'py, PyDict>> {
-        history::live_message(py, self.core(), &*self.file()?, k)
+        let m = self.core().live.get(k);
+        let m = m.ok_or_else(|| PyIndexError::new_err("live message index out of range"))?;
+        Messages::new(self.core(), &*self.file()?).dict(py, m.source(), m.stub())
     }
 
+    /// What later lines did to envelope `index` (with `part`, to that message
+    /// of compaction `index`'s replacement), as line indices: `(the settle
+    /// that settled this dispatch, the first elision that stubbed this
+    /// message, the compaction that took it out of the live list, the rewind
+    /// that dropped it)`, each or None.
     #[pyo3(signature = (index, part, /))]
-    fn later(&self, index: u32, part: Option<u32>) -> PyResult<Later> {
-        history::later(self.core(), index, part)
+    #[allow(clippy::type_complexity)]
+    fn later(
+        &self,
+        index: u32,
+        part: Option<u32>,
+    ) -> PyResult<(Option<u32>, Option<u32>, Option<u32>, Option<u32>)> {
+        let h = history(self.core())?;
+        let at = Source { line: index, part: part.unwrap_or(WHOLE) };
+        let settled = h.settled_by.get(&index).filter(|_| part.is_none());
+        Ok((
+            settled.copied(),
+            h.elided_by.get(&at).copied(),
+            h.compacted_by.get(&at).copied(),
+            h.rewound_by.get(&at).copied(),
+        ))
     }
 
+    /// What compaction `index` did to the live list: `(replaced, kept,
+    /// replacement)`, the first two as places in live order, the last the
+    /// number of messages its replacement put in, or None when it has none
+    /// (its summary went in).
     #[pyo3(signature = (index, /))]
     fn compaction_effect(&self, index: u32) -> PyResult<(Vec<Place>, Vec<Place>, Option<usize>)> {
-        history::compaction_effect(self.core(), index)
+        let done = history(self.core())?.compactions.get(&index);
+        let done = done.ok_or_else(|| not_a("a compaction"))?;
+        let put = self.core().parts_of(index).map(<[_]>::len);
+        Ok((places(&done.replaced), places(&done.kept), put))
     }
 
+    /// The live messages rewind `index` dropped, as places in live order.
     #[pyo3(signature = (index, /))]
     fn rewind_effect(&self, index: u32) -> PyResult<Vec<Place>> {
-        history::rewind_effect(self.core(), index)
+        let dropped = history(self.core())?.rewinds.get(&index);
+        Ok(places(dropped.ok_or_else(|| not_a("a rewind"))?))
     }
 
+    /// The messages elision `index` stubbed, in item order, as `(envelope
+    /// index, the message as it was just before)`.
     #[pyo3(signature = (index, /))]
     fn elision_effect<'py>(&self, py: Python<'py>, index: u32) -> PyResult<Bound<'py, PyList>> {
-        history::elision_effect(py, self.core(), &*self.file()?, index)
+        let (t, file) = (self.core(), self.file()?);
+        let list = PyList::empty(py);
+        let mut messages = Messages::new(t, &file);
+        for e in elided(t, index)? {
+            list.append((e.line, messages.dict(py, e.source(), e.stub_before)?))?;
+        }
+        Ok(list)
     }
 
+    /// What `show` says of each message elision `index` stubbed, without
+    /// decoding its content: `(line, role, tool_call_id, size)`, the size as
+    /// `elided_sizes` measures it.
     #[pyo3(signature = (index, /))]
     fn elision_rows<'py>(&self, py: Python<'py>, index: u32) -> PyResult<Vec<ElisionRow<'py>>> {
-        history::elision_rows(py, self.core(), &*self.file()?, index)
+        let (t, file) = (self.core(), self.file()?);
+        let items = elided(t, index)?;
+        let sizes = py.detach(|| t.elided_sizes(&*file, &[index])).map_err(load_error)?;
+        let mut kept = Kept::default();
+        let mut rows = Vec::with_capacity(items.len());
+        for (e, size) in items.iter().zip(sizes.into_iter().next().unwrap_or_default()) {
+            let (rec, bytes) = kept.get(&file, &t.index, e.line)?;
+            let (role, call) = if e.part != WHOLE {
+                let span = part_span(t, e.source())?;
+                let part = bytes.get(span.start as usize..span.end as usize).unwrap_or_default();
+                let role = decode_at(py, &rec, part, &["role"])?;
+                (role, decode_at(py, &rec, part, &["tool_call_id"])?)
+            } else if rec.kind == EnvelopeType::Compaction {
+                ("user".into_pyobject(py)?.into_any(), py.None().into_bound(py))
+            } else {
+                let role = decode_at(py, &rec, bytes, &["payload", "role"])?;
+                (role, decode_at(py, &rec, bytes, &["payload", "tool_call_id"])?)
+            };
+            rows.push((e.line, role, call, size));
+        }
+        Ok(rows)
     }
 
+    /// For each elision in `indices`, the UTF-8 size of the content each
+    /// message it stubbed had just before (as `elision_effect` has it), in
+    /// item order, measured in the core on every core without decoding it;
+    /// None for a content that is neither a string nor null.
     #[pyo3(signature = (indices, /))]
     fn elided_sizes(&self, py: Python<'_>, indices: Vec<u32>) -> PyResult<Vec<Vec<Option<u64>>>> {
-        history::elided_sizes(py, self.core(), &*self.file()?, indices)
+        let t = self.core();
+        history(t)?;
+        for &i in &indices {
+            if rec_at(&t.index, i as usize)?.kind != EnvelopeType::Elision {
+                return Err(not_a("an elision"));
+            }
+        }
+        let file = self.file()?;
+        py.detach(|| t.elided_sizes(&*file, &indices)).map_err(load_error)
     }
 });
-
-// What the export's columns (`crate::columns`) read: the index, the file, the
-// bytes read and the replay.
-impl Transcript {
-    pub(crate) fn export_input(&self) -> PyResult<(&core::Transcript, Reader<'_>, u64)> {
-        Ok((self.core(), self.file()?, self.writer.len()))
-    }
-}
