@@ -280,15 +280,25 @@ def test_ls_tokens_counts_a_fork_once_in_the_folder(tmp_path: Path, capsys: pyte
     assert out[-1].split()[:5] == ["total", "3,000", "in,", "3", "out"]  # one line a response: output 1 each
 
 
+def test_each_word_a_usage_line_holds_holds_a_part_the_search_looks_for() -> None:
+    """The core searches for parts of the words: a line that holds a word must hold one."""
+    from agent_transcript.inspect import tokens
+
+    assert all(any(a in w for a in tokens._ANCHORS) for w in tokens._WANTED)
+
+
 @given(st.lists(st.lists(st.sampled_from([b"x", b"{}", b"usage", b"token_count", b"turn_context", b"session_meta",
-                                         b"message-id", b"usa", b"ge", b"\r"]), max_size=6).map(b"".join), max_size=30),
+                                         b"message-id", b"usa", b"ge", b"\r", b"n_c", b"n_m", b"ge-i", b"message",
+                                         b"function_call", b"session", b"tokens"]), max_size=6).map(b"".join),
+                max_size=30),
        st.booleans(), st.integers(1, 40))
 @settings(max_examples=200, deadline=None)
 def test_the_lines_read_are_those_a_line_at_a_time_reading_finds(tmp_path_factory: pytest.TempPathFactory,
                                                                  lines: list[bytes], last_newline: bool,
                                                                  block: int) -> None:
     """The core's block-at-a-time search (any block size: words and lines cut across
-    blocks) finds the lines, and their numbers, that Python reading a line at a time does."""
+    blocks) finds the lines, and their numbers, that Python reading a line at a time does;
+    a line holding a part the search looks for but no word is not among them."""
     import io
 
     from agent_transcript.inspect import tokens

@@ -12,10 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agent_transcript import Message, Session
 from agent_transcript.inspect import read
 from agent_transcript.viewer import write_html
+from agent_transcript.viewer.render import anchor
 
 from .helpers import HOSTILE, every_kind, parse
 
@@ -261,3 +264,25 @@ def test_the_page_and_serve_name_the_unanswered_calls(tmp_path: Path) -> None:
     cli("html", str(path), "-o", str(tmp_path / "q.html"))
     answered = (tmp_path / "q.html").read_text("utf-8")
     assert "unanswered" not in answered.split("<script")[0] and '"unanswered"' not in answered
+
+
+_ID_CHARS = "0123456789abcdefAZ_.:- \"\\é"
+
+
+@given(st.lists(st.one_of(st.text(_ID_CHARS, min_size=32, max_size=32), st.text(_ID_CHARS, min_size=1, max_size=140),
+                          st.text("0123456789abcdef", min_size=32, max_size=32)), min_size=1, max_size=12, unique=True),
+       st.booleans())
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_record_whose_id_is_not_a_plain_word_gets_its_anchor(tmp_path: Path, ids: list[str], spaced: bool) -> None:
+    """The page reads a record's id from the head of its line when the line says it is
+    plain; every other record's note names its anchor, whatever its line looks like."""
+    seps = (", ", ": ") if spaced else (",", ":")
+    lines = [{"id": "d8f16adf91b7584a2265b1f500000001", "payload": {"agent": "a"}, "ts": "2026-08-09T13:10:09Z",
+              "type": "session-meta", "v": 1}]
+    lines += [{"id": eid, "payload": {"role": "user", "content": "m"}, "ts": "2026-08-09T13:10:10Z",
+               "type": "message", "v": 1} for eid in ids]
+    src = tmp_path / "ids.jsonl"
+    src.write_text("".join(json.dumps(line, separators=seps, ensure_ascii=False) + "\n" for line in lines), "utf-8")
+    notes = json.loads(re.findall(r"id=at-notes>(.*?)</script>", page(tmp_path, src), re.S)[0])["notes"]
+    want = {str(k): anchor(eid) for k, eid in enumerate(ids, 2) if anchor(eid) != "e-" + eid}
+    assert {k: v["a"] for k, v in notes.items() if "a" in v} == want

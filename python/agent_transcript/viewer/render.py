@@ -44,6 +44,9 @@ CUT_KEY = "\x00agent-transcript-cut"
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 _PLAIN_LINE = re.compile(rb'\{"id":"[A-Za-z0-9_.:-]{1,128}","')
+#: How a canonical line of this library starts: {"id":"<its 32 hex digits>", a plain id
+#: (one match is the cheapest test of a record's head: it is made for every record).
+_CANONICAL_LINE = re.compile(rb'\{"id":"[A-Za-z0-9]{32}",')
 
 
 def anchor(envelope_id: str) -> str:
@@ -232,14 +235,13 @@ class Annotator:
         contexts: list[tuple[int, int]] = []
         users: list[tuple[int, int]] = []
         outline: list[tuple[int, str, str, str]] = []
-        plain = _PLAIN_LINE.match
+        plain, canonical = _PLAIN_LINE.match, _CANONICAL_LINE.match
         line_number = t.line_number if t is not None else None
         later = t.later if t is not None else None
         role = r.index.role if r.index is not None else None
         want_users = not self.outline.full
         for i, line, ty, head in items:
-            # A canonical line of this library starts {"id":"<32 hex digits>", a plain id.
-            if head is None or not (head[39:41] == b'",' and head[7:39].isalnum() and head[:7] == b'{"id":"') and plain(head) is None:
+            if head is None or canonical(head) is None and plain(head) is None:
                 eid = r.envelope_id(i)
                 if not _SAFE_ID.fullmatch(eid):
                     n(line)["a"] = anchor(eid)
