@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_transcript import Message, Session
+from agent_transcript import Message, Session, _core
 from agent_transcript.cli.app import main
 from agent_transcript.fleet.tokens import runs_tokens
 from agent_transcript.formats import import_transcript
@@ -285,6 +285,19 @@ def test_each_word_a_usage_line_holds_holds_a_part_the_search_looks_for() -> Non
     from agent_transcript.inspect import tokens
 
     assert all(any(a in w for a in tokens._ANCHORS) for w in tokens._WANTED)
+
+
+def test_a_word_that_holds_no_anchor_is_refused(tmp_path: Path) -> None:
+    """A word no anchor is part of would never be found: the core says so, never an empty answer."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b'{"usage": 1}\n')
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with pytest.raises(OSError, match='the word "usage" holds none of the anchors'):
+            _core.lines_holding(fd, ["token"], ["usage"], 1 << 20)
+        assert _core.lines_holding(fd, ["sag"], ["usage"], 1 << 20) == [(1, 0, 12)]
+    finally:
+        os.close(fd)
 
 
 @given(st.lists(st.lists(st.sampled_from([b"x", b"{}", b"usage", b"token_count", b"turn_context", b"session_meta",
