@@ -20,8 +20,23 @@ def screenshot_dir() -> Path:
     return where
 
 
+@pytest.fixture
+def browser(_chromium: Any) -> Iterator[Any]:
+    """The one headless chromium, on a blank page with its log drained before and after
+    each test: a page left open (a live page's event stream retrying a server its test
+    stopped) cannot put its errors in the next test's log."""
+    _blank(_chromium)
+    yield _chromium
+    _blank(_chromium)
+
+
+def _blank(driver: Any) -> None:
+    driver.get("about:blank")
+    driver.get_log("browser")
+
+
 @pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
+def _chromium() -> Iterator[Any]:
     if CHROMIUM is None or CHROMEDRIVER is None:
         pytest.skip("chromium and chromedriver are not installed (apt-get install chromium chromium-driver)")
     try:
