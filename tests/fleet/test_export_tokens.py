@@ -42,9 +42,10 @@ def codex_rollout(path: Path, steps: list[tuple[int, int, int]]) -> TokenCount:
                _rl(1, "response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]})]
     total = TokenCount()
     for n, (fresh, cached, out) in enumerate(steps, 2):
-        total += TokenCount(fresh + cached, out, cached, 0)
-        usage = {"input_tokens": total.input, "cached_input_tokens": total.cache_read, "output_tokens": total.output,
-                 "reasoning_output_tokens": 0, "total_tokens": total.input + total.output}
+        total += TokenCount(fresh, out, cached, 0)
+        # Codex's input holds its cached part
+        usage = {"input_tokens": total.input + total.cache_read, "cached_input_tokens": total.cache_read,
+                 "output_tokens": total.output, "reasoning_output_tokens": 0, "total_tokens": total.total}
         records += [_rl(n, "response_item", {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": f"c{n}"}),
                     _rl(n, "response_item", {"type": "function_call_output", "call_id": f"c{n}", "output": "ok"}),
                     _rl(n, "event_msg", {"type": "token_count", "info": {"total_token_usage": usage}})]

@@ -215,7 +215,7 @@ def test_an_imported_codex_rollout_counts_increments_not_totals(tmp_path: Path, 
             records.append(event)
             if t["repeat"]:
                 records.append(event)  # Codex sends the same totals again: nothing new
-            step = TokenCount(fresh + cached, out, cached, 0)
+            step = TokenCount(fresh, out, cached, 0)  # Codex's input holds the cached part; counted apart
             per_response.append(step if step != TokenCount() else None)
             if step != TokenCount():
                 per_model[t["model"]] = per_model.get(t["model"], TokenCount()) + step
@@ -224,7 +224,9 @@ def test_an_imported_codex_rollout_counts_increments_not_totals(tmp_path: Path, 
     import_transcript(src, dest, source_format="codex")
     totals = token_totals(read_usage(str(dest)))
     # the oracle: the last cumulative total the source reports
-    assert totals.total == TokenCount(total["input_tokens"], total["output_tokens"], total["cached_input_tokens"], 0)
+    assert totals.total == TokenCount(total["input_tokens"] - total["cached_input_tokens"], total["output_tokens"],
+                                      total["cached_input_tokens"], 0)
+    assert totals.total.total == total["total_tokens"]
     assert {m: c for m, c in totals.by_model.items()} == per_model
     # each token_count is on the message of the response it counts, whatever came between
     assistants = [eid for eid, p in _message_entries(dest) if p["role"] == "assistant"]
@@ -248,9 +250,10 @@ def test_a_frameworks_usage_in_extras_counts_once_per_response(tmp_path: Path) -
             "usage": {"input_tokens": 11, "output_tokens": 7, "cache_read_tokens": 3}}})
     totals = token_totals(read_usage(str(path)))
     assert totals.responses == 2
-    assert totals.by_message[a] == TokenCount(11, 7, 3, 0)
-    assert totals.by_message[b] == TokenCount(20, 5, 4, 0)
-    assert totals.by_model == {"gpt-5": TokenCount(11, 7, 3, 0), "gpt-4.1": TokenCount(20, 5, 4, 0)}
+    # both providers' input holds the cached part: it is counted apart
+    assert totals.by_message[a] == TokenCount(8, 7, 3, 0)
+    assert totals.by_message[b] == TokenCount(16, 5, 4, 0)
+    assert totals.by_model == {"gpt-5": TokenCount(8, 7, 3, 0), "gpt-4.1": TokenCount(16, 5, 4, 0)}
 
 
 def test_price_table_prefixes(tmp_path: Path) -> None:

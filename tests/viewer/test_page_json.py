@@ -33,14 +33,14 @@ def test_the_json_holds_every_record_with_the_pages_notes(tmp_path: Path) -> Non
         [(k, e.id, e.type, e.payload) for k, e in enumerate(envelopes, 1)]
     by_id = {r["id"]: r for r in data["records"]}
     line = {r["id"]: r["line"] for r in data["records"]}
-    assert by_id[answer]["notes"]["tokens"] == [20, 5, 4, 0]
+    assert by_id[answer]["notes"]["tokens"] == [16, 5, 4, 0]  # the cached 4 apart from the 20 in
     assert by_id[op]["notes"] == {"settled": line[settle]}
     assert by_id[settle]["notes"] == {"op": line[op]}
     assert by_id[dropped]["notes"] == {"rewound": line[rewind]}
     assert by_id[pending]["notes"] == {"pending": "dispatched"}
     assert "notes" not in by_id[result]
     assert [p["call_id"] for p in data["pending"]] == ["c2"]
-    assert data["verdict"] == "clean" and data["tokens"]["input"] == 20
+    assert data["verdict"] == "clean" and data["tokens"]["input"] == 16
 
 
 def test_redact_applies_to_the_json(tmp_path: Path) -> None:
@@ -82,5 +82,6 @@ def test_an_imported_codex_rollout_has_each_responses_tokens_on_its_message(tmp_
     assert main(["html", str(run), "--json", "-o", str(out)]) == 0
     data = json.loads(out.read_text())
     shown = [(r["payload"]["role"], r.get("notes", {}).get("tokens")) for r in data["records"] if r["type"] == "message"]
-    # the second count is a running total: the response after the call used 200 in (100 cached), 20 out
-    assert shown == [("user", None), ("assistant", [100, 5, 10, 0]), ("tool", None), ("assistant", [200, 20, 100, 0])]
+    # the second count is a running total: the response after the call used 200 in (100 cached), 20 out;
+    # the cached input is counted apart from the rest
+    assert shown == [("user", None), ("assistant", [90, 5, 10, 0]), ("tool", None), ("assistant", [100, 20, 100, 0])]

@@ -20,9 +20,14 @@ else its line's envelope id): within a run and across the runs of a folder a
 key is counted once, so a resumed session that repeats its history and a fork
 (which shares its source's ids line for line) add nothing twice.
 
-``input`` is as the provider counts it: Anthropic's excludes the cached input
-(``cache_read`` and ``cache_creation`` are apart), OpenAI's and Codex's include
-it (``cache_read`` is the part of it that was cached).
+The four counts are apart, whatever the provider: ``input`` is the input
+neither read from nor written to the cache, so the four add up to every token
+the response used and a price table prices each token once. Providers count
+differently: Anthropic's input (and Bedrock's) leaves the cached input out,
+OpenAI's, Codex's, Gemini's and pydantic-ai's include it, and the part read
+from (or written to) the cache is taken out of it here. Gemini counts the
+model's thinking apart from its answer (``thoughts_token_count``); it is
+billed as output, and counted in ``output`` here.
 """
 
 from __future__ import annotations
@@ -40,21 +45,28 @@ from .reader import open_file
 __all__ = ["TokenCount", "Usage", "TokenTotals", "PriceTable", "PriceTableError", "read_usage", "token_totals"]
 
 _MESSAGE_FIELDS = frozenset(("role", "content", "name", "tool_calls", "tool_call_id", "sticky", "sysprompt", "depth"))
-_USAGE_KEYS = ("usage", "usage_metadata", "usage_details")
-_INPUT = ("input_tokens", "prompt_tokens", "inputTokens", "prompt_token_count", "request_tokens", "input_token_count")
-_OUTPUT = ("output_tokens", "completion_tokens", "outputTokens", "candidates_token_count", "response_tokens",
-           "output_token_count")
+_USAGE_KEYS = ("usage", "usage_metadata", "usageMetadata", "usage_details")
+_INPUT = ("input_tokens", "prompt_tokens", "inputTokens", "prompt_token_count", "promptTokenCount", "request_tokens",
+          "input_token_count")
+_OUTPUT = ("output_tokens", "completion_tokens", "outputTokens", "candidates_token_count", "candidatesTokenCount",
+           "response_tokens", "output_token_count")
+_THOUGHTS = ("thoughts_token_count", "thoughtsTokenCount")  # Gemini's thinking: output, counted apart
 _CACHE_READ = ("cache_read_input_tokens", "cache_read_tokens", "cached_input_tokens", "cacheReadInputTokens",
-               "cached_content_token_count", "cached_tokens")
+               "cached_content_token_count", "cachedContentTokenCount", "cached_tokens")
 _CACHE_CREATION = ("cache_creation_input_tokens", "cache_write_tokens", "cacheWriteInputTokens")
+#: Anthropic's names for the cached input, which its input count leaves out.
+_ANTHROPIC_CACHE = ("cache_read_input_tokens", "cache_creation_input_tokens")
+#: Bedrock's (and Strands'), whose input count leaves it out unless input and output make the total.
+_BEDROCK_CACHE = ("cacheReadInputTokens", "cacheWriteInputTokens")
 _MODEL_KEYS = ("model", "model_name", "modelId", "model_version")
 _RESPONSE_ID_KEYS = ("provider_response_id", "response_id", "message-id")
 
 
 @dataclass(frozen=True)
 class TokenCount:
-    """Input, output and cached tokens (``cache_read``: input read from the cache;
-    ``cache_creation``: input written to it)."""
+    """Tokens in four counts apart, which add up to all the tokens used: input
+    (neither read from the cache nor written to it), output, ``cache_read``
+    (input read from the cache) and ``cache_creation`` (input written to it)."""
 
     input: int = 0
     output: int = 0
@@ -217,15 +229,39 @@ def _int(d: Mapping[str, Any], keys: tuple[str, ...]) -> int:
 
 
 def count_of(usage: Mapping[str, Any]) -> TokenCount | None:
-    """The counts of one usage object, whatever its provider's names; None when it names none."""
+    """The counts of one usage object, whatever its provider's names, the four apart
+    (the module's docstring says how); None when it names none."""
     if not any(isinstance(usage.get(k), int) for k in _INPUT + _OUTPUT + _CACHE_READ + _CACHE_CREATION):
         return None
     cache_read = _int(usage, _CACHE_READ)
+    cache_creation = _int(usage, _CACHE_CREATION)
     for details in ("input_tokens_details", "prompt_tokens_details"):  # OpenAI nests the cached part
         d = usage.get(details)
         if not cache_read and isinstance(d, dict):
             cache_read = _int(d, ("cached_tokens",))
-    return TokenCount(_int(usage, _INPUT), _int(usage, _OUTPUT), cache_read, _int(usage, _CACHE_CREATION))
+        if not cache_creation and isinstance(d, dict):
+            cache_creation = _int(d, ("cache_write_tokens",))
+    input_, output = _int(usage, _INPUT), _int(usage, _OUTPUT)
+    if not _cache_left_out(usage, input_, output):
+        # A count that holds more cached input than input is not the provider's:
+        # it is taken at its word, and nothing goes below zero.
+        input_ = max(0, input_ - cache_read - cache_creation)
+    return TokenCount(input_, output + _int(usage, _THOUGHTS), cache_read, cache_creation)
+
+
+def _cache_left_out(usage: Mapping[str, Any], input_: int, output: int) -> bool:
+    """Whether the provider's input count leaves the cached input out (Anthropic's,
+    Bedrock's) rather than including it (everyone else's)."""
+    if any(k in usage for k in _ANTHROPIC_CACHE):
+        # LiteLLM's OpenAI-shaped usage names Anthropic's cache counts beside an
+        # OpenAI prompt count, which includes them.
+        return "prompt_tokens" not in usage
+    if any(k in usage for k in _BEDROCK_CACHE):
+        # Strands' rule (its metrics): a model whose input and output make the
+        # total (OpenAI's, through Strands) included the cache in its input.
+        total = usage.get("totalTokens")
+        return not (isinstance(total, int) and input_ + output == total)
+    return False
 
 
 def _find_usage(value: Any, depth: int = 0) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
