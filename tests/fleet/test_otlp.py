@@ -85,12 +85,14 @@ def call(n: int, tool: str) -> dict[str, Any]:
 
 
 def story(path: Path) -> None:
-    """A run: a completed call, a failed one, a compaction, a rewind, then a
-    call killed mid-flight (dispatched, never settled) and a torn last line."""
+    """A run: a completed call (its response's usage recorded), a failed one, a
+    compaction, a rewind, then a call killed mid-flight (dispatched, never
+    settled) and a torn last line."""
     with Session.create(path, {"agent": "fixer", "model": "m-1", "provider": "openai"}) as s:
         s.append_message(Message.system("be brief"))
         u = s.append_message(Message.user("fix the date parser"))
-        s.append_message(Message.assistant(tool_calls=[call(1, "ls")]))
+        s.append_message(Message.assistant(tool_calls=[call(1, "ls")]), {"openai": {"model": "m-1-0425", "usage": {
+            "prompt_tokens": 1200, "completion_tokens": 30, "prompt_tokens_details": {"cached_tokens": 1024}}}})
         op = s.append_tool_dispatched("c1", "ls", {"n": 1})
         s.append_message(Message.tool("c1", "a.py b.py"))
         s.append_tool_settled(op, "completed", duration=0.1)

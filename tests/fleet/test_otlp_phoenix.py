@@ -1,6 +1,7 @@
 """A real backend takes ``export --endpoint``'s traces: Arize Phoenix, run offline
 on 127.0.0.1 as its own process, receives the protobuf, and its REST API gives
-back the spans, parents, statuses and attributes the export made.
+back the spans, parents, statuses and attributes the export made, and the
+tokens it counted from them.
 
 Phoenix is heavy and not in the test extra: the test runs with the interpreter
 named by ``AGENT_TRANSCRIPT_PHOENIX_PYTHON`` (a virtualenv with ``arize-phoenix``),
@@ -103,3 +104,11 @@ def test_phoenix_shows_the_trace_the_export_sent(phoenix: str, tmp_path: Path) -
         assert span["attributes"]["gen_ai.operation.name"] == attrs(ours)["gen_ai.operation.name"]
     kinds = {s["name"].split(" ")[0]: s["span_kind"] for s in got}
     assert kinds["chat"] == "LLM"  # Phoenix read the GenAI conventions: a model turn
+    # Phoenix counts a model turn's tokens from its gen_ai.usage (the story's first
+    # turn records an OpenAI response's: 1,200 in, 1,024 of them cached, 30 out)
+    counted = {s["context"]["span_id"]: {k: v for k, v in s["attributes"].items() if k.startswith("llm.token_count.")}
+               for s in got if s["span_kind"] == "LLM"}
+    (first,) = [i for i, s in sent.items() if attrs(s).get("gen_ai.usage.input_tokens") == 1200]
+    assert {i: c for i, c in counted.items() if c} == {first: {
+        "llm.token_count.prompt": 1200, "llm.token_count.completion": 30, "llm.token_count.total": 1230,
+        "llm.token_count.prompt_details.cache_read": 1024}}

@@ -15,7 +15,12 @@ The trace of one transcript:
   calls unsettled. Its events are the file's ``compaction``, ``rewind`` and
   ``elision`` lines (``agent_transcript.compaction``, ...), at their times;
 * each assistant message line is a model turn: a ``chat`` span (kind client),
-  from the line before it (when its input was complete) to its own line;
+  from the line before it (when its input was complete) to its own line, with
+  the tokens of the response it is (``gen_ai.usage.input_tokens``, the cached
+  input included, as the conventions count it; ``output_tokens``;
+  ``cache_read.input_tokens`` and ``cache_creation.input_tokens`` when there
+  are any) and the model that answered, where the transcript records them
+  (``inspect.tokens`` reads them);
 * each ``tool-dispatched`` line is an ``execute_tool`` span (kind internal),
   from the dispatch to its ``tool-settled`` line. ``failed`` and
   ``outcome-unknown`` end it as an error; an operation the run never settled
@@ -53,6 +58,7 @@ from typing import Any
 from .. import CorruptTranscript, UnsupportedVersion, __version__, canonical_json
 from ..inspect import Reading, os_error_reason, read, walk_transcripts
 from ..inspect.paths import make_folders, open_replacement, replace_with
+from ..inspect.tokens import TokenCount, read_usage, token_totals
 from .export import ExportError
 from .otlp_wire import SendError, send_otlp, traces_url
 
@@ -257,7 +263,7 @@ def _request(reading: Reading, where: str, content: bool) -> dict[str, Any]:
     run["events"] = list(_events(reading, envelopes, times, content))
     dispatched = _tool_spans(trace, reading, envelopes, times, end)
     unsettled = _paired_spans(trace, reading, envelopes, times, end, dispatched)
-    _chat_spans(trace, reading, envelopes, times, model)
+    _chat_spans(trace, reading, envelopes, times, model, _usage_by_message(where))
     if unsettled:
         run["status"] = {"code": STATUS_CODE["error"],
                          "message": f"interrupted: {unsettled} tool call(s) unsettled when the run stopped"}
@@ -403,7 +409,27 @@ def _paired_spans(trace: _Trace, reading: Reading, envelopes: list[Any], times: 
     return unsettled
 
 
-def _chat_spans(trace: _Trace, reading: Reading, envelopes: list[Any], times: list[int], model: str | None) -> None:
+def _usage_by_message(path: str) -> dict[str, tuple[TokenCount, str | None]]:
+    """Each message's tokens (of the responses it is, each once) and the model that answered."""
+    usages = read_usage(path)
+    models: dict[str, str] = {}
+    for u in usages:
+        if u.message_id is not None and u.model is not None:
+            models.setdefault(u.message_id, u.model)
+    return {m: (count, models.get(m)) for m, count in token_totals(usages).by_message.items()}
+
+
+def _usage_attributes(count: TokenCount, model: str | None) -> dict[str, Any]:
+    """A chat span's ``gen_ai.usage.*``: its input counts the cached input too, as the conventions say."""
+    return {"gen_ai.usage.input_tokens": count.input + count.cache_read + count.cache_creation,
+            "gen_ai.usage.output_tokens": count.output,
+            "gen_ai.usage.cache_read.input_tokens": count.cache_read or None,
+            "gen_ai.usage.cache_creation.input_tokens": count.cache_creation or None,
+            "gen_ai.response.model": model}
+
+
+def _chat_spans(trace: _Trace, reading: Reading, envelopes: list[Any], times: list[int], model: str | None,
+                usage: dict[str, tuple[TokenCount, str | None]]) -> None:
     """A ``chat`` span for each assistant message line."""
     since = 1  # the first message line of the current turn's input
     for i, env in enumerate(envelopes):
@@ -418,6 +444,8 @@ def _chat_spans(trace: _Trace, reading: Reading, envelopes: list[Any], times: li
         calls = p.get("tool_calls")
         if isinstance(calls, list) and calls:
             attributes["gen_ai.response.finish_reasons"] = ["tool_call"]
+        if env.id in usage:
+            attributes.update(_usage_attributes(*usage[env.id]))
         if trace.content:
             inputs = [_message(e.payload) for e in envelopes[since:i]
                       if e.type == "message" and isinstance(e.payload, dict)]
