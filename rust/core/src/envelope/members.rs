@@ -10,8 +10,17 @@ use crate::json::{JsonError, Kind, Reader};
 /// does not have; all None when `value` is not an object. Nothing but the keys
 /// is decoded, so a reader can decode the few members it wants and no more.
 pub fn member_spans(value: &[u8], keys: &[&str]) -> Result<Vec<Option<Span>>, JsonError> {
+    member_spans_in(Reader::from_bytes(value)?, keys)
+}
+
+/// [`member_spans`] of text already checked as UTF-8 (a reader that checked a
+/// whole line once reads its parts with this, never checking them again).
+pub fn member_spans_in_text(value: &str, keys: &[&str]) -> Result<Vec<Option<Span>>, JsonError> {
+    member_spans_in(Reader::new(value), keys)
+}
+
+fn member_spans_in(mut r: Reader<'_>, keys: &[&str]) -> Result<Vec<Option<Span>>, JsonError> {
     let mut spans = vec![None; keys.len()];
-    let mut r = Reader::from_bytes(value)?;
     if r.peek()? != Kind::Object {
         return Ok(spans);
     }

@@ -20,7 +20,7 @@ mod scanner;
 mod strict;
 mod types;
 
-pub use members::{member_span_at, member_spans, string_size_at};
+pub use members::{member_span_at, member_spans, member_spans_in_text, string_size_at};
 pub(crate) use scanner::{scan_line, scan_utf8_line};
 pub use strict::parse_line_strict;
 pub use types::{id_text, Detail, Envelope, EnvelopeType, Id, LineError, Part, Role, Span};

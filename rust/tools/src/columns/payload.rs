@@ -2,6 +2,7 @@
 //! JSON reader, from text checked as UTF-8 once; a message payload walked for
 //! the members its row takes, and a content made text.
 
+pub(super) use transcript_core::envelope::member_spans_in_text as members;
 use transcript_core::envelope::Span;
 use transcript_core::json::{JStr, JsonError, Kind, Number, Reader};
 use transcript_core::transcript::{LineRec, LoadError};
@@ -22,34 +23,6 @@ pub(super) fn slice(text: &str, at: Span) -> &str {
 pub(super) fn utf8<'l>(line: &'l [u8], rec: &LineRec) -> Result<&'l str, LoadError> {
     simdutf8::basic::from_utf8(line)
         .map_err(|_| malformed(rec)(JsonError { offset: 0, reason: "invalid UTF-8" }))
-}
-
-/// Where the members named `keys` are in the JSON object `value` (see
-/// [`transcript_core::envelope::member_spans`]), read from text already checked.
-pub(super) fn members(value: &str, keys: &[&str]) -> Result<Vec<Option<Span>>, JsonError> {
-    let mut out = vec![None; keys.len()];
-    let mut r = Reader::new(value);
-    if r.peek()? != Kind::Object {
-        return Ok(out);
-    }
-    r.begin_object()?;
-    let mut key_buf = Vec::new();
-    loop {
-        let wanted = match r.next_key(&mut key_buf)? {
-            None => break,
-            Some(k) => keys.iter().position(|w| w.as_bytes() == k.as_bytes()),
-        };
-        r.peek()?;
-        let start = r.offset();
-        r.skip_value()?;
-        if let Some(at) = wanted {
-            out[at] = Some(Span {
-                start: u32::try_from(start).unwrap_or(u32::MAX),
-                end: u32::try_from(r.offset()).unwrap_or(u32::MAX),
-            });
-        }
-    }
-    Ok(out)
 }
 
 /// The JSON string `value` decoded (WTF-8), or None when it is not a string.
