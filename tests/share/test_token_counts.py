@@ -111,6 +111,11 @@ def test_a_cache_larger_than_its_input_counts_no_input_below_zero() -> None:
         == TokenCount(0, 1, 9, 0)
 
 
+def test_what_is_not_a_number_of_tokens_is_not_counted() -> None:
+    assert count_of({"prompt_tokens": True, "completion_tokens": 1.5}) is None
+    assert count_of({"prompt_tokens": -4, "completion_tokens": 3}) == TokenCount(0, 3, 0, 0)
+
+
 def test_a_cached_openai_run_costs_each_token_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The end to end: a transcript of OpenAI responses, mostly cached, priced by ``stats``."""
     from agent_transcript.cli.app import main

@@ -220,18 +220,23 @@ class PriceTable:
         return {"total": total, "unpriced_models": unpriced}
 
 
+def _count(v: Any) -> bool:
+    """Whether ``v`` is a number of tokens (a bool, a float or a negative is not)."""
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
 def _int(d: Mapping[str, Any], keys: tuple[str, ...]) -> int:
     for k in keys:
         v = d.get(k)
-        if isinstance(v, int) and not isinstance(v, bool):
-            return v
+        if _count(v):
+            return int(v)
     return 0
 
 
 def count_of(usage: Mapping[str, Any]) -> TokenCount | None:
     """The counts of one usage object, whatever its provider's names, the four apart
     (the module's docstring says how); None when it names none."""
-    if not any(isinstance(usage.get(k), int) for k in _INPUT + _OUTPUT + _CACHE_READ + _CACHE_CREATION):
+    if not any(_count(usage.get(k)) for k in _INPUT + _OUTPUT + _CACHE_READ + _CACHE_CREATION):
         return None
     cache_read = _int(usage, _CACHE_READ)
     cache_creation = _int(usage, _CACHE_CREATION)
