@@ -106,6 +106,13 @@ def test_litellm_usage_names_anthropics_cache_beside_an_openai_prompt_count() ->
     assert count_of(usage) == TokenCount(10, 7, 100, 20)
 
 
+def test_openais_cache_writes_are_counted_apart_too() -> None:
+    # the input written to the cache, named beside the part read from it: both inside prompt_tokens
+    usage = {"prompt_tokens": 1000, "completion_tokens": 9,
+             "prompt_tokens_details": {"cached_tokens": 600, "cache_write_tokens": 300}}
+    assert count_of(usage) == TokenCount(100, 9, 600, 300)
+
+
 def test_a_cache_larger_than_its_input_counts_no_input_below_zero() -> None:
     assert count_of({"prompt_tokens": 5, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 9}}) \
         == TokenCount(0, 1, 9, 0)

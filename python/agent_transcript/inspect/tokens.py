@@ -248,8 +248,8 @@ def count_of(usage: Mapping[str, Any]) -> TokenCount | None:
             cache_creation = _int(d, ("cache_write_tokens",))
     input_, output = _int(usage, _INPUT), _int(usage, _OUTPUT)
     if not _cache_left_out(usage, input_, output):
-        # A count that holds more cached input than input is not the provider's:
-        # it is taken at its word, and nothing goes below zero.
+        # A cached part larger than the input said to hold it is the provider's
+        # error: the input is then 0, never below.
         input_ = max(0, input_ - cache_read - cache_creation)
     return TokenCount(input_, output + _int(usage, _THOUGHTS), cache_read, cache_creation)
 
@@ -265,7 +265,7 @@ def _cache_left_out(usage: Mapping[str, Any], input_: int, output: int) -> bool:
         # Strands' rule (its metrics): a model whose input and output make the
         # total (OpenAI's, through Strands) included the cache in its input.
         total = usage.get("totalTokens")
-        return not (isinstance(total, int) and input_ + output == total)
+        return not (_count(total) and input_ + output == total)
     return False
 
 
