@@ -333,3 +333,42 @@ def test_the_lines_read_are_those_a_line_at_a_time_reading_finds(tmp_path_factor
         tokens._BLOCK = saved
         os.close(fd)
     assert got == want
+
+
+@given(st.lists(response, min_size=1, max_size=6), st.lists(turn, min_size=1, max_size=3))
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_usage_of_envelopes_read_already_is_what_reading_the_file_finds(
+        tmp_path: Path, responses: list[dict[str, Any]], turns: list[dict[str, Any]]) -> None:
+    """``usage_of`` (the OTLP export's, on envelopes it holds) against ``read_usage`` (the
+    file searched for the words, each line holding one parsed): a Claude Code import, a
+    Codex import and a framework's transcript, each with the other's kinds of lines."""
+    from agent_transcript.inspect.tokens import usage_of
+
+    case = tmp_path / f"c{len(list(tmp_path.iterdir()))}"
+    case.mkdir()
+    write_lines(case / "claude.src", claude_session(responses))
+    import_transcript(case / "claude.src", case / "claude.jsonl")
+    records = [_rl(0, "session_meta", {"id": "0199aa00-0000-7000-8000-00000000000e", "timestamp": "2026-02-01T09:00:00Z",
+                                       "cwd": "/w", "originator": "codex_cli_rs", "cli_version": "0.98.0"})]
+    total = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+    for k, t in enumerate(turns):
+        records.append(_rl(k, "turn_context", {"turn_id": f"t{k}", "cwd": "/w", "model": t["model"]}))
+        for fresh, cached, out in t["steps"]:
+            total = {"input_tokens": total["input_tokens"] + fresh + cached,
+                     "cached_input_tokens": total["cached_input_tokens"] + cached,
+                     "output_tokens": total["output_tokens"] + out, "total_tokens": 0}
+            records.append(_rl(k, "response_item", {"type": "message", "role": "assistant",
+                                                    "content": [{"type": "output_text", "text": "step"}]}))
+            records.append(_rl(k, "event_msg", {"type": "token_count", "info": {"total_token_usage": dict(total)}}))
+    codex = case / "rollout-2026-02-01T09-00-00-0199aa00-0000-7000-8000-00000000000e.jsonl"
+    write_lines(codex, records)
+    import_transcript(codex, case / "codex.jsonl", source_format="codex")
+    with Session.create(case / "plain.jsonl") as s:
+        s.append_message(Message.user("the usage of a word in a message is not a usage"))
+        for r in responses:
+            s.append_message(Message.assistant("x"), {"pydantic-ai": {"model_name": r["model"], "usage": {
+                "input_tokens": r["input"] + r["cache_read"], "cache_read_tokens": r["cache_read"],
+                "output_tokens": r["outputs"][0]}}, "note": {"usage": "none", "message-id": 3}})
+    for name in ("claude.jsonl", "codex.jsonl", "plain.jsonl"):
+        path = case / name
+        assert usage_of(Session.peek(path).envelopes) == read_usage(str(path))

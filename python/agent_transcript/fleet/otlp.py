@@ -58,7 +58,7 @@ from typing import Any
 from .. import CorruptTranscript, UnsupportedVersion, __version__, canonical_json
 from ..inspect import Reading, os_error_reason, read, walk_transcripts
 from ..inspect.paths import make_folders, open_replacement, replace_with
-from ..inspect.tokens import TokenCount, read_usage, token_totals
+from ..inspect.tokens import TokenCount, token_totals, usage_of
 from .export import ExportError
 from .otlp_wire import SendError, send_otlp, traces_url
 
@@ -263,7 +263,7 @@ def _request(reading: Reading, where: str, content: bool) -> dict[str, Any]:
     run["events"] = list(_events(reading, envelopes, times, content))
     dispatched = _tool_spans(trace, reading, envelopes, times, end)
     unsettled = _paired_spans(trace, reading, envelopes, times, end, dispatched)
-    _chat_spans(trace, reading, envelopes, times, model, _usage_by_message(where))
+    _chat_spans(trace, reading, envelopes, times, model, _usage_by_message(envelopes))
     if unsettled:
         run["status"] = {"code": STATUS_CODE["error"],
                          "message": f"interrupted: {unsettled} tool call(s) unsettled when the run stopped"}
@@ -409,9 +409,9 @@ def _paired_spans(trace: _Trace, reading: Reading, envelopes: list[Any], times: 
     return unsettled
 
 
-def _usage_by_message(path: str) -> dict[str, tuple[TokenCount, str | None]]:
+def _usage_by_message(envelopes: list[Any]) -> dict[str, tuple[TokenCount, str | None]]:
     """Each message's tokens (of the responses it is, each once) and the model that answered."""
-    usages = read_usage(path)
+    usages = usage_of(envelopes)
     models: dict[str, str] = {}
     for u in usages:
         if u.message_id is not None and u.model is not None:

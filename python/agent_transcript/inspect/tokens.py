@@ -39,10 +39,12 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
 from .. import _core
+from ..envelope import Envelope
 from .paths import Descriptor
 from .reader import open_file
 
-__all__ = ["TokenCount", "Usage", "TokenTotals", "PriceTable", "PriceTableError", "read_usage", "token_totals"]
+__all__ = ["TokenCount", "Usage", "TokenTotals", "PriceTable", "PriceTableError", "read_usage", "usage_of",
+           "token_totals"]
 
 _MESSAGE_FIELDS = frozenset(("role", "content", "name", "tool_calls", "tool_call_id", "sticky", "sysprompt", "depth"))
 _USAGE_KEYS = ("usage", "usage_metadata", "usageMetadata", "usage_details")
@@ -418,19 +420,37 @@ def _wanted_lines(fd: int) -> Iterator[tuple[int, bytes]]:
         yield number, os.pread(fd, length, start)
 
 
+def usage_of(envelopes: Iterable[Envelope]) -> list[Usage]:
+    """What ``read_usage`` finds, from envelopes read already (a transcript's, in
+    file order): a reader that holds them all saves reading the file again."""
+    reader = _Reader()
+    for env in envelopes:
+        if isinstance(env.payload, dict):
+            _read_envelope(reader, env.line, env.id, env.type, env.payload, None)
+    return reader.usages()
+
+
 def _read_line(reader: _Reader, number: int, raw: bytes) -> None:
     try:
         envelope = json.loads(raw)
     except ValueError:
         return
-    if not isinstance(envelope, dict) or not isinstance(envelope.get("payload"), dict):
-        return
-    eid, payload = str(envelope.get("id")), envelope["payload"]
-    if envelope.get("type") == "message":
+    if isinstance(envelope, dict) and isinstance(envelope.get("payload"), dict):
+        _read_envelope(reader, number, str(envelope.get("id")), envelope.get("type"), envelope["payload"], raw)
+
+
+def _read_envelope(reader: _Reader, number: int, eid: str, kind: Any, payload: dict[str, Any],
+                   raw: bytes | None) -> None:
+    """One envelope's usage into ``reader``; ``raw`` is its line when the search
+    for the words has already found them in it."""
+    if kind == "message":
         reader.message(eid, number, payload)
-    elif envelope.get("type") == "source-line" and isinstance(payload.get("text"), str):
+    elif kind == "source-line" and isinstance(text := payload.get("text"), str):
+        # An imported line of a source is parsed only if it holds a word of usage.
+        if raw is None and not any(word in text for word in _WANTED):
+            return
         try:
-            record = json.loads(payload["text"])
+            record = json.loads(text)
         except ValueError:
             return
         message = payload.get("message")
