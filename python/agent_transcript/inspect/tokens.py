@@ -36,7 +36,7 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, TypeGuard
 
 from .. import _core
 from ..envelope import Envelope
@@ -222,7 +222,7 @@ class PriceTable:
         return {"total": total, "unpriced_models": unpriced}
 
 
-def _count(v: Any) -> bool:
+def _count(v: Any) -> TypeGuard[int]:
     """Whether ``v`` is a number of tokens (a bool, a float or a negative is not)."""
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
@@ -231,7 +231,7 @@ def _int(d: Mapping[str, Any], keys: tuple[str, ...]) -> int:
     for k in keys:
         v = d.get(k)
         if _count(v):
-            return int(v)
+            return v
     return 0
 
 
