@@ -5,7 +5,8 @@ Lives here: reading a file without opening it as a session (``.reader``:
 ``CompactionEffect``, ``RewindEffect``, ``LiveMessage``), the check verdict (``.check``:
 ``CheckReport``, ``check_path``), a listing's first and last lines of
 many files at once (``.ends``: ``read_ends``), the counts and sizes (``.stats``:
-``Stats``, ``compute_stats``), what a payload's values say as text
+``Stats``, ``compute_stats``), the tokens a run used (``.tokens``:
+``read_usage``, ``usage_of``, ``token_totals``), what a payload's values say as text
 (``.values``), why a named file cannot be read (``.files``) and a
 file's rows as columns for an export (``.columns``), ``follow_file``
 (``Session.follow`` that also tells when it starts the file again: a
