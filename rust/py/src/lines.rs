@@ -124,7 +124,11 @@ macro_rules! reader_methods {
 
             /// Envelope `index`'s id; its payload is not decoded.
             #[pyo3(signature = (index, /))]
-            fn envelope_id<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyAny>> {
+            fn envelope_id<'py>(
+                &self,
+                py: Python<'py>,
+                index: usize,
+            ) -> PyResult<Bound<'py, PyAny>> {
                 $crate::lines::member_of(py, &*self.file()?, self.index(), index, &["id"])
             }
 

@@ -213,7 +213,8 @@ reader_methods!(Transcript {
     fn new(fd: RawFd, fsync: bool) -> PyResult<Self> {
         let file = dup(fd)?;
         let len = file_size(&file)?;
-        let writer = Writer::new(core::Transcript::default(), Some(file), len, len > 0, fsync, None);
+        let writer =
+            Writer::new(core::Transcript::default(), Some(file), len, len > 0, fsync, None);
         Ok(Transcript { writer, closed: None })
     }
 

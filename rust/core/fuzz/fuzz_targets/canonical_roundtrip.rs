@@ -122,7 +122,8 @@ fuzz_target!(|data: &[u8]| {
     let mut out = Vec::new();
     write_value(&mut out, &want, 0).expect("a value within the limits is written");
     assert!(std::str::from_utf8(&out).is_ok(), "canonical JSON that is not UTF-8");
-    let (back, seen) = read_value(&out).unwrap_or_else(|e| panic!("{e}: {:?}", String::from_utf8_lossy(&out)));
+    let (back, seen) =
+        read_value(&out).unwrap_or_else(|e| panic!("{e}: {:?}", String::from_utf8_lossy(&out)));
     assert!(!seen.unholdable_number);
     assert_eq!(back, want, "read(write(v)) != v");
     let mut again = Vec::new();

@@ -70,7 +70,9 @@ fn exact_floats(v: &Value) -> Value {
     match v {
         Value::Float(t) => Value::Float(exact(t)),
         Value::Array(a) => Value::Array(a.iter().map(exact_floats).collect()),
-        Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), exact_floats(v))).collect()),
+        Value::Object(m) => {
+            Value::Object(m.iter().map(|(k, v)| (k.clone(), exact_floats(v))).collect())
+        }
         other => other.clone(),
     }
 }
@@ -104,8 +106,12 @@ fuzz_target!(|data: &[u8]| {
             // The reader's depth bounds serde's recursion here.
             match serde(data, true) {
                 Ok(theirs) => {
-                    assert_eq!(exact_floats(&from_serde(&theirs)), exact_floats(value), "serde_json reads it otherwise")
-                },
+                    assert_eq!(
+                        exact_floats(&from_serde(&theirs)),
+                        exact_floats(value),
+                        "serde_json reads it otherwise"
+                    )
+                }
                 // serde_json refuses lone surrogates; nothing else.
                 Err(e) => assert!(seen.lone_surrogate, "serde_json refuses what we accept: {e}"),
             }

@@ -77,7 +77,9 @@ struct Gen {
 impl Gen {
     fn pick(&self, r: &Ref) -> Vec<u8> {
         match r {
-            Ref::Known(i) if !self.ids.is_empty() => self.ids[usize::from(*i) % self.ids.len()].clone(),
+            Ref::Known(i) if !self.ids.is_empty() => {
+                self.ids[usize::from(*i) % self.ids.len()].clone()
+            }
             Ref::Part(i, k) if !self.ids.is_empty() => {
                 let mut id = self.ids[usize::from(*i) % self.ids.len()].clone();
                 id.extend_from_slice(format!(":{}", k % 4).as_bytes());
@@ -159,7 +161,9 @@ impl Gen {
             }
             Op::Dispatch { call } => {
                 let p = match call {
-                    Some(c) => format!("{{\"arguments\":{{}},\"call-id\":\"c{}\",\"tool\":\"t\"}}", c % 4),
+                    Some(c) => {
+                        format!("{{\"arguments\":{{}},\"call-id\":\"c{}\",\"tool\":\"t\"}}", c % 4)
+                    }
                     None => "{\"arguments\":{},\"call-id\":null,\"tool\":\"t\"}".to_string(),
                 };
                 self.line(None, "tool-dispatched", p.as_bytes())
@@ -178,9 +182,18 @@ impl Gen {
                         p.push(b',');
                     }
                     if d % 2 == 0 {
-                        p.extend_from_slice(format!("{{\"digest\":\"d{}\",\"name\":\"n\",\"text\":\"t\"}}", d % 8).as_bytes());
+                        p.extend_from_slice(
+                            format!("{{\"digest\":\"d{}\",\"name\":\"n\",\"text\":\"t\"}}", d % 8)
+                                .as_bytes(),
+                        );
                     } else {
-                        p.extend_from_slice(format!("{{\"digest\":\"d{}\",\"name\":\"n\",\"rendered-in\":\"x\"}}", d % 8).as_bytes());
+                        p.extend_from_slice(
+                            format!(
+                                "{{\"digest\":\"d{}\",\"name\":\"n\",\"rendered-in\":\"x\"}}",
+                                d % 8
+                            )
+                            .as_bytes(),
+                        );
                     }
                 }
                 p.extend_from_slice(b"]}");
@@ -196,7 +209,9 @@ impl Gen {
                 let id = self.pick(&Ref::Part(*i, *k));
                 self.line(Some(id), "message", &Self::message_payload(1, 0, None))
             }
-            Op::Garbage(bytes) => self.lines.push(bytes.iter().copied().filter(|&b| b != b'\n').collect()),
+            Op::Garbage(bytes) => {
+                self.lines.push(bytes.iter().copied().filter(|&b| b != b'\n').collect())
+            }
             Op::Blank => self.lines.push(b" \t".to_vec()),
         }
     }
@@ -229,7 +244,8 @@ impl Model {
         if !canonical || digits.len() > 9 {
             return false;
         }
-        let k: usize = std::str::from_utf8(digits).ok().and_then(|d| d.parse().ok()).unwrap_or(usize::MAX);
+        let k: usize =
+            std::str::from_utf8(digits).ok().and_then(|d| d.parse().ok()).unwrap_or(usize::MAX);
         self.ids
             .iter()
             .position(|i| i.as_slice() == &id[..colon])
@@ -462,7 +478,12 @@ fn appended(lines: &[Vec<u8>], every: bool) {
             Err(WriteError::Refused(_)) => false,
             Err(e) => panic!("the writer failed: {e}"),
         };
-        assert_eq!(accepted, expected, "the writer disagrees with SPEC on {:?}", String::from_utf8_lossy(line));
+        assert_eq!(
+            accepted,
+            expected,
+            "the writer disagrees with SPEC on {:?}",
+            String::from_utf8_lossy(line)
+        );
         if !accepted {
             continue;
         }
@@ -509,11 +530,19 @@ fn loaded_whole(file: &[u8]) {
         let rec = LineRec::new(&env, s as u64, line.len(), number);
         match inc.push(env, rec, false) {
             Ok(()) => {
-                assert!(expected, "replay accepts what SPEC refuses: {:?}", String::from_utf8_lossy(line));
+                assert!(
+                    expected,
+                    "replay accepts what SPEC refuses: {:?}",
+                    String::from_utf8_lossy(line)
+                );
                 model.agrees(&inc);
             }
             Err(err) => {
-                assert!(!expected, "replay refuses what SPEC accepts ({err}): {:?}", String::from_utf8_lossy(line));
+                assert!(
+                    !expected,
+                    "replay refuses what SPEC accepts ({err}): {:?}",
+                    String::from_utf8_lossy(line)
+                );
                 first_error = Some((number, Ok(err)));
                 break;
             }

@@ -189,15 +189,9 @@ pub fn naive_lines(buf: &[u8]) -> (Vec<(usize, usize, u64)>, u64) {
     let mut start = 0;
     let mut number = 0u64;
     while start < buf.len() {
-        let end = buf[start..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(buf.len(), |i| start + i);
+        let end = buf[start..].iter().position(|&b| b == b'\n').map_or(buf.len(), |i| start + i);
         number += 1;
-        if !buf[start..end]
-            .iter()
-            .all(|&b| b == b' ' || b == b'\t' || b == b'\r')
-        {
+        if !buf[start..end].iter().all(|&b| b == b' ' || b == b'\t' || b == b'\r') {
             out.push((start, end, number));
         }
         start = end + 1;

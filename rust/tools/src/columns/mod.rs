@@ -8,9 +8,10 @@
 //! same JSON reader load uses); what replay made of it (live or not, its live
 //! position, what later compacted, elided or rewound it, which settle settled
 //! an operation, which operations are pending) comes from the core's own
-//! replay and its [`History`](transcript_core::transcript::History), never from a second opinion. A file load
-//! refuses is exported from peek's lenient index, without any replayed state
-//! (those columns are null) and with settles matched to dispatches by id.
+//! replay and its [`History`](transcript_core::transcript::History), never
+//! from a second opinion. A file load refuses is exported from peek's lenient
+//! index, without any replayed state (those columns are null) and with
+//! settles matched to dispatches by id.
 //!
 //! The pass works a budget at a time ([`FileState::fill`]): a caller can write
 //! out what a batch holds and go on, so memory holds a batch, not a file.
