@@ -42,13 +42,15 @@ def library(folder: Path, incarnation: int, finish: bool) -> None:
     if (folder / f"lib-{n}.jsonl.zst").exists():  # settled, and archived since
         n += 1
     path = folder / f"lib-{n}.jsonl"
-    session = Session.load(path) if path.exists() else None
-    if session is not None and session.messages and session.messages[-1].content == END:
+    # Session.open, not "load if it exists": a kill inside create (the file
+    # made, its session-meta not yet written) leaves an empty file, which load
+    # refuses and open takes as new.
+    session = Session.open(path, {"agent": "soak", "model": "scripted"})
+    if session.messages and session.messages[-1].content == END:
         session.close()
-        session, n = None, n + 1
+        n += 1
         path = folder / f"lib-{n}.jsonl"
-    if session is None:
-        session = Session.create(path, {"agent": "soak", "model": "scripted"})
+        session = Session.open(path, {"agent": "soak", "model": "scripted"})
     # Resume as SPEC says: settle what was dispatched, answer what was asked.
     for mid in session.answer_unanswered_tool_calls():
         say("A", path.name, mid)

@@ -193,113 +193,126 @@ def test_everything_at_once_loses_nothing_and_leaks_nothing(tmp_path: Path) -> N
                reader("export", export),
                reader("fork, archive, html", fork_archive_render)]
 
-    end = time.monotonic() + SECONDS
-    while time.monotonic() < end:
-        time.sleep(rng.uniform(0.1, 0.8))
-        w = rng.choice(writers)
-        w.reap(kill=True)
-        # Settled runs are known once their writer's output is read: after a kill.
-        w.start()
+    # Whatever fails, nothing of this test runs on into the next ones (its readers
+    # are threads of this process, its writers and followers children of it).
+    try:
+        end = time.monotonic() + SECONDS
+        while time.monotonic() < end:
+            time.sleep(rng.uniform(0.1, 0.8))
+            w = rng.choice(writers)
+            w.reap(kill=True)
+            # Settled runs are known once their writer's output is read: after a kill.
+            w.start()
 
-    for w in writers:
-        w.reap(kill=True)
-        w.start("finish")  # resume once more: answer what the last kill left asked
-        w.reap(kill=False)
-    stop.set()
-    for t in readers:
-        t.join()
-    fork_archive_render()
-    export()
+        for w in writers:
+            w.reap(kill=True)
+            w.start("finish")  # resume once more: answer what the last kill left asked
+            w.reap(kill=False)
+        stop.set()
+        for t in readers:
+            t.join()
+        fork_archive_render()
+        export()
 
-    # Every acknowledged line, once; the adapters' readings hold every acknowledged item, in order.
-    files = sorted(p for p in folder.iterdir() if p.name.endswith((".jsonl", ".jsonl.zst")))
-    by_name = {p.name.removesuffix(".zst"): Counter(ids_of(p)) for p in files}
-    lines = sum(sum(c.values()) for c in by_name.values())
-    for w in writers:
-        for tag, file, what in w.acks:
-            if tag == "A":
-                assert by_name[file][what] == 1, f"{what} of {file}: {by_name[file][what]} times"
-    oa = [w for w in writers if w.kind == "openai-agents"]
-    if oa:
-        from agent_transcript.integrations.openai_agents import TranscriptSession
+        # Every acknowledged line, once; the adapters' readings hold every acknowledged item, in order.
+        files = sorted(p for p in folder.iterdir() if p.name.endswith((".jsonl", ".jsonl.zst")))
+        by_name = {p.name.removesuffix(".zst"): Counter(ids_of(p)) for p in files}
+        lines = sum(sum(c.values()) for c in by_name.values())
+        for w in writers:
+            for tag, file, what in w.acks:
+                if tag == "A":
+                    assert by_name[file][what] == 1, f"{what} of {file}: {by_name[file][what]} times"
+        oa = [w for w in writers if w.kind == "openai-agents"]
+        if oa:
+            from agent_transcript.integrations.openai_agents import TranscriptSession
 
-        async def items() -> list[Any]:
-            with TranscriptSession(folder / "oa-1.jsonl") as s:
-                return await s.get_items()
-        got = [i["content"] for i in asyncio.run(items())]
-        acked = [what for _, _, what in oa[0].acks]
-        assert len(set(got)) == len(got), "an item twice"
-        assert [g for g in got if g in set(acked)] == acked
-    pyd = [w for w in writers if w.kind == "pydantic-ai"]
-    if pyd:
-        from agent_transcript.integrations.pydantic_ai import TranscriptConversationStore
+            async def items() -> list[Any]:
+                with TranscriptSession(folder / "oa-1.jsonl") as s:
+                    return await s.get_items()
+            got = [i["content"] for i in asyncio.run(items())]
+            acked = [what for _, _, what in oa[0].acks]
+            assert len(set(got)) == len(got), "an item twice"
+            assert [g for g in got if g in set(acked)] == acked
+        pyd = [w for w in writers if w.kind == "pydantic-ai"]
+        if pyd:
+            from agent_transcript.integrations.pydantic_ai import TranscriptConversationStore
 
-        async def prompts(cid: str) -> list[str]:
-            conversation = await TranscriptConversationStore(folder).load(cid)
-            assert conversation is not None
-            return [p.content for m in conversation.messages for p in m.parts if p.part_kind == "user-prompt"]
-        for file in sorted({file for _, file, _ in pyd[0].acks}):
-            got = asyncio.run(prompts(file.removesuffix(".jsonl")))
-            acked = [what for _, f, what in pyd[0].acks if f == file]
-            assert len(set(got)) == len(got), f"a turn twice in {file}"
-            assert [g for g in got if g in set(acked)] == acked, file
+            async def prompts(cid: str) -> list[str]:
+                conversation = await TranscriptConversationStore(folder).load(cid)
+                assert conversation is not None
+                return [p.content for m in conversation.messages for p in m.parts if p.part_kind == "user-prompt"]
+            for file in sorted({file for _, file, _ in pyd[0].acks}):
+                got = asyncio.run(prompts(file.removesuffix(".jsonl")))
+                acked = [what for _, f, what in pyd[0].acks if f == file]
+                assert len(set(got)) == len(got), f"a turn twice in {file}"
+                assert [g for g in got if g in set(acked)] == acked, file
 
-    # Each follower saw exactly its file's envelopes, in order.
-    for kind, proc in followers.items():
-        want = ids_of(folder / FOLLOWED[kind])
-        seen: list[str] = []
-        lines_out = proc.stdout
-        assert lines_out is not None
-        os.set_blocking(lines_out.fileno(), False)
+        # Each follower saw exactly its file's envelopes, in order.
+        for kind, proc in followers.items():
+            want = ids_of(folder / FOLLOWED[kind])
+            seen: list[str] = []
+            lines_out = proc.stdout
+            assert lines_out is not None
+            os.set_blocking(lines_out.fileno(), False)
+            deadline = time.monotonic() + 60
+            buffer = b""
+            while len(seen) < len(want) and time.monotonic() < deadline:
+                chunk = lines_out.read() or b""
+                buffer += chunk
+                *whole, buffer = buffer.split(b"\n")
+                seen += [json.loads(line)["id"] for line in whole if line.strip()]
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=30)
+            assert seen == want, f"follow of {kind}'s file: saw {len(seen)} of {len(want)} ({err.decode()})"
         deadline = time.monotonic() + 60
-        buffer = b""
-        while len(seen) < len(want) and time.monotonic() < deadline:
-            chunk = lines_out.read() or b""
-            buffer += chunk
-            *whole, buffer = buffer.split(b"\n")
-            seen += [json.loads(line)["id"] for line in whole if line.strip()]
+        while any(len(s.ids) < len(ids_of(folder / FOLLOWED[k])) for k, s in streams.items()):
+            assert time.monotonic() < deadline, "a live stream fell behind"
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
-        assert seen == want, f"follow of {kind}'s file: saw {len(seen)} of {len(want)} ({err.decode()})"
-    deadline = time.monotonic() + 60
-    while any(len(s.ids) < len(ids_of(folder / FOLLOWED[k])) for k, s in streams.items()):
-        assert time.monotonic() < deadline, "a live stream fell behind"
-        time.sleep(0.05)
-    server.shutdown()
-    server.server_close()
-    serving.join()
-    for kind, s in streams.items():
-        s.join(timeout=30)
-        assert not s.is_alive()
-        assert s.ids == ids_of(folder / FOLLOWED[kind]), f"serve's stream of {kind}'s file"
+        server.shutdown()
+        server.server_close()
+        serving.join()
+        for kind, s in streams.items():
+            s.join(timeout=30)
+            assert not s.is_alive()
+            assert s.ids == ids_of(folder / FOLLOWED[kind]), f"serve's stream of {kind}'s file"
 
-    # Nothing leaked: the server's handler threads end once their streams do.
-    deadline = time.monotonic() + 30
-    while threading.active_count() > threads_before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert threading.active_count() == threads_before, threading.enumerate()
-    assert open_fds() == fds_before
+        # Nothing leaked: the server's handler threads end once their streams do.
+        deadline = time.monotonic() + 30
+        while threading.active_count() > threads_before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert threading.active_count() == threads_before, threading.enumerate()
+        assert open_fds() == fds_before
 
-    # The last export's rows are the transcripts.
-    import duckdb
-    rows = dict(duckdb.sql(
-        f"select session, envelopes from read_parquet('{exported}/sessions/**/*.parquet', "
-        "hive_partitioning=true)").fetchall())
-    everything = files + sorted(forks.iterdir())
-    assert rows == {str(p): len(ids_of(p)) for p in everything}
+        # The last export's rows are the transcripts.
+        import duckdb
+        rows = dict(duckdb.sql(
+            f"select session, envelopes from read_parquet('{exported}/sessions/**/*.parquet', "
+            "hive_partitioning=true)").fetchall())
+        everything = files + sorted(forks.iterdir())
+        assert rows == {str(p): len(ids_of(p)) for p in everything}
 
-    # Every file a transcript `check` passes, nothing left unanswered.
-    for p in everything:
-        if p.name.endswith(".jsonl"):
-            with Session.load(p) as s:
-                assert s.warnings == [] and s.unanswered_tool_calls() == [], p
-    checked = subprocess.run([sys.executable, "-m", "agent_transcript", "check", *map(str, everything)],
-                             capture_output=True, text=True)
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+        # Every file a transcript `check` passes, nothing left unanswered.
+        for p in everything:
+            if p.name.endswith(".jsonl"):
+                with Session.load(p) as s:
+                    assert s.warnings == [] and s.unanswered_tool_calls() == [], p
+        checked = subprocess.run([sys.executable, "-m", "agent_transcript", "check", *map(str, everything)],
+                                 capture_output=True, text=True)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
 
-    assert problems == []
-    kills = sum(w.kills for w in writers)
-    figure("soak", seconds=SECONDS, writers=KINDS, kills=kills, lines=lines, files=len(everything),
-           settled_runs=len(done), acknowledged=sum(len(w.acks) for w in writers), reads=dict(reads))
-    assert kills >= SECONDS // 4  # the soak did soak: a kill every few seconds at least
+        assert problems == []
+        kills = sum(w.kills for w in writers)
+        figure("soak", seconds=SECONDS, writers=KINDS, kills=kills, lines=lines, files=len(everything),
+               settled_runs=len(done), acknowledged=sum(len(w.acks) for w in writers), reads=dict(reads))
+        assert kills >= SECONDS // 4  # the soak did soak: a kill every few seconds at least
+    finally:
+        stop.set()
+        for proc in [w.proc for w in writers if w.proc is not None] + list(followers.values()):
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        server.shutdown()
+        server.server_close()
+        for t in readers + [serving, *streams.values()]:
+            t.join(timeout=30)
