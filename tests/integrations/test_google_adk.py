@@ -325,6 +325,19 @@ def test_odd_ids_are_files_inside_the_folder(tmp_path: Path) -> None:
     assert all(not part.startswith(".") for part in files[0].relative_to(tmp_path / "f").parts)
 
 
+def test_a_create_killed_before_its_first_line_left_no_session(tmp_path: Path) -> None:
+    with TranscriptSessionService(tmp_path) as service:
+        path = service.transcript_path("a", "u", "s")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(mode=0o600)  # what a kill inside create_session leaves: the file, no line
+        assert asyncio.run(service.get_session(app_name="a", user_id="u", session_id="s")) is None
+        assert asyncio.run(service.list_sessions(app_name="a", user_id="u")).sessions == []
+        s = asyncio.run(service.create_session(app_name="a", user_id="u", session_id="s"))
+        asyncio.run(service.append_event(s, Event(author="user", content=CONTENTS[1])))
+        got = asyncio.run(service.get_session(app_name="a", user_id="u", session_id="s"))
+    assert got is not None and [e.content for e in got.events] == [CONTENTS[1]]
+
+
 def test_a_session_is_locked_while_the_service_holds_it(tmp_path: Path) -> None:
     service = TranscriptSessionService(tmp_path)
     s = asyncio.run(service.create_session(app_name="a", user_id="u", session_id="s"))

@@ -333,7 +333,10 @@ class TranscriptSessionService(BaseSessionService, OpenTranscripts[Path, _Open])
             o = self._open.get(path)
             if o is not None:
                 return o
-            if not path.exists():
+            try:
+                if path.stat().st_size == 0:
+                    return None  # a create killed before its first line: no session (create takes it as new)
+            except FileNotFoundError:
                 return None
             session = opened_when_free(lambda: Session.load(path, durability=self.durability))
             try:
